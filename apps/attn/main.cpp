@@ -1,0 +1,103 @@
+// attn: the command-line wiring. Each subcommand has an options struct, a setup_* that declares its
+// options and a run_* that only calls the library. Exit codes: 0 ok, 2 bad input or usage, 3 internal error.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "attn/backend.hpp"
+#include "attn/error.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/render/render.hpp"
+#include "attn/spec.hpp"
+#include "attn/version.hpp"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 3;
+
+constexpr const char* kExamples = R"(Worked example (003 "cat sat": identity weights, d = 3):
+  $ attn run examples/cat_sat.json
+    ...
+    [7] weights · Attention weights
+        weights = softmax(scaled, dim=-1)
+        [T, T] = [2, 2]
+                cat     sat  │    sum
+        cat  0.6401  0.3599  │ 1.0000
+        sat  0.3599  0.6401  │ 1.0000
+
+More:
+  attn run examples/masked_4x4.json              causal mask on given scores
+  attn run examples/shape_flow_2x4x512.json --shapes-only
+  attn run examples/the_cat_sat.json --format json
+  echo '{"sentence": "cat sat", "embeddings": [[1,0,1],[0,1,1]],
+         "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}' | attn run -
+
+Input format and every option: README.md. Exit codes: 0 ok, 2 bad input or usage, 3 internal error.)";
+
+struct RunOptions {
+  std::string file;
+  std::string format = "text";
+  std::string backend = "cpu";
+  int precision = 4;
+  bool shapes_only = false;
+};
+
+void setup_run(CLI::App& app, RunOptions& o) {
+  auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
+  run->add_option("file", o.file, "input JSON file (- reads standard input)")->required();
+  run->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
+  run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
+  run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
+  run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+}
+
+std::unique_ptr<attn::Backend> make_backend(const std::string& name) {
+  if (name == "cpu") return attn::make_cpu_backend();
+  throw attn::InputError("--backend cuda: this build of attn has no CUDA backend (use --backend cpu)");
+}
+
+int run_run(const RunOptions& o) {
+  const attn::Spec spec = attn::load_spec(o.file);
+  auto backend = make_backend(o.backend);
+  const attn::Trace trace = attn::run_pipeline(spec, *backend);
+  if (o.format == "json") {
+    attn::render_json(trace, std::cout);
+  } else {
+    attn::TextOptions t;
+    t.precision = o.precision;
+    t.shapes_only = o.shapes_only;
+    attn::render_text(trace, std::cout, t);
+  }
+  std::cout.flush();
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"attn — Attention Tracer: scaled dot-product attention step by step, every tensor with its shape", "attn"};
+  app.set_version_flag("--version", std::string("attn ") + attn::kVersion);
+  app.footer(kExamples);
+  app.require_subcommand(1);
+  RunOptions run;
+  setup_run(app, run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version, or the usage error
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  try {
+    if (app.got_subcommand("run")) return run_run(run);
+    return kExitBadInput;
+  } catch (const attn::InputError& e) {
+    std::cerr << "attn: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "attn: internal error (a bug in attn, please report it): " << e.what() << "\n";
+    return kExitInternal;
+  }
+}

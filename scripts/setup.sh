@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attn needs to build and test, only when they are missing.
+# Usage: scripts/setup.sh [--tests]   (--tests adds the reference-check packages: numpy, torch, tmux)
+# Runs apt-get as root, or through sudo otherwise. Downloads nothing else.
+set -euo pipefail
+
+pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev)
+if [[ "${1:-}" == "--tests" ]]; then
+  pkgs+=(python3 python3-numpy python3-torch)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

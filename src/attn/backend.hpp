@@ -1,0 +1,55 @@
+// The numeric primitives a backend provides, on tensors it holds (host memory, or a device's).
+// No step order, no names, no formatting: the pipeline decides what to compute and in which order.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+// Storage owned by one backend; opaque to everyone else.
+struct BackendBuffer {
+  virtual ~BackendBuffer() = default;
+};
+
+// A tensor living in a backend. Reshaping is a view: same buffer, new shape.
+struct BackendTensor {
+  Shape shape;
+  std::shared_ptr<const BackendBuffer> buffer;
+
+  BackendTensor view(Shape new_shape) const;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  virtual BackendTensor upload(const Tensor& host) = 0;
+  virtual Tensor download(const BackendTensor& t) = 0;
+
+  // a (N, m, k) · b (N, k, n) -> (N, m, n); b may also be (k, n), shared by all N.
+  virtual BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) = 0;
+  // a (..., n) + bias (n) -> (..., n)
+  virtual BackendTensor add_bias(const BackendTensor& a, const BackendTensor& bias) = 0;
+  // a (N, m, n) -> (N, n, m)
+  virtual BackendTensor transpose_last2(const BackendTensor& a) = 0;
+  // a (A, B, C, D) -> (A, C, B, D): the head split's and the merge's transpose
+  virtual BackendTensor swap_axes_1_2(const BackendTensor& a) = 0;
+  // a (N, n) -> (N, width): columns [offset, offset + width)
+  virtual BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) = 0;
+  // a (...) * factor
+  virtual BackendTensor scale(const BackendTensor& a, Scalar factor) = 0;
+  // scores (B, G, T, S), keep (B, T, S) of 1 (keep) / 0 (block) -> blocked entries set to fill
+  virtual BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) = 0;
+  // a (N, n) -> softmax along n, row max subtracted first
+  virtual BackendTensor softmax_rows(const BackendTensor& a) = 0;
+  // a (N, n) -> (N): each row's sum
+  virtual BackendTensor row_sums(const BackendTensor& a) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace attn

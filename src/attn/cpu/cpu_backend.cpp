@@ -1,0 +1,185 @@
+// The CPU backend: the numeric primitives of backend.hpp on host memory, with Eigen.
+// Its buffers are host Tensors, so download() is a view, not a copy.
+#include <Eigen/Core>
+#include <cmath>
+#include <limits>
+
+#include "attn/backend.hpp"
+#include "attn/error.hpp"
+
+namespace attn {
+namespace {
+
+using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapC = Eigen::Map<const Matrix>;
+using Map = Eigen::Map<Matrix>;
+
+struct CpuBuffer final : BackendBuffer {
+  explicit CpuBuffer(Tensor t) : tensor(std::move(t)) {}
+  Tensor tensor;
+};
+
+const Tensor& host(const BackendTensor& t) {
+  const auto* b = dynamic_cast<const CpuBuffer*>(t.buffer.get());
+  if (b == nullptr) throw InternalError("cpu backend given a tensor from another backend");
+  return b->tensor;
+}
+
+BackendTensor wrap(Tensor t) {
+  Shape s = t.shape();
+  return BackendTensor{std::move(s), std::make_shared<CpuBuffer>(std::move(t))};
+}
+
+void require(bool ok, const char* what, const BackendTensor& a) {
+  if (!ok) throw InternalError(std::string("cpu backend: ") + what + ", got " + shape_string(a.shape));
+}
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+
+  BackendTensor upload(const Tensor& t) override { return wrap(t); }
+  Tensor download(const BackendTensor& t) override { return host(t).reshaped(t.shape); }
+
+  BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
+    // a (N, m, k), b (N, k, n) or (k, n) -> (N, m, n)
+    require(a.shape.size() == 3, "matmul wants a (N, m, k)", a);
+    const auto n_batch = a.shape[0], m = a.shape[1], k = a.shape[2];
+    const bool shared_b = b.shape.size() == 2;
+    require(shared_b ? b.shape[0] == k : (b.shape.size() == 3 && b.shape[0] == n_batch && b.shape[1] == k),
+            "matmul wants b (k, n) or (N, k, n)", b);
+    const auto n = b.shape.back();
+    Tensor out({n_batch, m, n});
+    const Scalar* pa = host(a).data();
+    const Scalar* pb = host(b).data();
+    Scalar* po = out.mutable_data();
+    if (shared_b) {
+      // One product covers all N: (N·m, k) · (k, n).
+      Map(po, n_batch * m, n).noalias() = MapC(pa, n_batch * m, k) * MapC(pb, k, n);
+    } else {
+      for (std::int64_t i = 0; i < n_batch; ++i) {
+        Map(po + i * m * n, m, n).noalias() = MapC(pa + i * m * k, m, k) * MapC(pb + i * k * n, k, n);
+      }
+    }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor add_bias(const BackendTensor& a, const BackendTensor& bias) override {
+    // a (..., n), bias (n)
+    require(bias.shape.size() == 1 && !a.shape.empty() && a.shape.back() == bias.shape[0], "add_bias wants (n)", bias);
+    const auto n = bias.shape[0];
+    const auto rows = element_count(a.shape) / n;
+    Tensor out(a.shape);
+    Map(out.mutable_data(), rows, n) =
+        MapC(host(a).data(), rows, n).rowwise() + Eigen::Map<const Eigen::RowVectorXf>(host(bias).data(), n);
+    return wrap(std::move(out));
+  }
+
+  BackendTensor transpose_last2(const BackendTensor& a) override {
+    // a (N, m, n) -> (N, n, m)
+    require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
+    const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
+    Tensor out({n_batch, n, m});
+    for (std::int64_t i = 0; i < n_batch; ++i) {
+      Map(out.mutable_data() + i * m * n, n, m) = MapC(host(a).data() + i * m * n, m, n).transpose();
+    }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor swap_axes_1_2(const BackendTensor& a) override {
+    // a (A, B, C, D) -> (A, C, B, D): rows of D contiguous values move as blocks.
+    require(a.shape.size() == 4, "swap_axes_1_2 wants (A, B, C, D)", a);
+    const auto d0 = a.shape[0], d1 = a.shape[1], d2 = a.shape[2], d3 = a.shape[3];
+    Tensor out({d0, d2, d1, d3});
+    const Scalar* src = host(a).data();
+    Scalar* dst = out.mutable_data();
+    for (std::int64_t i = 0; i < d0; ++i)
+      for (std::int64_t j = 0; j < d1; ++j)
+        for (std::int64_t l = 0; l < d2; ++l) {
+          const Scalar* from = src + ((i * d1 + j) * d2 + l) * d3;
+          std::copy(from, from + d3, dst + ((i * d2 + l) * d1 + j) * d3);
+        }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) override {
+    // a (N, n) -> (N, width)
+    require(a.shape.size() == 2 && offset >= 0 && width >= 0 && offset + width <= a.shape[1],
+            "slice_columns out of range", a);
+    const auto rows = a.shape[0], n = a.shape[1];
+    Tensor out({rows, width});
+    Map(out.mutable_data(), rows, width) = MapC(host(a).data(), rows, n).middleCols(offset, width);
+    return wrap(std::move(out));
+  }
+
+  BackendTensor scale(const BackendTensor& a, Scalar factor) override {
+    Tensor out(a.shape);
+    const auto n = element_count(a.shape);
+    Eigen::Map<Eigen::ArrayXf>(out.mutable_data(), n) = Eigen::Map<const Eigen::ArrayXf>(host(a).data(), n) * factor;
+    return wrap(std::move(out));
+  }
+
+  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) override {
+    // scores (B, G, T, S), keep (B, T, S)
+    require(scores.shape.size() == 4, "masked_fill wants scores (B, G, T, S)", scores);
+    require(keep.shape.size() == 3 && keep.shape[0] == scores.shape[0] && keep.shape[1] == scores.shape[2] &&
+                keep.shape[2] == scores.shape[3],
+            "masked_fill wants keep (B, T, S)", keep);
+    const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
+    Tensor out(scores.shape);
+    const Scalar* src = host(scores).data();
+    const Scalar* k = host(keep).data();
+    Scalar* dst = out.mutable_data();
+    for (std::int64_t b = 0; b < b_count; ++b)
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t base = (b * groups + g) * plane;
+        for (std::int64_t i = 0; i < plane; ++i) dst[base + i] = k[b * plane + i] != 0 ? src[base + i] : fill;
+      }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor softmax_rows(const BackendTensor& a) override {
+    // a (N, n). The row max is subtracted before exp so that large logits cannot overflow;
+    // a -inf entry becomes exp(-inf) = 0 exactly.
+    require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
+    const auto rows = a.shape[0], n = a.shape[1];
+    Tensor out(a.shape);
+    const Scalar* src = host(a).data();
+    Scalar* dst = out.mutable_data();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const Scalar* x = src + r * n;
+      Scalar* y = dst + r * n;
+      Scalar mx = -std::numeric_limits<Scalar>::infinity();
+      for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+      // A row with every entry -inf has no distribution; the pipeline refuses such rows before
+      // calling us, and NaN here makes any that slip through visible rather than plausible.
+      double sum = 0.0;  // accumulated in double: rows can be thousands of entries long
+      for (std::int64_t j = 0; j < n; ++j) {
+        y[j] = std::exp(x[j] - mx);
+        sum += y[j];
+      }
+      const Scalar inv = static_cast<Scalar>(1.0 / sum);
+      for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
+    }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor row_sums(const BackendTensor& a) override {
+    require(a.shape.size() == 2, "row_sums wants (N, n)", a);
+    const auto rows = a.shape[0], n = a.shape[1];
+    Tensor out({rows});
+    const Scalar* src = host(a).data();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double s = 0.0;
+      for (std::int64_t j = 0; j < n; ++j) s += src[r * n + j];
+      out.mutable_data()[r] = static_cast<Scalar>(s);
+    }
+    return wrap(std::move(out));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace attn

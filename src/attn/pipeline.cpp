@@ -1,0 +1,324 @@
+// The step order of scaled dot-product attention, from whichever entry point the spec gives
+// (embeddings, q/k/v, or scores) to the output. Every tensor is computed by the backend; this file
+// only decides the order, names the steps and checks what comes back.
+#include "attn/pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attn/error.hpp"
+
+namespace attn {
+namespace {
+
+using Dims = std::vector<std::string>;
+
+// 0.125, 0.5774: at most four decimals, no trailing zeros.
+std::string short_number(double v) {
+  std::string s = fmt::format("{:.4f}", v);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+std::string bias_term(const std::optional<Tensor>& b, std::string_view name) {
+  return b ? fmt::format(" + {}", name) : "";
+}
+
+class Run {
+ public:
+  Run(const Spec& spec, Backend& backend) : s_(spec), be_(backend) {}
+
+  Trace run() {
+    configure();
+    Heads q, k, v;
+    bool have_v = false;
+    BackendTensor scores;
+    if (s_.entry == Entry::Scores) {
+      scores = emit("scores", "Attention scores (given)", "scores (given)", {"B", "H", "T", "S"}, be_.upload(s_.scores),
+                    "taken as given: no projections, no d_k");
+      if (!s_.v.empty()) {
+        v.flat = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
+        v = split_heads("v", "Values", v.flat, s_.S);
+        have_v = true;
+      }
+    } else {
+      BackendTensor qf, kf, vf;
+      if (s_.entry == Entry::QKV) {
+        qf = emit("q", "Queries (given)", "q (given)", {"B", "T", "C"}, be_.upload(s_.q));
+        kf = emit("k", "Keys (given)", "k (given)", {"B", "S", "C"}, be_.upload(s_.k));
+        vf = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
+      } else {
+        project(qf, kf, vf);
+      }
+      q = split_heads("q", "Queries", qf, s_.T);
+      k = split_heads("k", "Keys", kf, s_.S);
+      v = split_heads("v", "Values", vf, s_.S);
+      have_v = true;
+      // kᵀ is materialised only so the student can see the transpose the formula talks about.
+      const auto kt = be_.transpose_last2(k.heads.view({s_.B * s_.H, s_.S, hs()}));
+      const auto kt_shown = emit("k.T", "Keys transposed", "kᵀ = k.transpose(-2, -1)", {"B", "H", "hs", "S"},
+                                 kt.view({s_.B, s_.H, hs(), s_.S}),
+                                 "each column is one key: q · kᵀ then takes every query against every key");
+      scores = emit("scores", "Attention scores", "scores = q · kᵀ", {"B", "H", "T", "S"},
+                    be_.matmul(q.heads.view({s_.B * s_.H, s_.T, hs()}), kt_shown.view({s_.B * s_.H, hs(), s_.S}))
+                        .view({s_.B, s_.H, s_.T, s_.S}),
+                    "scores[i, j] = q_i · k_j: how well query i matches key j");
+    }
+
+    BackendTensor scaled = scores;
+    if (s_.scale_kind != ScaleKind::None) {
+      const auto formula = s_.scale_kind == ScaleKind::SqrtDk ? std::string("scaled = scores / √d_k")
+                                                              : fmt::format("scaled = scores × {}", tr_.config.scale);
+      const auto note = s_.scale_kind == ScaleKind::SqrtDk
+                            ? fmt::format("d_k = {} = {}: factor {}", s_.H > 1 ? "hs" : "C", hs(), tr_.config.scale)
+                            : fmt::format("factor {}", tr_.config.scale);
+      scaled = emit("scaled", "Scaled scores", formula, {"B", "H", "T", "S"}, be_.scale(scores, tr_.config.scale_factor), note);
+    }
+
+    BackendTensor logits = scaled;
+    const std::string scaled_name = s_.scale_kind != ScaleKind::None ? "scaled" : "scores";
+    std::string softmax_input = scaled_name;
+    if (s_.causal || !s_.lengths.empty()) {
+      const auto keep = mask_steps();
+      softmax_input = "masked";
+      logits = emit("masked", "Masked scores", fmt::format("masked = {} where mask = 1, −inf where mask = 0", scaled_name),
+                    {"B", "H", "T", "S"}, be_.masked_fill(scaled, keep, -std::numeric_limits<Scalar>::infinity()),
+                    "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight");
+      require_unmasked_rows();
+    }
+
+    const auto flat_rows = logits.view({s_.B * s_.H * s_.T, s_.S});
+    const auto weights = be_.softmax_rows(flat_rows).view({s_.B, s_.H, s_.T, s_.S});
+    const auto sums = be_.row_sums(weights.view({s_.B * s_.H * s_.T, s_.S})).view({s_.B, s_.H, s_.T});
+    emit("weights", "Attention weights",
+         fmt::format("weights = softmax({}, dim=-1)", softmax_input),
+         {"B", "H", "T", "S"}, weights, "row i: how query i spreads its attention over the keys; each row sums to 1 (row max subtracted before exp)");
+    tr_.steps.back().row_sums = be_.download(sums).reshaped(display_shape({"B", "H", "T"}, sums.shape));
+
+    if (!have_v) return std::move(tr_);
+    const auto context =
+        be_.matmul(weights.view({s_.B * s_.H, s_.T, s_.S}), v.heads.view({s_.B * s_.H, s_.S, hs()})).view({s_.B, s_.H, s_.T, hs()});
+    emit("context", "Context vectors", "context = weights · v", {"B", "H", "T", "hs"}, context,
+         "row i: the average of the value rows, weighted by row i of the weights");
+
+    BackendTensor merged = context.view({s_.B, s_.T, s_.C});  // H = 1: context already is [B, T, C]
+    std::string merged_name = "context";
+    if (s_.H > 1) {
+      merged = emit("merged", "Heads merged", "merged = context.transpose(1, 2).reshape(B, T, C)", {"B", "T", "C"},
+                    be_.swap_axes_1_2(context).view({s_.B, s_.T, s_.C}),
+                    fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", hs()));
+      merged_name = "merged";
+    }
+    if (s_.w.W_o) {
+      emit("output", "Output projection",
+           fmt::format("output = {} · {}{}", merged_name, weight_symbol("W_o"), bias_term(s_.w.b_o, "b_o")), {"B", "T", "C"},
+           linear(merged, *s_.w.W_o, s_.w.b_o), "");
+    }
+    return std::move(tr_);
+  }
+
+ private:
+  struct Heads {
+    BackendTensor flat;   // (B, L, C)
+    BackendTensor heads;  // (B, H, L, hs)
+  };
+
+  std::int64_t hs() const { return s_.C / s_.H; }
+
+  void configure() {
+    auto& c = tr_.config;
+    c.title = s_.title;
+    c.mode = std::string(mode_name(s_.mode));
+    c.batched = s_.batched;
+    c.B = s_.B, c.T = s_.T, c.S = s_.S, c.C = s_.C, c.H = s_.H, c.hs = s_.hs();
+    c.layout = s_.layout == Layout::XW ? "x@W" : "torch";
+    c.entry = s_.entry == Entry::Embeddings ? "embeddings" : s_.entry == Entry::QKV ? "q, k, v" : "scores";
+    c.causal = s_.causal;
+    c.lengths = s_.lengths;
+    c.tokens = s_.tokens;
+    c.source_tokens = s_.source_tokens;
+    c.notes = s_.notes;
+    switch (s_.scale_kind) {
+      case ScaleKind::SqrtDk:
+        c.scale_factor = static_cast<Scalar>(1.0 / std::sqrt(static_cast<double>(hs())));
+        c.scale = fmt::format("1/√{} = {}", hs(), short_number(c.scale_factor));
+        break;
+      case ScaleKind::None:
+        c.scale_factor = 1;
+        c.scale = s_.entry == Entry::Scores && !s_.scale_given ? "none (given scores are taken as already scaled)" : "none";
+        break;
+      case ScaleKind::Number:
+        c.scale_factor = s_.scale_number;
+        c.scale = fmt::format("{} (given)", s_.scale_number);
+        break;
+    }
+  }
+
+  // The shown dims: no B without a batch dimension in the input, no H with one head,
+  // S written T when keys are the queries' own tokens, hs written C with one head.
+  Dims display_dims(const Dims& full) const {
+    Dims out;
+    for (const auto& d : full) {
+      if (d == "B" && !s_.batched) continue;
+      if (d == "H" && s_.H == 1) continue;
+      if (d == "S" && !s_.cross()) out.push_back("T");
+      else if (d == "hs" && s_.H == 1) out.push_back("C");
+      else out.push_back(d);
+    }
+    return out;
+  }
+
+  Shape display_shape(const Dims& full, const Shape& shape) const {
+    Shape out;
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      if (full[i] == "B" && !s_.batched) continue;
+      if (full[i] == "H" && s_.H == 1) continue;
+      out.push_back(shape[i]);
+    }
+    return out;
+  }
+
+  BackendTensor emit(const std::string& id, std::string title, std::string formula, const Dims& full, BackendTensor t,
+                     std::string note = "", ValueKind kind = ValueKind::Real) {
+    if (full.size() != t.shape.size()) {
+      throw InternalError(fmt::format("step {}: dims {} for shape {}", id, full.size(), shape_string(t.shape)));
+    }
+    Step step;
+    step.id = id;
+    step.title = std::move(title);
+    step.formula = std::move(formula);
+    step.dims = display_dims(full);
+    step.value = be_.download(t).reshaped(display_shape(full, t.shape));
+    step.kind = kind;
+    step.note = std::move(note);
+    require_finite(step);
+    tr_.steps.push_back(std::move(step));
+    return t;
+  }
+
+  // A number that left float32's range is reported, never printed as if it were an answer.
+  void require_finite(const Step& step) const {
+    const bool minus_inf_allowed = step.id == "masked";
+    const auto values = step.value.values();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const Scalar v = values[i];
+      if (std::isfinite(v) || (minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) continue;
+      throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down",
+                                   step.id, std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), i));
+    }
+  }
+
+  std::string weight_symbol(std::string_view name) const {
+    return s_.layout == Layout::Torch ? fmt::format("{}ᵀ", name) : std::string(name);
+  }
+
+  // x (B, L, C) · W (C, n) + b (n) -> (B, L, n)
+  BackendTensor linear(const BackendTensor& x, const Tensor& w, const std::optional<Tensor>& b) {
+    auto y = be_.matmul(x, be_.upload(w));
+    if (b) y = be_.add_bias(y, be_.upload(*b));
+    return y;
+  }
+
+  void project(BackendTensor& qf, BackendTensor& kf, BackendTensor& vf) {
+    const auto x = emit("x", "Input embeddings", "x", {"B", "T", "C"}, be_.upload(s_.x));
+    const auto kv_in = s_.cross() ? emit("source", "Source embeddings", "source", {"B", "S", "C"}, be_.upload(s_.source)) : x;
+    const std::string kv_name = s_.cross() ? "source" : "x";
+    const auto& w = s_.w;
+    if (w.W_qkv) {
+      const auto qkv = emit("qkv", "Fused projection", fmt::format("qkv = x · {}{}", weight_symbol("W_qkv"), bias_term(w.b_qkv, "b_qkv")),
+                            {"B", "T", "3C"}, linear(x, *w.W_qkv, w.b_qkv), "one matmul makes q, k and v side by side");
+      const auto rows = qkv.view({s_.B * s_.T, 3 * s_.C});
+      auto part = [&](std::int64_t i, const char* id, const char* title) {
+        return emit(id, title, fmt::format("{} = qkv[..., {}:{}]", id, i * s_.C, (i + 1) * s_.C), {"B", "T", "C"},
+                    be_.slice_columns(rows, i * s_.C, s_.C).view({s_.B, s_.T, s_.C}),
+                    fmt::format("qkv.split(C, dim=-1), part {} of 3", i + 1));
+      };
+      qf = part(0, "q", "Queries");
+      kf = part(1, "k", "Keys");
+      vf = part(2, "v", "Values");
+      return;
+    }
+    qf = emit("q", "Queries", fmt::format("q = x · {}{}", weight_symbol("W_q"), bias_term(w.b_q, "b_q")), {"B", "T", "C"},
+              linear(x, *w.W_q, w.b_q), "");
+    kf = emit("k", "Keys", fmt::format("k = {} · {}{}", kv_name, weight_symbol("W_k"), bias_term(w.b_k, "b_k")), {"B", "S", "C"},
+              linear(kv_in, *w.W_k, w.b_k), "");
+    vf = emit("v", "Values", fmt::format("v = {} · {}{}", kv_name, weight_symbol("W_v"), bias_term(w.b_v, "b_v")), {"B", "S", "C"},
+              linear(kv_in, *w.W_v, w.b_v), "");
+  }
+
+  // (B, L, C) -> (B, H, L, hs), shown as the view and the transpose when H > 1.
+  Heads split_heads(const std::string& id, const std::string& what, const BackendTensor& flat, std::int64_t len) {
+    Heads h{flat, flat.view({s_.B, 1, len, s_.C})};
+    if (s_.H == 1) return h;
+    const std::string L = id == "q" ? "T" : "S";
+    const auto view = emit(id + ".view", what + " split into heads", fmt::format("{}.view(B, {}, H, hs)", id, L),
+                           {"B", L, "H", "hs"}, flat.view({s_.B, len, s_.H, hs()}),
+                           fmt::format("a view, no copy: the C = {} features read as H = {} heads of hs = {}", s_.C, s_.H, hs()));
+    h.heads = emit(id + ".heads", what + ", heads first", fmt::format("{}.view(B, {}, H, hs).transpose(1, 2)", id, L),
+                   {"B", "H", L, "hs"}, be_.swap_axes_1_2(view), "each head now holds its own [" + L + ", hs] matrix");
+    return h;
+  }
+
+  // The mask pattern (shown) and the keep tensor (B, T, S) the backend applies.
+  BackendTensor mask_steps() {
+    Tensor keep({s_.B, s_.T, s_.S});
+    for (std::int64_t b = 0; b < s_.B; ++b)
+      for (std::int64_t i = 0; i < s_.T; ++i)
+        for (std::int64_t j = 0; j < s_.S; ++j) {
+          bool ok = true;
+          if (s_.causal && j > i) ok = false;
+          if (!s_.lengths.empty() && j >= s_.lengths[static_cast<std::size_t>(b)]) ok = false;
+          keep.mutable_data()[(b * s_.T + i) * s_.S + j] = ok ? 1 : 0;
+        }
+    std::string formula, note;
+    if (s_.causal && !s_.lengths.empty()) {
+      formula = "mask[b, i, j] = 1 if j ≤ i and j < length[b], else 0";
+    } else if (s_.causal) {
+      formula = "mask[i, j] = 1 if j ≤ i, else 0 (tril)";
+      note = "a query sees itself and earlier positions, never later ones";
+    } else {
+      formula = "mask[b, i, j] = 1 if j < length[b], else 0";
+    }
+    if (!s_.lengths.empty()) {
+      note = fmt::format("lengths = [{}]: keys at or past a row's length are padding", fmt::join(s_.lengths, ", "));
+    }
+    const auto k = be_.upload(keep);
+    if (s_.lengths.empty()) {
+      // Causal alone: one [T, S] pattern serves every batch row and head, so that is what is shown.
+      Tensor pattern({s_.T, s_.S}, std::vector<Scalar>(keep.data(), keep.data() + s_.T * s_.S));
+      emit("mask", "Mask", formula, {"T", "S"}, be_.upload(pattern), note, ValueKind::Mask);
+    } else {
+      emit("mask", "Mask", formula, {"B", "T", "S"}, k, note, ValueKind::Mask);
+    }
+    return k;
+  }
+
+  // A query row with every key blocked has no softmax; name it rather than print NaN.
+  void require_unmasked_rows() const {
+    const Step& masked = tr_.steps.back();
+    const auto values = masked.value.values();
+    const auto rows = static_cast<std::int64_t>(values.size()) / s_.S;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      bool any = false;
+      for (std::int64_t j = 0; j < s_.S && !any; ++j) any = std::isfinite(values[static_cast<std::size_t>(r * s_.S + j)]);
+      if (any) continue;
+      const auto i = r % s_.T, h = (r / s_.T) % s_.H, b = r / (s_.T * s_.H);
+      const auto& labels = s_.tokens[s_.tokens.size() == 1 ? 0 : static_cast<std::size_t>(b)];
+      throw InputError(fmt::format("masked: query row {} \"{}\" (batch {}, head {}) has every key masked; its softmax is undefined",
+                                   i, labels[static_cast<std::size_t>(i)], b, h));
+    }
+  }
+
+  const Spec& s_;
+  Backend& be_;
+  Trace tr_;
+};
+
+}  // namespace
+
+Trace run_pipeline(const Spec& spec, Backend& backend) { return Run(spec, backend).run(); }
+
+}  // namespace attn

@@ -1,0 +1,752 @@
+// JSON input -> validated Spec. Every rule of input format v1 (README "Input format") lives here,
+// and every refusal names the JSON path and what was expected. No attention arithmetic here.
+#include "attn/spec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "attn/error.hpp"
+#include "attn/random.hpp"
+
+namespace attn {
+
+std::string_view mode_name(Mode m) {
+  switch (m) {
+    case Mode::Self: return "self";
+    case Mode::Causal: return "causal";
+    case Mode::Cross: return "cross";
+    case Mode::MultiHead: return "multi-head";
+  }
+  return "?";
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+// ---- paths and messages -------------------------------------------------------------------
+
+std::string key_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw InputError(fmt::format("{}: {}", path.empty() ? "(root)" : path, what));
+}
+
+std::string describe(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return j.get<bool>() ? "true" : "false";
+    case json::value_t::string: return fmt::format("the string {}", j.dump());
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return fmt::format("the number {}", j.dump());
+    case json::value_t::array: return j.empty() ? "an empty array" : fmt::format("an array of {}", j.size());
+    case json::value_t::object: return "an object";
+    default: return "an unsupported value";
+  }
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const auto ca = static_cast<char>(std::tolower(static_cast<unsigned char>(a[i - 1])));
+      const auto cb = static_cast<char>(std::tolower(static_cast<unsigned char>(b[j - 1])));
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca == cb ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean "x"?)" when one candidate is close enough to be a likely typo, else "".
+std::string did_you_mean(std::string_view given, const std::vector<std::string_view>& candidates) {
+  std::string_view best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (auto c : candidates) {
+    const auto d = edit_distance(given, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  const std::size_t limit = std::max<std::size_t>(2, given.size() / 3);
+  return best_d <= limit ? fmt::format(" (did you mean \"{}\"?)", best) : "";
+}
+
+void check_keys(const json& obj, const std::string& path, const std::vector<std::string_view>& allowed) {
+  for (const auto& item : obj.items()) {
+    const std::string& key = item.key();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    fail(key_path(path, key), fmt::format("unknown key{}; allowed here: {}", did_you_mean(key, allowed),
+                                          fmt::join(allowed, ", ")));
+  }
+}
+
+// ---- parsing the text ---------------------------------------------------------------------
+
+// Line and column (1-based) of a byte offset, for messages about the text itself.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+  }
+  return {line, col};
+}
+
+json parse_json(std::string_view text, const std::string& origin) {
+  // Tracks where the parser is, so a duplicate key can be reported with its JSON path.
+  struct Frame {
+    bool object;
+    std::string key;
+    std::size_t index = 0;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> frames;
+  auto parent_path = [&frames]() {
+    std::string p;
+    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+      p = frames[i].object ? key_path(p, frames[i].key) : fmt::format("{}[{}]", p, frames[i].index);
+    }
+    return p;
+  };
+  auto element_done = [&frames]() {
+    if (!frames.empty() && !frames.back().object) ++frames.back().index;
+  };
+  json::parser_callback_t cb = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: frames.push_back({true, {}, 0, {}}); break;
+      case json::parse_event_t::array_start: frames.push_back({false, {}, 0, {}}); break;
+      case json::parse_event_t::key: {
+        auto key = parsed.get<std::string>();
+        if (!frames.back().keys.insert(key).second) {
+          // nlohmann keeps the last value silently; a duplicate is almost always a mistake.
+          frames.back().key = key;
+          throw InputError(fmt::format("{}: duplicate key \"{}\" in {}", key_path(parent_path(), key), key, origin));
+        }
+        frames.back().key = std::move(key);
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::parse_error& e) {
+    auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    // Keep nlohmann's description after the "parse error at line L, column C: " prefix.
+    if (auto p = what.find(": ", what.find("parse error")); p != std::string::npos) what = what.substr(p + 2);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double ("1e400"): find it in the text for the position.
+    std::string what = e.what();
+    std::string literal;
+    if (auto a = what.find('\''), b = what.rfind('\''); a != std::string::npos && b > a)
+      literal = what.substr(a + 1, b - a - 1);
+    auto at = literal.empty() ? std::string_view::npos : text.find(literal);
+    auto [line, col] = line_column(text, at == std::string_view::npos ? 0 : at);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: number {} is out of range", origin, line, col, literal));
+  }
+}
+
+// ---- tensors ------------------------------------------------------------------------------
+
+std::string index_path(const std::string& base, const std::vector<std::size_t>& idx, std::size_t depth) {
+  std::string p = base;
+  for (std::size_t i = 0; i < depth; ++i) p += fmt::format("[{}]", idx[i]);
+  return p;
+}
+
+void fill_values(const json& j, const std::string& base, const Shape& shape, std::vector<std::size_t>& idx,
+                 std::size_t axis, std::vector<Scalar>& out) {
+  if (axis == shape.size()) {
+    if (!j.is_number()) fail(index_path(base, idx, axis), fmt::format("expected a number, got {}", describe(j)));
+    const double d = j.get<double>();
+    if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
+      fail(index_path(base, idx, axis), fmt::format("{} does not fit in float32 (largest finite is about 3.4028e+38)", j.dump()));
+    }
+    out.push_back(static_cast<Scalar>(d));
+    return;
+  }
+  const auto want = static_cast<std::size_t>(shape[axis]);
+  if (!j.is_array()) {
+    fail(index_path(base, idx, axis),
+         fmt::format("expected an array of {} (every row must have the same length), got {}", want, describe(j)));
+  }
+  if (j.size() != want) {
+    fail(index_path(base, idx, axis),
+         fmt::format("expected {} entries like the first row at this depth, got {} (ragged array)", want, j.size()));
+  }
+  for (std::size_t i = 0; i < want; ++i) {
+    idx[axis] = i;
+    fill_values(j[i], base, shape, idx, axis + 1, out);
+  }
+}
+
+// Any rectangular nested array of numbers; the caller checks the shape it needs.
+Tensor read_tensor(const json& j, const std::string& path, std::string_view expected) {
+  if (!j.is_array()) fail(path, fmt::format("expected {}, got {}", expected, describe(j)));
+  Shape shape;
+  const json* cur = &j;
+  std::vector<std::size_t> idx;
+  while (cur->is_array()) {
+    if (cur->empty()) fail(index_path(path, idx, idx.size()), fmt::format("expected {}, got an empty array", expected));
+    shape.push_back(static_cast<std::int64_t>(cur->size()));
+    idx.push_back(0);
+    cur = &(*cur)[0];
+  }
+  std::vector<Scalar> values;
+  values.reserve(static_cast<std::size_t>(element_count(shape)));
+  fill_values(j, path, shape, idx, 0, values);
+  return Tensor(std::move(shape), std::move(values));
+}
+
+void expect_shape(const Tensor& t, const std::string& path, const Shape& want, std::string_view why = "") {
+  if (t.shape() != want) {
+    fail(path, fmt::format("expected {}, got {}{}", shape_string(want), shape_string(t.shape()), why));
+  }
+}
+
+Tensor identity(std::int64_t c) {
+  Tensor t({c, c});
+  for (std::int64_t i = 0; i < c; ++i) t.mutable_data()[i * c + i] = 1;
+  return t;
+}
+
+Tensor transpose2(const Tensor& t) {
+  const auto r = t.dim(0), c = t.dim(1);
+  Tensor out({c, r});
+  for (std::int64_t i = 0; i < r; ++i)
+    for (std::int64_t j = 0; j < c; ++j) out.mutable_data()[j * r + i] = t.data()[i * c + j];
+  return out;
+}
+
+// Columns [offset, offset + width) of a [rows, n] matrix, or entries of a vector.
+Tensor columns(const Tensor& t, std::int64_t offset, std::int64_t width) {
+  if (t.rank() == 1) {
+    return Tensor({width}, std::vector<Scalar>(t.data() + offset, t.data() + offset + width));
+  }
+  const auto rows = t.dim(0), n = t.dim(1);
+  Tensor out({rows, width});
+  for (std::int64_t i = 0; i < rows; ++i)
+    std::copy(t.data() + i * n + offset, t.data() + i * n + offset + width, out.mutable_data() + i * width);
+  return out;
+}
+
+// Adds a leading batch dimension of 1 to an unbatched tensor.
+Tensor batched(const Tensor& t, bool has_batch) {
+  if (has_batch) return t;
+  Shape s = t.shape();
+  s.insert(s.begin(), 1);
+  return t.reshaped(std::move(s));
+}
+
+// ---- small scalar fields ------------------------------------------------------------------
+
+std::int64_t read_positive(const json& j, const std::string& path) {
+  if (!j.is_number_integer() || j.get<std::int64_t>() <= 0) {
+    fail(path, fmt::format("expected a positive integer, got {}", describe(j)));
+  }
+  return j.get<std::int64_t>();
+}
+
+bool read_bool(const json& j, const std::string& path) {
+  if (!j.is_boolean()) fail(path, fmt::format("expected true or false, got {}", describe(j)));
+  return j.get<bool>();
+}
+
+std::string read_string(const json& j, const std::string& path) {
+  if (!j.is_string()) fail(path, fmt::format("expected a string, got {}", describe(j)));
+  return j.get<std::string>();
+}
+
+template <typename E>
+E read_choice(const json& j, const std::string& path, const std::vector<std::pair<std::string_view, E>>& choices) {
+  std::vector<std::string_view> names;
+  for (const auto& c : choices) names.push_back(c.first);
+  std::string quoted;
+  for (std::size_t i = 0; i < names.size(); ++i) quoted += fmt::format("{}\"{}\"", i ? ", " : "", names[i]);
+  if (!j.is_string()) fail(path, fmt::format("expected one of {}, got {}", quoted, describe(j)));
+  const auto s = j.get<std::string>();
+  for (const auto& c : choices)
+    if (c.first == s) return c.second;
+  fail(path, fmt::format("expected one of {}, got {}{}", quoted, j.dump(), did_you_mean(s, names)));
+}
+
+// ---- labels -------------------------------------------------------------------------------
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+}
+
+std::vector<std::string> default_labels(char prefix, std::int64_t n) {
+  std::vector<std::string> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(fmt::format("{}{}", prefix, i));
+  return out;
+}
+
+// `tokens` (strings, or one list of strings per batch row) or `sentence`, counted against n.
+Labels read_labels(const json& obj, const std::string& path, std::int64_t n, std::int64_t b, bool has_batch,
+                   char default_prefix, std::string_view length_name) {
+  const bool has_tokens = obj.contains("tokens"), has_sentence = obj.contains("sentence");
+  if (has_tokens && has_sentence) fail(key_path(path, "sentence"), "give tokens or sentence, not both");
+  auto check_count = [&](const std::vector<std::string>& row, const std::string& p) {
+    if (static_cast<std::int64_t>(row.size()) != n) {
+      fail(p, fmt::format("expected {} labels (one per position, {} = {}), got {}", n, length_name, n, row.size()));
+    }
+  };
+  if (has_sentence) {
+    const auto p = key_path(path, "sentence");
+    auto words = split_words(read_string(obj["sentence"], p));
+    check_count(words, p);
+    return {words};
+  }
+  if (!has_tokens) return {default_labels(default_prefix, n)};
+  const auto p = key_path(path, "tokens");
+  const json& t = obj["tokens"];
+  if (!t.is_array() || t.empty()) fail(p, fmt::format("expected an array of {} strings, got {}", n, describe(t)));
+  if (t[0].is_array()) {
+    if (!has_batch || static_cast<std::int64_t>(t.size()) != b) {
+      fail(p, fmt::format("expected one list of labels per batch row (B = {}), got {} lists", has_batch ? b : 1, t.size()));
+    }
+    Labels out;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const auto rp = fmt::format("{}[{}]", p, i);
+      if (!t[i].is_array()) fail(rp, fmt::format("expected an array of {} strings, got {}", n, describe(t[i])));
+      std::vector<std::string> row;
+      for (std::size_t j = 0; j < t[i].size(); ++j) row.push_back(read_string(t[i][j], fmt::format("{}[{}]", rp, j)));
+      check_count(row, rp);
+      out.push_back(std::move(row));
+    }
+    return out;
+  }
+  std::vector<std::string> row;
+  for (std::size_t j = 0; j < t.size(); ++j) row.push_back(read_string(t[j], fmt::format("{}[{}]", p, j)));
+  check_count(row, p);
+  return {row};
+}
+
+// ---- the random block ---------------------------------------------------------------------
+
+struct RandomFill {
+  bool present = false;
+  std::uint64_t seed = 0;
+  std::optional<std::int64_t> B, T, S, C;
+  bool fused = false, output_projection = false;
+};
+
+RandomFill read_random(const json& root) {
+  RandomFill r;
+  if (!root.contains("random")) return r;
+  const json& j = root["random"];
+  if (!j.is_object()) fail("random", fmt::format("expected an object like {{\"seed\": 0, \"T\": 4, \"C\": 8}}, got {}", describe(j)));
+  check_keys(j, "random", {"seed", "B", "T", "S", "C", "fused", "output_projection"});
+  r.present = true;
+  if (!j.contains("seed")) fail("random.seed", "required: a non-negative integer");
+  if (!j["seed"].is_number_integer() || j["seed"].get<std::int64_t>() < 0) {
+    fail("random.seed", fmt::format("expected a non-negative integer, got {}", describe(j["seed"])));
+  }
+  r.seed = j["seed"].get<std::uint64_t>();
+  for (auto [key, slot] : {std::pair{"B", &r.B}, std::pair{"T", &r.T}, std::pair{"S", &r.S}, std::pair{"C", &r.C}}) {
+    if (j.contains(key)) *slot = read_positive(j[key], key_path("random", key));
+  }
+  if (j.contains("fused")) r.fused = read_bool(j["fused"], "random.fused");
+  if (j.contains("output_projection")) r.output_projection = read_bool(j["output_projection"], "random.output_projection");
+  return r;
+}
+
+// ---- sequences ----------------------------------------------------------------------------
+
+// Embeddings [T, C] or [B, T, C] as (B, T, C), from JSON or from the random block.
+struct Sequence {
+  Tensor x;  // (B, L, C)
+  bool has_batch = false;
+};
+
+Sequence read_sequence(const json& parent, const std::string& parent_path, const char* key, std::string_view len,
+                       const RandomFill& rnd, std::optional<std::int64_t> random_len, std::string_view random_name,
+                       std::vector<std::string>& notes) {
+  const auto path = key_path(parent_path, key);
+  const auto expected = fmt::format("a [{0}, C] or [B, {0}, C] array of numbers", len);
+  if (parent.contains(key)) {
+    Tensor t = read_tensor(parent[key], path, expected);
+    if (t.rank() != 2 && t.rank() != 3) fail(path, fmt::format("expected {}, got shape {}", expected, shape_string(t.shape())));
+    Sequence s{batched(t, t.rank() == 3), t.rank() == 3};
+    // A random block next to given embeddings must agree with them.
+    auto agree = [&](std::optional<std::int64_t> v, std::int64_t actual, const char* name) {
+      if (v && *v != actual) fail(fmt::format("random.{}", name), fmt::format("{} disagrees with {} ({} = {})", *v, path, name, actual));
+    };
+    if (rnd.present) {
+      agree(rnd.C, s.x.dim(2), "C");
+      if (s.has_batch) agree(rnd.B, s.x.dim(0), "B");
+      if (std::string_view(key) == "embeddings" && parent_path.empty()) agree(rnd.T, s.x.dim(1), "T");
+    }
+    return s;
+  }
+  if (!rnd.present || !rnd.C || !random_len) {
+    fail(path, fmt::format("required: {} (or a \"random\" block with {} and C to generate it)", expected, random_name));
+  }
+  const bool has_batch = rnd.B.has_value();
+  Shape shape{rnd.B.value_or(1), *random_len, *rnd.C};
+  notes.push_back(fmt::format("{}: random N(0, 1), seed {}", path, rnd.seed));
+  return {random_normal(rnd.seed, path, shape), has_batch};
+}
+
+// ---- weights ------------------------------------------------------------------------------
+
+struct WeightReader {
+  const json& obj;
+  Layout layout;
+  std::int64_t C;
+  std::int64_t H;
+  std::vector<std::string>& notes;
+
+  bool has(const char* key) const { return obj.contains(key); }
+
+  // A square [C, C] projection, "identity", or per-head [H, C, hs] (torch: [H, hs, C]) stacked.
+  Tensor projection(const char* key, bool per_head_allowed) const {
+    const auto path = key_path("weights", key);
+    const auto hs = C / H;
+    const json& j = obj[key];
+    if (j.is_string()) {
+      if (j.get<std::string>() != "identity") {
+        fail(path, fmt::format("expected a [C, C] = [{0}, {0}] matrix or \"identity\", got {1}", C, describe(j)));
+      }
+      notes.push_back(fmt::format("{}: identity", path));
+      return identity(C);
+    }
+    Tensor t = read_tensor(j, path, fmt::format("a [C, C] = [{0}, {0}] matrix or \"identity\"", C));
+    if (t.rank() == 3 && per_head_allowed) {
+      const Shape want = layout == Layout::XW ? Shape{H, C, hs} : Shape{H, hs, C};
+      expect_shape(t, path,  want,
+                   layout == Layout::XW ? fmt::format(" (per-head weights are [H, C, hs] with H = {}, C = {}, hs = {})", H, C, hs)
+                                        : fmt::format(" (per-head torch weights are [H, hs, C] with H = {}, hs = {}, C = {})", H, hs, C));
+      // Head h owns output columns h*hs .. (h+1)*hs of the stacked [C, C] (x@W) matrix.
+      Tensor out({C, C});
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < C; ++i)
+          for (std::int64_t c = 0; c < hs; ++c) {
+            const Scalar v = layout == Layout::XW ? t.data()[(h * C + i) * hs + c] : t.data()[(h * hs + c) * C + i];
+            out.mutable_data()[i * C + h * hs + c] = v;
+          }
+      notes.push_back(fmt::format("{}: {} per-head matrices stacked into [C, C] = [{}, {}]", path, H, C, C));
+      return out;
+    }
+    expect_shape(t, path, {C, C},
+                 per_head_allowed ? fmt::format(" (or per-head [H, C, hs] = [{}, {}, {}])", H, C, C / H) : "");
+    return layout == Layout::XW ? t : transpose2(t);
+  }
+
+  Tensor fused() const {
+    const auto path = std::string("weights.W_qkv");
+    const Shape want = layout == Layout::XW ? Shape{C, 3 * C} : Shape{3 * C, C};
+    Tensor t = read_tensor(obj["W_qkv"], path, fmt::format("a {} matrix", shape_string(want)));
+    expect_shape(t, path, want,
+                 layout == Layout::XW ? " (x@W layout: [C, 3C], columns q | k | v)" : " (torch layout: [3C, C], rows q | k | v)");
+    return layout == Layout::XW ? t : transpose2(t);
+  }
+
+  Tensor bias(const char* key, std::int64_t n) const {
+    const auto path = key_path("weights", key);
+    Tensor t = read_tensor(obj[key], path, fmt::format("a vector of {} numbers", n));
+    expect_shape(t, path, {n});
+    return t;
+  }
+};
+
+// H as the input sets it: `heads`, else the per-head weights' first dimension, else the mode's default.
+std::int64_t resolve_heads(const json& root, Mode mode, std::optional<std::int64_t> from_data, const std::string& data_path) {
+  if (root.contains("heads")) {
+    const auto h = read_positive(root["heads"], "heads");
+    if (from_data && *from_data != h) {
+      fail(data_path, fmt::format("has {} heads, but heads = {}", *from_data, h));
+    }
+    return h;
+  }
+  if (from_data) return *from_data;
+  return mode == Mode::MultiHead ? 2 : 1;
+}
+
+void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
+  static const std::vector<std::string_view> kWeightKeys = {"W_q", "W_k", "W_v", "W_qkv", "W_o",
+                                                            "b_q", "b_k", "b_v", "b_qkv", "b_o"};
+  static const json kEmpty = json::object();
+  const json* wj = &kEmpty;
+  if (root.contains("weights")) {
+    wj = &root["weights"];
+    if (!wj->is_object()) fail("weights", fmt::format("expected an object with W_q, W_k, W_v (or W_qkv), got {}", describe(*wj)));
+    check_keys(*wj, "weights", kWeightKeys);
+  } else if (!rnd.present) {
+    fail("weights", "required: an object with W_q, W_k, W_v (or W_qkv), or a \"random\" block to generate them");
+  }
+  WeightReader r{*wj, s.layout, s.C, s.H, s.notes};
+  const bool any_separate = r.has("W_q") || r.has("W_k") || r.has("W_v");
+  if (r.has("W_qkv") && any_separate) {
+    fail("weights.W_qkv", "give either W_qkv (fused) or W_q, W_k, W_v (separate), not both");
+  }
+  if (rnd.fused && any_separate) {
+    fail("random.fused", "is true, but weights.W_q/W_k/W_v are given; fused generation makes W_qkv");
+  }
+  const bool fused = r.has("W_qkv") || rnd.fused;
+  for (const char* b : {"b_q", "b_k", "b_v"}) {
+    if (fused && r.has(b)) fail(key_path("weights", b), "the projection is fused (W_qkv): give b_qkv, a vector of 3C numbers");
+  }
+  if (!fused && r.has("b_qkv")) fail("weights.b_qkv", "needs weights.W_qkv (b_qkv is the fused projection's bias)");
+
+  const double bound = 1.0 / std::sqrt(static_cast<double>(s.C));  // nn.Linear's default init range
+  auto generated = [&](const char* key, Shape shape) {
+    const auto path = key_path("weights", key);
+    s.notes.push_back(fmt::format("{}: random U(-1/√C, 1/√C), seed {}", path, rnd.seed));
+    return random_uniform(rnd.seed, path, std::move(shape), bound);
+  };
+
+  if (fused) {
+    Tensor w = r.has("W_qkv") ? r.fused() : generated("W_qkv", {s.C, 3 * s.C});
+    std::optional<Tensor> b;
+    if (r.has("b_qkv")) b = r.bias("b_qkv", 3 * s.C);
+    if (s.cross()) {
+      // Cross-attention projects x (queries) and source (keys, values) separately, so the fused
+      // weight is split here, as nn.MultiheadAttention splits in_proj_weight.
+      s.w.W_q = columns(w, 0, s.C), s.w.W_k = columns(w, s.C, s.C), s.w.W_v = columns(w, 2 * s.C, s.C);
+      if (b) s.w.b_q = columns(*b, 0, s.C), s.w.b_k = columns(*b, s.C, s.C), s.w.b_v = columns(*b, 2 * s.C, s.C);
+      s.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
+    } else {
+      s.w.W_qkv = std::move(w);
+      s.w.b_qkv = std::move(b);
+    }
+  } else {
+    auto one = [&](const char* key, std::optional<Tensor>& slot) {
+      if (r.has(key)) slot = r.projection(key, true);
+      else if (rnd.present) slot = generated(key, {s.C, s.C});
+      else fail(key_path("weights", key),
+                fmt::format("required: a [C, C] = [{0}, {0}] matrix, per-head [H, C, hs], or \"identity\" (or give W_qkv)", s.C));
+    };
+    one("W_q", s.w.W_q);
+    one("W_k", s.w.W_k);
+    one("W_v", s.w.W_v);
+    if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.C);
+    if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.C);
+    if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.C);
+  }
+  if (r.has("W_o")) s.w.W_o = r.projection("W_o", false);
+  else if (rnd.output_projection) s.w.W_o = generated("W_o", {s.C, s.C});
+  if (r.has("b_o")) {
+    if (!s.w.W_o) fail("weights.b_o", "needs weights.W_o (b_o is the output projection's bias)");
+    s.w.b_o = r.bias("b_o", s.C);
+  }
+}
+
+// Per-head weights tell H when `heads` is absent.
+std::optional<std::int64_t> heads_in_weights(const json& root, std::string& where) {
+  if (!root.contains("weights") || !root["weights"].is_object()) return std::nullopt;
+  for (const char* key : {"W_q", "W_k", "W_v"}) {
+    const json& w = root["weights"].value(key, json());
+    if (w.is_array() && !w.empty() && w[0].is_array() && !w[0].empty() && w[0][0].is_array()) {
+      where = key_path("weights", key);
+      return static_cast<std::int64_t>(w.size());
+    }
+  }
+  return std::nullopt;
+}
+
+void check_heads_divide(const Spec& s) {
+  if (s.mode == Mode::MultiHead && s.H < 2) fail("heads", fmt::format("mode \"multi-head\" needs H > 1, got {}", s.H));
+  if (s.C > 0 && s.C % s.H != 0) {
+    fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", s.H, s.C));
+  }
+}
+
+const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
+                                                 "embeddings", "source", "weights", "layout", "scale",
+                                                 "padding", "q", "k", "v", "scores", "random"};
+
+}  // namespace
+
+Spec parse_spec(std::string_view text, const std::string& origin) {
+  const json root = parse_json(text, origin);
+  if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
+  check_keys(root, "", kRootKeys);
+
+  Spec s;
+  if (root.contains("title")) s.title = read_string(root["title"], "title");
+  if (root.contains("comment")) read_string(root["comment"], "comment");
+  if (root.contains("mode")) {
+    s.mode = read_choice<Mode>(root["mode"], "mode",
+                               {{"self", Mode::Self}, {"causal", Mode::Causal}, {"cross", Mode::Cross}, {"multi-head", Mode::MultiHead}});
+  }
+  s.causal = s.mode == Mode::Causal;
+  if (root.contains("layout")) s.layout = read_choice<Layout>(root["layout"], "layout", {{"x@W", Layout::XW}, {"torch", Layout::Torch}});
+  if (root.contains("scale")) {
+    const json& j = root["scale"];
+    s.scale_given = true;
+    if (j.is_number()) {
+      const double d = j.get<double>();
+      if (!std::isfinite(d) || d == 0.0 || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
+        fail("scale", fmt::format("expected a finite, non-zero number, got {}", j.dump()));
+      }
+      s.scale_kind = ScaleKind::Number;
+      s.scale_number = static_cast<Scalar>(d);
+    } else {
+      s.scale_kind = read_choice<ScaleKind>(j, "scale", {{"sqrt_dk", ScaleKind::SqrtDk}, {"none", ScaleKind::None}});
+    }
+  }
+  const RandomFill rnd = read_random(root);
+
+  const bool has_scores = root.contains("scores");
+  const bool has_qk = root.contains("q") || root.contains("k");
+  const bool has_v = root.contains("v");
+  s.entry = has_scores ? Entry::Scores : (has_qk || has_v) ? Entry::QKV : Entry::Embeddings;
+
+  // What each entry point excludes.
+  auto exclude = [&](std::initializer_list<const char*> keys, std::string_view because) {
+    for (const char* k : keys)
+      if (root.contains(k)) fail(k, fmt::format("cannot be combined with {}", because));
+  };
+  const json empty_source = json::object();
+  const json& src = root.contains("source") ? root["source"] : empty_source;
+  if (root.contains("source")) {
+    if (!s.cross()) fail("source", fmt::format("only mode \"cross\" reads a source sequence (mode is \"{}\")", mode_name(s.mode)));
+    if (!src.is_object()) fail("source", fmt::format("expected an object with tokens and embeddings, got {}", describe(src)));
+    check_keys(src, "source", {"tokens", "sentence", "embeddings"});
+  }
+
+  if (s.entry == Entry::Scores) {
+    exclude({"embeddings", "q", "k", "weights", "random"}, "scores (scores are the starting point)");
+    if (s.cross()) fail("mode", "\"cross\" needs keys from a source sequence; given scores start after that: use \"self\" or \"causal\"");
+    if (s.scale_given && s.scale_kind == ScaleKind::SqrtDk) {
+      fail("scale", "\"sqrt_dk\" needs d_k, which given scores do not carry: give a number, or \"none\" (the default: scores taken as already scaled)");
+    }
+    if (!s.scale_given) s.scale_kind = ScaleKind::None;
+    Tensor sc = read_tensor(root["scores"], "scores", "a [T, T], [B, T, T] or [B, H, T, T] array of numbers");
+    if (sc.rank() < 2 || sc.rank() > 4) {
+      fail("scores", fmt::format("expected a [T, T], [B, T, T] or [B, H, T, T] array, got shape {}", shape_string(sc.shape())));
+    }
+    s.batched = sc.rank() >= 3;
+    std::optional<std::int64_t> data_heads;
+    if (sc.rank() == 4) data_heads = sc.dim(1);
+    s.H = resolve_heads(root, s.mode, data_heads, "scores");
+    if (sc.rank() < 4 && s.H > 1) {
+      fail("scores", fmt::format("expected [B, H, T, T] with H = {}, got shape {}", s.H, shape_string(sc.shape())));
+    }
+    s.T = sc.dim(-2), s.S = sc.dim(-1);
+    if (s.T != s.S) {
+      fail("scores", fmt::format("expected a square [T, T] matrix per head (self-attention: queries and keys are the same tokens), got {}",
+                                 shape_string(sc.shape())));
+    }
+    s.B = s.batched ? sc.dim(0) : 1;
+    s.scores = sc.reshaped({s.B, s.H, s.T, s.S});
+    if (has_v) {
+      Tensor v = read_tensor(root["v"], "v", "a [T, C] or [B, T, C] array of numbers");
+      const Shape want = s.batched ? Shape{s.B, s.S, v.dim(-1)} : Shape{s.S, v.dim(-1)};
+      expect_shape(v, "v", want, " (one value row per key)");
+      s.C = v.dim(-1);
+      s.v = batched(v, s.batched);
+    }
+    check_heads_divide(s);
+  } else if (s.entry == Entry::QKV) {
+    exclude({"embeddings", "weights", "random"}, "q, k, v (projections are skipped when q, k, v are given)");
+    for (const char* k : {"q", "k", "v"})
+      if (!root.contains(k)) fail(k, "required: q, k and v are given together");
+    if (src.contains("embeddings")) fail("source.embeddings", "cannot be combined with q, k, v (k and v already come from the source)");
+    Tensor q = read_tensor(root["q"], "q", "a [T, C] or [B, T, C] array of numbers");
+    if (q.rank() != 2 && q.rank() != 3) fail("q", fmt::format("expected a [T, C] or [B, T, C] array, got shape {}", shape_string(q.shape())));
+    s.batched = q.rank() == 3;
+    s.B = s.batched ? q.dim(0) : 1, s.T = q.dim(-2), s.C = q.dim(-1);
+    Tensor k = read_tensor(root["k"], "k", "a [S, C] or [B, S, C] array of numbers");
+    s.S = k.rank() >= 2 ? k.dim(-2) : 0;
+    const Shape want_k = s.batched ? Shape{s.B, s.cross() ? s.S : s.T, s.C} : Shape{s.cross() ? s.S : s.T, s.C};
+    expect_shape(k, "k", want_k, s.cross() ? " (k is [S, C] with the width C of q)" : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
+    s.S = k.dim(-2);
+    Tensor v = read_tensor(root["v"], "v", "a [S, C] or [B, S, C] array of numbers");
+    expect_shape(v, "v", k.shape(), " (one value row per key, as k)");
+    s.q = batched(q, s.batched), s.k = batched(k, s.batched), s.v = batched(v, s.batched);
+    s.H = resolve_heads(root, s.mode, std::nullopt, "");
+    check_heads_divide(s);
+  } else {
+    Sequence x = read_sequence(root, "", "embeddings", "T", rnd, rnd.T, "T", s.notes);
+    s.batched = x.has_batch;
+    s.x = x.x;
+    s.B = s.x.dim(0), s.T = s.x.dim(1), s.C = s.x.dim(2);
+    if (s.cross()) {
+      if (!root.contains("source")) fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, C] or [B, S, C]}");
+      std::optional<std::int64_t> random_s = rnd.S ? rnd.S : std::optional<std::int64_t>(s.T);
+      Sequence y = read_sequence(src, "source", "embeddings", "S", rnd, random_s, "S", s.notes);
+      const Shape want = s.batched ? Shape{s.B, y.x.dim(1), s.C} : Shape{y.x.dim(1), s.C};
+      const Shape got = y.has_batch ? y.x.shape() : Shape{y.x.dim(1), y.x.dim(2)};
+      if (y.has_batch != s.batched || got != want) {
+        expect_shape(y.has_batch ? y.x : y.x.reshaped(got), "source.embeddings", want,
+                     fmt::format(" (source is [{}S, C]: the width C = {} and batch of embeddings)", s.batched ? "B, " : "", s.C));
+      }
+      s.source = y.x;
+      s.S = s.source.dim(1);
+    } else {
+      s.S = s.T;
+    }
+    std::string heads_path;
+    auto data_heads = heads_in_weights(root, heads_path);
+    s.H = resolve_heads(root, s.mode, data_heads, heads_path);
+    check_heads_divide(s);
+    read_weights(root, s, rnd);
+  }
+  if (s.T == 0 || s.S == 0) fail("", "empty sequence");
+
+  s.tokens = read_labels(root, "", s.T, s.B, s.batched, 't', "T");
+  if (s.cross()) s.source_tokens = read_labels(src, "source", s.S, s.B, s.batched, 's', "S");
+  else s.source_tokens = s.tokens;
+
+  if (root.contains("padding")) {
+    const json& p = root["padding"];
+    if (!p.is_object()) fail("padding", fmt::format("expected an object like {{\"lengths\": [4, 2]}}, got {}", describe(p)));
+    check_keys(p, "padding", {"lengths"});
+    if (!p.contains("lengths")) fail("padding.lengths", "required: one key length per batch row");
+    const json& l = p["lengths"];
+    if (!l.is_array() || static_cast<std::int64_t>(l.size()) != s.B) {
+      fail("padding.lengths", fmt::format("expected an array of {} lengths (one per batch row, B = {}), got {}", s.B, s.B, describe(l)));
+    }
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const auto lp = fmt::format("padding.lengths[{}]", i);
+      if (!l[i].is_number_integer() || l[i].get<std::int64_t>() < 1 || l[i].get<std::int64_t>() > s.S) {
+        fail(lp, fmt::format("expected an integer in 1..{} (the key length {} = {}), got {}", s.S, s.cross() ? "S" : "T", s.S, describe(l[i])));
+      }
+      s.lengths.push_back(l[i].get<std::int64_t>());
+    }
+  }
+  return s;
+}
+
+Spec load_spec(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
+    return parse_spec(text, "<stdin>");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file ({})", path, std::strerror(errno)));
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read the file", path));
+  return parse_spec(text, path);
+}
+
+}  // namespace attn

@@ -1,0 +1,71 @@
+// The problem as the user gave it: JSON text -> a validated Spec, every tensor in x@W form.
+// Every error is an InputError naming the JSON path and what was expected. Nothing here computes attention.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+enum class Mode { Self, Causal, Cross, MultiHead };
+enum class Layout { XW, Torch };  // x@W: W is [in, out]; torch: W is [out, in] as nn.Linear
+enum class ScaleKind { SqrtDk, None, Number };
+enum class Entry { Embeddings, QKV, Scores };  // where the walkthrough starts
+
+std::string_view mode_name(Mode m);
+
+// Row/column labels: one list shared by every batch row, or one list per batch row.
+using Labels = std::vector<std::vector<std::string>>;
+
+// Projection weights, always stored in x@W form ([in, out]) whatever layout the input used.
+struct Weights {
+  std::optional<Tensor> W_q, W_k, W_v;  // [C, C]
+  std::optional<Tensor> W_qkv;          // [C, 3C]: q, k, v in that order
+  std::optional<Tensor> W_o;            // [C, C]
+  std::optional<Tensor> b_q, b_k, b_v;  // [C]
+  std::optional<Tensor> b_qkv;          // [3C]
+  std::optional<Tensor> b_o;            // [C]
+};
+
+struct Spec {
+  std::string title;
+  Mode mode = Mode::Self;
+  std::int64_t H = 1;  // heads; hs = C / H
+  Layout layout = Layout::XW;
+  ScaleKind scale_kind = ScaleKind::SqrtDk;
+  Scalar scale_number = 1;
+  bool scale_given = false;  // false: the default for the entry point was used
+  Entry entry = Entry::Embeddings;
+  bool batched = false;  // the input had a batch dimension
+  std::int64_t B = 1, T = 0, S = 0;
+  std::int64_t C = 0;  // 0 when unknown (scores given without v)
+  bool causal = false;
+  std::vector<std::int64_t> lengths;  // padding: one key length per batch row; empty = none
+
+  Labels tokens;         // queries: [1 or B][T]
+  Labels source_tokens;  // keys/values: [1 or B][S]; equal to tokens unless cross
+
+  Tensor x;       // (B, T, C)   Entry::Embeddings
+  Tensor source;  // (B, S, C)   cross with embeddings
+  Weights w;      //             Entry::Embeddings
+  Tensor q;       // (B, T, C)   Entry::QKV
+  Tensor k, v;    // (B, S, C)   Entry::QKV; v optional with Entry::Scores
+  Tensor scores;  // (B, H, T, S) Entry::Scores
+
+  std::vector<std::string> notes;  // where values came from ("weights.W_q: identity", random seeds)
+
+  std::int64_t hs() const { return C > 0 ? C / H : 0; }
+  bool cross() const { return mode == Mode::Cross; }
+};
+
+// origin names the input in messages ("examples/cat_sat.json", "<stdin>").
+Spec parse_spec(std::string_view json_text, const std::string& origin);
+// path "-" reads standard input.
+Spec load_spec(const std::string& path);
+
+}  // namespace attn

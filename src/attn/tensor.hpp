@@ -1,0 +1,44 @@
+// A shape plus row-major float32 values, shared and immutable once built.
+// Views (reshaped) share storage with the tensor they come from; nothing here computes attention.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+using Scalar = float;  // the one number type of every trace, as in PyTorch's default dtype
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t element_count(const Shape& shape);
+std::string shape_string(const Shape& shape);  // "[2, 4, 512]"
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Shape shape);                     // zero-filled
+  Tensor(Shape shape, std::vector<Scalar> values);  // values.size() == element_count(shape)
+
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  std::int64_t dim(int axis) const;  // axis < 0 counts from the end
+  std::int64_t size() const { return storage_ ? static_cast<std::int64_t>(storage_->size()) : 0; }
+  bool empty() const { return size() == 0; }
+
+  std::span<const Scalar> values() const;
+  const Scalar* data() const { return storage_ ? storage_->data() : nullptr; }
+  // Writable access is for the producer that has just created the tensor, before it is shared.
+  Scalar* mutable_data() { return storage_ ? storage_->data() : nullptr; }
+
+  // The same values under another shape with the same element count: a view, no copy.
+  Tensor reshaped(Shape shape) const;
+
+ private:
+  Shape shape_;
+  std::shared_ptr<std::vector<Scalar>> storage_;
+};
+
+}  // namespace attn

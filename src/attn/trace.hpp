@@ -1,0 +1,56 @@
+// A trace: the run's configuration and its ordered steps, each with a stable id, a title, a formula,
+// symbolic dims and the tensor. Renderers read it; nothing here computes or formats.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/spec.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+enum class ValueKind {
+  Real,  // ordinary numbers
+  Mask,  // 1 = may attend, 0 = blocked
+};
+
+struct Step {
+  std::string id;                 // stable key: text, JSON, goldens, check and diff all use it
+  std::string title;              // "Attention scores"
+  std::string formula;            // "scores = q · kᵀ"
+  std::vector<std::string> dims;  // symbolic, one per axis of value: {"B", "H", "T", "hs"}
+  Tensor value;                   // shape matches dims
+  ValueKind kind = ValueKind::Real;
+  std::optional<Tensor> row_sums;  // weights: each row's sum, shape = value's without the last axis
+  std::string note;                // one line of context: "factor 1/√64 = 0.125"
+};
+
+struct TraceConfig {
+  std::string title;
+  std::string mode;  // as the input named it: "self", "causal", "cross", "multi-head"
+  bool batched = false;
+  std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1, hs = 0;  // C, hs = 0: unknown (scores given)
+  std::string layout;      // "x@W" or "torch"
+  std::string scale;       // "1/√hs = 1/√64 = 0.125", "none", "0.25 (given)"
+  Scalar scale_factor = 1;
+  std::string entry;       // "embeddings", "q, k, v", "scores"
+  bool causal = false;
+  std::vector<std::int64_t> lengths;
+  Labels tokens, source_tokens;
+  std::vector<std::string> notes;
+};
+
+struct Trace {
+  TraceConfig config;
+  std::vector<Step> steps;
+
+  const Step* find(std::string_view id) const {
+    for (const auto& s : steps)
+      if (s.id == id) return &s;
+    return nullptr;
+  }
+};
+
+}  // namespace attn
