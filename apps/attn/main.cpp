@@ -21,12 +21,13 @@ constexpr int kExitInternal = 3;
 constexpr const char* kExamples = R"(Worked example (003 "cat sat": identity weights, d = 3):
   $ attn run examples/cat_sat.json
     ...
-    [7] weights · Attention weights
+    [8] weights · Attention weights
         weights = softmax(scaled, dim=-1)
         [T, T] = [2, 2]
+        ...
                 cat     sat  │    sum
-        cat  0.6401  0.3599  │ 1.0000
-        sat  0.3599  0.6401  │ 1.0000
+        cat  0.6405  0.3595  │ 1.0000
+        sat  0.3595  0.6405  │ 1.0000
 
 More:
   attn run examples/masked_4x4.json              causal mask on given scores

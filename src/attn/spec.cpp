@@ -79,7 +79,8 @@ std::string did_you_mean(std::string_view given, const std::vector<std::string_v
   std::string_view best;
   std::size_t best_d = std::numeric_limits<std::size_t>::max();
   for (auto c : candidates) {
-    const auto d = edit_distance(given, c);
+    const bool prefix = given.size() >= 2 && (c.starts_with(given) || given.starts_with(c));
+    const auto d = prefix ? 1 : edit_distance(given, c);
     if (d < best_d) best_d = d, best = c;
   }
   const std::size_t limit = std::max<std::size_t>(2, given.size() / 3);
@@ -689,7 +690,9 @@ Spec parse_spec(std::string_view text, const std::string& origin) {
     s.x = x.x;
     s.B = s.x.dim(0), s.T = s.x.dim(1), s.C = s.x.dim(2);
     if (s.cross()) {
-      if (!root.contains("source")) fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, C] or [B, S, C]}");
+      if (!root.contains("source") && !rnd.present) {
+        fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, C] or [B, S, C]}");
+      }
       std::optional<std::int64_t> random_s = rnd.S ? rnd.S : std::optional<std::int64_t>(s.T);
       Sequence y = read_sequence(src, "source", "embeddings", "S", rnd, random_s, "S", s.notes);
       const Shape want = s.batched ? Shape{s.B, y.x.dim(1), s.C} : Shape{y.x.dim(1), s.C};

@@ -80,7 +80,10 @@ void render_json(const Trace& trace, std::ostream& out) {
   out << "    \"title\": " << quote(c.title) << ",\n";
   out << "    \"mode\": " << quote(c.mode) << ",\n";
   out << "    \"batched\": " << (c.batched ? "true" : "false") << ",\n";
-  out << fmt::format("    \"B\": {}, \"T\": {}, \"S\": {}, \"C\": {}, \"H\": {}, \"hs\": {},\n", c.B, c.T, c.S, c.C, c.H, c.hs);
+  // C and hs are unknown (null) when the run starts from given scores without values.
+  const auto known = [](std::int64_t v) { return v > 0 ? fmt::format("{}", v) : std::string("null"); };
+  out << fmt::format("    \"B\": {}, \"T\": {}, \"S\": {}, \"C\": {}, \"H\": {}, \"hs\": {},\n", c.B, c.T, c.S,
+                     known(c.C), c.H, known(c.hs));
   out << "    \"layout\": " << quote(c.layout) << ",\n";
   out << "    \"scale\": " << quote(c.scale) << ",\n";
   out << "    \"scale_factor\": " << number(c.scale_factor) << ",\n";

@@ -95,7 +95,7 @@ class TextRenderer {
     }
     for (std::size_t i = 0; i < tr_.steps.size(); ++i) {
       const auto& s = tr_.steps[i];
-      out_ << fmt::format("{:>3}. {} {} {} = {}\n", i + 1, pad_right(s.id, id_w), pad_right(s.title, title_w),
+      out_ << fmt::format("{:>3}. {}  {}  {} = {}\n", i + 1, pad_right(s.id, id_w), pad_right(s.title, title_w),
                           pad_left(symbolic(s), sym_w), shape_string(s.value.shape()));
     }
   }

@@ -1,0 +1,21 @@
+# Runs attn with ARGS (and STDIN as standard input, if set) in SOURCE_DIR, then checks the exit code
+# against EXPECT_RC and stdout/stderr against the regular expressions EXPECT_OUT / EXPECT_ERR.
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+set(input_args)
+if(DEFINED STDIN AND NOT STDIN STREQUAL "")
+  set(input_args INPUT_FILE "${STDIN}")
+endif()
+execute_process(COMMAND "${ATTN}" ${args} WORKING_DIRECTORY "${SOURCE_DIR}" ${input_args}
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc STREQUAL EXPECT_RC)
+  message(FATAL_ERROR "attn ${ARGS}: exit code ${rc}, expected ${EXPECT_RC}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED EXPECT_OUT AND NOT out MATCHES "${EXPECT_OUT}")
+  message(FATAL_ERROR "attn ${ARGS}: stdout does not match '${EXPECT_OUT}':\n${out}")
+endif()
+if(DEFINED EXPECT_ERR AND NOT err MATCHES "${EXPECT_ERR}")
+  message(FATAL_ERROR "attn ${ARGS}: stderr does not match '${EXPECT_ERR}':\n${err}")
+endif()
+if(EXPECT_RC STREQUAL "2" AND NOT err MATCHES "\n$")
+  message(FATAL_ERROR "attn ${ARGS}: expected one message on stderr, got '${err}'")
+endif()

@@ -1,0 +1,17 @@
+# Runs attn with ARGS in SOURCE_DIR and compares its stdout byte for byte with GOLDEN.
+# On a mismatch keeps the received output under RECEIVED_DIR and prints the diff command.
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+get_filename_component(name "${GOLDEN}" NAME)
+set(received "${RECEIVED_DIR}/${name}")
+file(MAKE_DIRECTORY "${RECEIVED_DIR}")
+execute_process(COMMAND "${ATTN}" ${args} WORKING_DIRECTORY "${SOURCE_DIR}"
+                OUTPUT_FILE "${received}" ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "attn ${ARGS} exited ${rc}: ${err}")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${GOLDEN}" "${received}" RESULT_VARIABLE differ)
+if(differ)
+  message(FATAL_ERROR "golden mismatch for ${name}\n  see: diff -u ${GOLDEN} ${received}\n"
+                      "  if the change is intended: scripts/update-goldens.sh, then read git diff golden/")
+endif()
+file(REMOVE "${received}")

@@ -1,0 +1,110 @@
+// Each numeric primitive of the CPU backend against hand-computed values.
+#include <cmath>
+#include <limits>
+
+#include "helpers.hpp"
+
+using namespace attn;
+
+namespace {
+
+std::vector<Scalar> run(Backend& be, const BackendTensor& t) {
+  const auto v = be.download(t).values();
+  return {v.begin(), v.end()};
+}
+
+}  // namespace
+
+TEST_CASE("matmul with a shared right-hand matrix", "[cpu]") {
+  auto be = make_cpu_backend();
+  // a (2, 1, 2) · b (2, 3)
+  auto a = be->upload(Tensor({2, 1, 2}, {1, 2, 3, 4}));
+  auto b = be->upload(Tensor({2, 3}, {1, 0, 2, 0, 1, -1}));
+  auto c = be->matmul(a, b);
+  CHECK(c.shape == Shape{2, 1, 3});
+  CHECK(run(*be, c) == std::vector<Scalar>{1, 2, 0, 3, 4, 2});
+}
+
+TEST_CASE("batched matmul multiplies each batch with its own matrix", "[cpu]") {
+  auto be = make_cpu_backend();
+  auto a = be->upload(Tensor({2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2}));
+  auto b = be->upload(Tensor({2, 2, 1}, {3, 4, 5, 6}));
+  auto c = be->matmul(a, b);
+  CHECK(c.shape == Shape{2, 2, 1});
+  CHECK(run(*be, c) == std::vector<Scalar>{3, 4, 10, 12});
+}
+
+TEST_CASE("add_bias adds the vector to every row", "[cpu]") {
+  auto be = make_cpu_backend();
+  auto c = be->add_bias(be->upload(Tensor({2, 2}, {1, 2, 3, 4})), be->upload(Tensor({2}, {10, 20})));
+  CHECK(run(*be, c) == std::vector<Scalar>{11, 22, 13, 24});
+}
+
+TEST_CASE("transpose_last2 and swap_axes_1_2 move entries where they belong", "[cpu]") {
+  auto be = make_cpu_backend();
+  auto t = be->transpose_last2(be->upload(Tensor({1, 2, 3}, {1, 2, 3, 4, 5, 6})));
+  CHECK(t.shape == Shape{1, 3, 2});
+  CHECK(run(*be, t) == std::vector<Scalar>{1, 4, 2, 5, 3, 6});
+  // (1, 2, 3, 2) -> (1, 3, 2, 2): element [0, i, j, d] moves to [0, j, i, d]
+  std::vector<Scalar> v(12);
+  for (int i = 0; i < 12; ++i) v[static_cast<std::size_t>(i)] = static_cast<Scalar>(i);
+  auto s = be->swap_axes_1_2(be->upload(Tensor({1, 2, 3, 2}, v)));
+  CHECK(s.shape == Shape{1, 3, 2, 2});
+  CHECK(run(*be, s) == std::vector<Scalar>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11});
+}
+
+TEST_CASE("slice_columns takes a block of columns", "[cpu]") {
+  auto be = make_cpu_backend();
+  auto c = be->slice_columns(be->upload(Tensor({2, 3}, {1, 2, 3, 4, 5, 6})), 1, 2);
+  CHECK(c.shape == Shape{2, 2});
+  CHECK(run(*be, c) == std::vector<Scalar>{2, 3, 5, 6});
+}
+
+TEST_CASE("scale multiplies every entry", "[cpu]") {
+  auto be = make_cpu_backend();
+  CHECK(run(*be, be->scale(be->upload(Tensor({3}, {2, -4, 8})), 0.5f)) == std::vector<Scalar>{1, -2, 4});
+}
+
+TEST_CASE("masked_fill blocks the same positions in every head", "[cpu]") {
+  auto be = make_cpu_backend();
+  const Scalar ninf = -std::numeric_limits<Scalar>::infinity();
+  auto scores = be->upload(Tensor({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  auto keep = be->upload(Tensor({1, 2, 2}, {1, 0, 1, 1}));
+  CHECK(run(*be, be->masked_fill(scores, keep, ninf)) == std::vector<Scalar>{1, ninf, 3, 4, 5, ninf, 7, 8});
+}
+
+TEST_CASE("softmax matches the document's [2, 4, 1, 3] example to its true values", "[cpu]") {
+  auto be = make_cpu_backend();
+  auto w = run(*be, be->softmax_rows(be->upload(Tensor({1, 4}, {2, 4, 1, 3}))));
+  // exp(x - 4) / sum: computed independently in double.
+  const double e[4] = {std::exp(-2.0), 1.0, std::exp(-3.0), std::exp(-1.0)};
+  const double sum = e[0] + e[1] + e[2] + e[3];
+  for (int i = 0; i < 4; ++i) CHECK(w[static_cast<std::size_t>(i)] == Approx(e[i] / sum).epsilon(1e-6));
+  CHECK(w[1] == Approx(0.6439).margin(5e-5));
+}
+
+TEST_CASE("softmax stays finite at logits of ±1e4 and for a single key", "[cpu]") {
+  auto be = make_cpu_backend();
+  auto w = run(*be, be->softmax_rows(be->upload(Tensor({2, 2}, {1e4f, -1e4f, 1e4f, 1e4f}))));
+  CHECK(w == std::vector<Scalar>{1, 0, 0.5f, 0.5f});
+  CHECK(run(*be, be->softmax_rows(be->upload(Tensor({3, 1}, {-1e4f, 0, 7})))) == std::vector<Scalar>{1, 1, 1});
+}
+
+TEST_CASE("softmax gives exactly zero weight to -inf and row_sums sums rows", "[cpu]") {
+  auto be = make_cpu_backend();
+  const Scalar ninf = -std::numeric_limits<Scalar>::infinity();
+  auto w = be->softmax_rows(be->upload(Tensor({2, 3}, {0.5f, 0.2f, ninf, 1, 1, 1})));
+  auto v = run(*be, w);
+  CHECK(v[2] == 0.0f);
+  CHECK(v[0] == Approx(0.5744425).epsilon(1e-6));
+  auto sums = run(*be, be->row_sums(w));
+  CHECK(sums[0] == Approx(1.0).epsilon(1e-6));
+  CHECK(sums[1] == Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("download of a CPU tensor is a view, not a copy", "[cpu]") {
+  auto be = make_cpu_backend();
+  Tensor t({2, 2}, {1, 2, 3, 4});
+  auto d = be->upload(t);
+  CHECK(be->download(d.view({4})).data() == t.data());
+}

@@ -1,0 +1,276 @@
+// The pipeline's steps, shapes and numbers: document walkthroughs and properties that must hold
+// for every input (rows sum to 1, causal zeros, equivalences between ways of saying the same thing).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "helpers.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+const std::string kIdentity = R"("weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"})";
+
+// A tensor's values as JSON text that reads back to the same float32 values.
+std::string json_array(const Tensor& t, std::size_t axis = 0, std::int64_t offset = 0) {
+  const auto& s = t.shape();
+  std::int64_t stride = 1;
+  for (std::size_t a = axis + 1; a < s.size(); ++a) stride *= s[a];
+  std::string out = "[";
+  for (std::int64_t i = 0; i < s[axis]; ++i) {
+    if (i) out += ", ";
+    out += axis + 1 == s.size() ? fmt::format("{:.9g}", t.data()[offset + i]) : json_array(t, axis + 1, offset + i * stride);
+  }
+  return out + "]";
+}
+
+// Columns [c0, c0 + w) of a (..., n) tensor.
+Tensor cols(const Tensor& t, std::int64_t c0, std::int64_t w) {
+  const auto n = t.shape().back(), rows = t.size() / n;
+  Shape shape = t.shape();
+  shape.back() = w;
+  std::vector<Scalar> v;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < w; ++c) v.push_back(t.data()[r * n + c0 + c]);
+  return Tensor(shape, v);
+}
+
+void check_rows_sum_to_one(const Step& weights) {
+  const auto n = weights.value.shape().back();
+  const auto rows = weights.value.size() / n;
+  REQUIRE(weights.row_sums);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const Scalar w = weights.value.data()[r * n + j];
+      CHECK(w >= 0.0f);
+      CHECK(w <= 1.0f);
+      s += w;
+    }
+    CHECK(s == Approx(1.0).margin(1e-5));
+    CHECK(weights.row_sums->data()[r] == Approx(1.0).margin(1e-5));
+  }
+}
+
+std::string random_spec(const std::string& mode, int heads, int seed, const std::string& extra = "") {
+  return fmt::format(R"({{"mode": "{}", "heads": {}, "random": {{"seed": {}, "B": 2, "T": 5, "S": 3, "C": 8, "output_projection": true}}{}}})",
+                     mode, heads, seed, extra.empty() ? "" : ", " + extra);
+}
+
+}  // namespace
+
+TEST_CASE("cat sat (003 Example 1): the true weights and outputs", "[pipeline][walkthrough]") {
+  const Trace t = trace_of(R"({"tokens": ["cat", "sat"], "embeddings": [[1, 0, 1], [0, 1, 1]], )" + kIdentity + "}");
+  CHECK(ids(t) == std::vector<std::string>{"x", "q", "k", "v", "k.T", "scores", "scaled", "weights", "context"});
+  const auto& w = step(t, "weights").value;
+  CHECK(w.shape() == Shape{2, 2});
+  // softmax([2, 1] / √3): 1 / (1 + exp(-1/√3)) = 0.640457...
+  const double p = 1.0 / (1.0 + std::exp(-1.0 / std::sqrt(3.0)));
+  CHECK(w.data()[0] == Approx(p).epsilon(1e-6));
+  CHECK(w.data()[1] == Approx(1 - p).epsilon(1e-6));
+  const auto& ctx = step(t, "context").value;
+  CHECK(ctx.data()[0] == Approx(p).epsilon(1e-6));
+  CHECK(ctx.data()[1] == Approx(1 - p).epsilon(1e-6));
+  CHECK(ctx.data()[2] == Approx(1.0).epsilon(1e-6));
+  CHECK(step(t, "scores").value.data()[0] == 2.0f);
+  CHECK(step(t, "k.T").dims == std::vector<std::string>{"C", "T"});
+}
+
+TEST_CASE("the masked 4×4 (000): the true rows, not the printed ones", "[pipeline][walkthrough]") {
+  const Trace t = trace_of(R"({"mode": "causal", "scores": [[0.2, 0.3, 0.1, 0.4], [0.5, 0.2, 0.1, 0.2], [0.3, 0.4, 0.2, 0.1], [0.1, 0.3, 0.4, 0.2]]})");
+  CHECK(ids(t) == std::vector<std::string>{"scores", "mask", "masked", "weights"});
+  const auto& w = step(t, "weights").value;
+  const std::vector<double> want = {1, 0, 0, 0, 0.5744, 0.4256, 0, 0, 0.3322, 0.3672, 0.3006, 0, 0.2138, 0.2612, 0.2887, 0.2363};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(w.data()[i] == Approx(want[i]).margin(5e-5));
+  CHECK(step(t, "mask").kind == ValueKind::Mask);
+  CHECK(std::isinf(step(t, "masked").value.data()[1]));
+}
+
+TEST_CASE("The cat sat (003 Example 2): the document's numbers need scale none", "[pipeline][walkthrough]") {
+  const std::string spec = R"({"sentence": "The cat sat", "embeddings": [[1,0,0,0],[0,1,0,0],[0,0,1,0]],
+    "weights": {"W_q": [[1,0,0,1],[0,1,0,1],[0,0,1,1],[1,1,1,0]], "W_k": [[0,1,1,0],[1,0,1,0],[1,1,0,0],[0,0,0,1]],
+                "W_v": [[1,1,0,0],[0,1,1,0],[0,0,1,1],[1,0,0,1]]})";
+  const Trace unscaled = trace_of(spec + R"(, "scale": "none"})");
+  CHECK(unscaled.find("scaled") == nullptr);
+  const auto& w = step(unscaled, "weights").value;
+  CHECK(w.data()[0] == Approx(1 / (1 + 2 * std::exp(1.0))).epsilon(1e-6));  // 0.155
+  CHECK(w.data()[1] == Approx(std::exp(1.0) / (1 + 2 * std::exp(1.0))).epsilon(1e-6));  // 0.422
+  const Trace scaled = trace_of(spec + "}");
+  CHECK(step(scaled, "weights").value.data()[0] == Approx(1 / (1 + 2 * std::exp(0.5))).epsilon(1e-6));  // 0.2327
+}
+
+TEST_CASE("step ids and shapes for multi-head, fused, with output projection", "[pipeline]") {
+  const Trace t = trace_of(R"({"mode": "multi-head", "heads": 8, "random": {"seed": 0, "B": 2, "T": 4, "C": 512, "fused": true, "output_projection": true}})");
+  CHECK(ids(t) == std::vector<std::string>{"x", "qkv", "q", "k", "v", "q.view", "q.heads", "k.view", "k.heads", "v.view",
+                                           "v.heads", "k.T", "scores", "scaled", "weights", "context", "merged", "output"});
+  CHECK(step(t, "qkv").value.shape() == Shape{2, 4, 1536});
+  CHECK(step(t, "q.view").value.shape() == Shape{2, 4, 8, 64});
+  CHECK(step(t, "q.view").dims == std::vector<std::string>{"B", "T", "H", "hs"});
+  CHECK(step(t, "q.heads").value.shape() == Shape{2, 8, 4, 64});
+  CHECK(step(t, "k.T").value.shape() == Shape{2, 8, 64, 4});
+  CHECK(step(t, "scores").value.shape() == Shape{2, 8, 4, 4});
+  CHECK(step(t, "context").value.shape() == Shape{2, 8, 4, 64});
+  CHECK(step(t, "merged").value.shape() == Shape{2, 4, 512});
+  CHECK(step(t, "output").value.shape() == Shape{2, 4, 512});
+  CHECK(t.config.scale == "1/√64 = 0.125");
+  CHECK(t.config.scale_factor == 0.125f);
+}
+
+TEST_CASE("q.heads is q with head h's columns moved to their own matrix", "[pipeline]") {
+  const Trace t = trace_of(random_spec("multi-head", 2, 3));
+  const auto& q = step(t, "q").value;        // (B, T, C) = (2, 5, 8)
+  const auto& qh = step(t, "q.heads").value;  // (B, H, T, hs) = (2, 2, 5, 4)
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t h = 0; h < 2; ++h)
+      for (std::int64_t i = 0; i < 5; ++i)
+        for (std::int64_t d = 0; d < 4; ++d)
+          CHECK(qh.data()[((b * 2 + h) * 5 + i) * 4 + d] == q.data()[(b * 5 + i) * 8 + h * 4 + d]);
+  // merged undoes the split exactly
+  const auto& ctx = step(t, "context").value;
+  const auto& merged = step(t, "merged").value;
+  CHECK(merged.data()[(1 * 5 + 2) * 8 + 1 * 4 + 3] == ctx.data()[((1 * 2 + 1) * 5 + 2) * 4 + 3]);
+}
+
+TEST_CASE("softmax rows sum to 1 in every mode", "[pipeline][property]") {
+  for (int seed = 0; seed < 4; ++seed) {
+    check_rows_sum_to_one(step(trace_of(random_spec("self", 1, seed)), "weights"));
+    check_rows_sum_to_one(step(trace_of(random_spec("causal", 2, seed)), "weights"));
+    check_rows_sum_to_one(step(trace_of(random_spec("cross", 4, seed)), "weights"));
+    check_rows_sum_to_one(step(trace_of(random_spec("multi-head", 2, seed, R"("padding": {"lengths": [3, 1]})")), "weights"));
+  }
+}
+
+TEST_CASE("causal weights above the diagonal are exactly 0", "[pipeline][property]") {
+  const Trace t = trace_of(random_spec("causal", 2, 11));
+  const auto& w = step(t, "weights").value;  // (B, H, T, T)
+  const auto& m = step(t, "masked").value;
+  for (std::int64_t bh = 0; bh < 4; ++bh)
+    for (std::int64_t i = 0; i < 5; ++i)
+      for (std::int64_t j = 0; j < 5; ++j) {
+        const auto at = (bh * 5 + i) * 5 + j;
+        if (j > i) {
+          CHECK(w.data()[at] == 0.0f);
+          CHECK(m.data()[at] == -std::numeric_limits<Scalar>::infinity());
+        } else {
+          CHECK(w.data()[at] > 0.0f);
+        }
+      }
+  CHECK(step(t, "mask").value.shape() == Shape{5, 5});
+}
+
+TEST_CASE("padding gives padded keys exactly 0 weight and combines with causal", "[pipeline][property]") {
+  const Trace t = trace_of(random_spec("causal", 1, 5, R"("padding": {"lengths": [5, 2]})"));
+  const auto& w = step(t, "weights").value;  // (B, T, T) = (2, 5, 5)
+  CHECK(step(t, "mask").value.shape() == Shape{2, 5, 5});
+  for (std::int64_t i = 0; i < 5; ++i)
+    for (std::int64_t j = 0; j < 5; ++j) {
+      const bool keep = j <= i && j < 2;
+      CHECK((w.data()[(5 + i) * 5 + j] > 0.0f) == keep);
+    }
+}
+
+TEST_CASE("each head equals single-head attention on that head's columns", "[pipeline][property]") {
+  const Trace t = trace_of(random_spec("causal", 2, 21));
+  const auto& q = step(t, "q").value;
+  const auto& k = step(t, "k").value;
+  const auto& v = step(t, "v").value;
+  const auto& w = step(t, "weights").value;  // (2, 2, 5, 5)
+  const auto& ctx = step(t, "context").value;  // (2, 2, 5, 4)
+  for (std::int64_t h = 0; h < 2; ++h) {
+    const Trace one = trace_of(fmt::format(R"({{"mode": "causal", "q": {}, "k": {}, "v": {}}})", json_array(cols(q, h * 4, 4)),
+                                           json_array(cols(k, h * 4, 4)), json_array(cols(v, h * 4, 4))));
+    const auto& w1 = step(one, "weights").value;  // (2, 5, 5)
+    const auto& c1 = step(one, "context").value;  // (2, 5, 4)
+    for (std::int64_t b = 0; b < 2; ++b) {
+      for (std::int64_t r = 0; r < 25; ++r) CHECK(w1.data()[b * 25 + r] == Approx(w.data()[(b * 2 + h) * 25 + r]).margin(1e-6));
+      for (std::int64_t r = 0; r < 20; ++r) CHECK(c1.data()[b * 20 + r] == Approx(ctx.data()[(b * 2 + h) * 20 + r]).margin(1e-6));
+    }
+  }
+}
+
+TEST_CASE("heads = 1 is single-head attention: same steps and numbers as leaving heads out", "[pipeline][property]") {
+  const std::string body = R"("random": {"seed": 9, "T": 3, "C": 4})";
+  const Trace a = trace_of("{" + body + "}");
+  const Trace b = trace_of(R"({"heads": 1, )" + body + "}");
+  REQUIRE(ids(a) == ids(b));
+  for (const auto& s : a.steps) CHECK(max_abs_diff(s.value, step(b, s.id).value) == 0.0);
+}
+
+TEST_CASE("cross-attention with source = x equals self-attention", "[pipeline][property]") {
+  const std::string x = "[[0.5, -1, 2, 0.25], [1, 0, -0.5, 1], [0.1, 0.2, 0.3, 0.4]]";
+  const std::string w = R"("weights": {"W_q": [[1,2,0,0],[0,1,0,1],[1,0,1,0],[0,0,2,1]], "W_k": [[0,1,1,0],[1,0,1,0],[1,1,0,0],[0,0,0,1]], "W_v": "identity"})";
+  const Trace self = trace_of(R"({"heads": 2, "embeddings": )" + x + ", " + w + "}");
+  const Trace cross = trace_of(R"({"mode": "cross", "heads": 2, "embeddings": )" + x + R"(, "source": {"embeddings": )" + x + "}, " + w + "}");
+  for (const char* id : {"q", "k", "v", "scores", "weights", "context", "merged"}) {
+    INFO(id);
+    CHECK(max_abs_diff(step(self, id).value, step(cross, id).value) == 0.0);
+  }
+}
+
+TEST_CASE("a fused W_qkv equals the three separate weights", "[pipeline][property]") {
+  const std::string x = R"("embeddings": [[[1, 2], [3, -1], [0, 1]], [[2, 2], [-1, 0], [1, 1]]])";
+  const Trace separate = trace_of("{" + x + R"(, "mode": "causal", "weights": {"W_q": [[1, 2], [3, 4]], "W_k": [[0, 1], [1, 0]], "W_v": [[2, 0], [0, 2]],
+                                                 "b_q": [0.5, -0.5], "b_k": [0, 1], "b_v": [1, 1]}})");
+  const Trace fused = trace_of("{" + x + R"(, "mode": "causal", "weights": {"W_qkv": [[1, 2, 0, 1, 2, 0], [3, 4, 1, 0, 0, 2]],
+                                              "b_qkv": [0.5, -0.5, 0, 1, 1, 1]}})");
+  CHECK(fused.find("qkv") != nullptr);
+  CHECK(step(fused, "qkv").value.shape() == Shape{2, 3, 6});
+  for (const char* id : {"q", "k", "v", "scores", "weights", "context"}) {
+    INFO(id);
+    CHECK(max_abs_diff(step(separate, id).value, step(fused, id).value) == 0.0);
+  }
+}
+
+TEST_CASE("torch layout with Wᵀ equals x@W", "[pipeline][property]") {
+  const std::string x = R"("embeddings": [[1, 2, 0], [0, 1, -1]], "heads": 1)";
+  const Trace xw = trace_of("{" + x + R"(, "weights": {"W_q": [[1, 2, 3], [0, 1, 0], [2, 0, 1]], "W_k": "identity", "W_v": [[0, 1, 0], [1, 0, 0], [0, 0, 1]],
+                                       "W_o": [[1, 0, 1], [0, 1, 0], [1, 1, 0]], "b_o": [1, 2, 3]}})");
+  const Trace torch = trace_of("{" + x + R"(, "layout": "torch", "weights": {"W_q": [[1, 0, 2], [2, 1, 0], [3, 0, 1]], "W_k": "identity",
+                                       "W_v": [[0, 1, 0], [1, 0, 0], [0, 0, 1]], "W_o": [[1, 0, 1], [0, 1, 1], [1, 0, 0]], "b_o": [1, 2, 3]}})");
+  CHECK(step(torch, "q").formula == "q = x · W_qᵀ");
+  for (const auto& s : xw.steps) {
+    INFO(s.id);
+    CHECK(max_abs_diff(s.value, step(torch, s.id).value) == 0.0);
+  }
+}
+
+TEST_CASE("per-head weights [H, C, hs] equal the stacked [C, C] matrix", "[pipeline][property]") {
+  const std::string x = R"("embeddings": [[1, 2, 0, 1], [0, 1, -1, 2]])";
+  const Trace stacked = trace_of("{" + x + R"(, "heads": 2, "weights": {"W_q": [[1, 0, 2, 0], [0, 1, 0, 2], [1, 1, 0, 0], [0, 0, 1, 1]], "W_k": "identity", "W_v": "identity"}})");
+  const Trace per_head = trace_of("{" + x + R"(, "weights": {"W_q": [[[1, 0], [0, 1], [1, 1], [0, 0]], [[2, 0], [0, 2], [0, 0], [1, 1]]], "W_k": "identity", "W_v": "identity"}})");
+  CHECK(per_head.config.H == 2);
+  CHECK(max_abs_diff(step(stacked, "q").value, step(per_head, "q").value) == 0.0);
+  CHECK(max_abs_diff(step(stacked, "weights").value, step(per_head, "weights").value) == 0.0);
+}
+
+TEST_CASE("an input without a batch dimension gives the same numbers as B = 1, in 2-D shapes", "[pipeline][property]") {
+  const std::string w = R"(, "weights": {"W_q": [[1, 2], [0, 1]], "W_k": [[1, 0], [1, 1]], "W_v": "identity"}, "mode": "causal"})";
+  const Trace flat = trace_of(R"({"embeddings": [[1, 2], [3, 4], [5, 6]])" + w);
+  const Trace batched = trace_of(R"({"embeddings": [[[1, 2], [3, 4], [5, 6]]])" + w);
+  CHECK(step(flat, "weights").dims == std::vector<std::string>{"T", "T"});
+  CHECK(step(batched, "weights").dims == std::vector<std::string>{"B", "T", "T"});
+  for (const auto& s : flat.steps) {
+    INFO(s.id);
+    const auto& other = step(batched, s.id).value;
+    CHECK(max_abs_diff(s.value, other.reshaped(s.value.shape())) == 0.0);
+  }
+}
+
+TEST_CASE("cross-attention shapes use S for the source length", "[pipeline]") {
+  const Trace t = trace_of(random_spec("cross", 2, 1));
+  CHECK(ids(t) == std::vector<std::string>{"x", "source", "q", "k", "v", "q.view", "q.heads", "k.view", "k.heads", "v.view",
+                                           "v.heads", "k.T", "scores", "scaled", "weights", "context", "merged", "output"});
+  CHECK(step(t, "scores").dims == std::vector<std::string>{"B", "H", "T", "S"});
+  CHECK(step(t, "scores").value.shape() == Shape{2, 2, 5, 3});
+  CHECK(step(t, "k").formula == "k = source · W_k");
+}
+
+TEST_CASE("given scores with a numeric scale and values", "[pipeline]") {
+  const Trace t = trace_of(R"({"scores": [[32, 48], [16, 40]], "scale": 0.125, "v": [[1, 0], [0, 1]]})");
+  CHECK(ids(t) == std::vector<std::string>{"scores", "v", "scaled", "weights", "context"});
+  CHECK(step(t, "scaled").value.data()[0] == 4.0f);
+  CHECK(step(t, "context").value.data()[0] == Approx(1 / (1 + std::exp(2.0))).epsilon(1e-6));
+}

@@ -1,0 +1,41 @@
+// Seeded values: the generator is the standard's mt19937_64 and the same seed gives the same numbers.
+#include <cmath>
+#include <random>
+
+#include "attn/random.hpp"
+#include "helpers.hpp"
+
+using namespace attn;
+
+TEST_CASE("std::mt19937_64 is the generator the standard specifies", "[random]") {
+  // C++ [rand.predef]: the 10000th invocation of a default-constructed mt19937_64 yields 9981545732273789042.
+  std::mt19937_64 g;
+  g.discard(9999);
+  CHECK(g() == 9981545732273789042ULL);
+}
+
+TEST_CASE("random tensors repeat for a seed and differ between names and seeds", "[random]") {
+  const auto a = random_normal(42, "embeddings", {64});
+  const auto b = random_normal(42, "embeddings", {64});
+  const auto c = random_normal(42, "source.embeddings", {64});
+  const auto d = random_normal(43, "embeddings", {64});
+  CHECK(std::equal(a.values().begin(), a.values().end(), b.values().begin()));
+  CHECK_FALSE(std::equal(a.values().begin(), a.values().end(), c.values().begin()));
+  CHECK_FALSE(std::equal(a.values().begin(), a.values().end(), d.values().begin()));
+}
+
+TEST_CASE("normal draws have mean 0 and variance 1; uniform draws stay in range", "[random]") {
+  const auto n = random_normal(1, "x", {200000});
+  double sum = 0, sq = 0;
+  for (Scalar v : n.values()) sum += v, sq += static_cast<double>(v) * v;
+  const double mean = sum / 200000, var = sq / 200000 - mean * mean;
+  CHECK(std::fabs(mean) < 0.01);
+  CHECK(var == Approx(1.0).margin(0.01));
+  const auto u = random_uniform(1, "w", {100000}, 0.25);
+  double lo = 1, hi = -1;
+  for (Scalar v : u.values()) lo = std::min(lo, double(v)), hi = std::max(hi, double(v));
+  CHECK(lo >= -0.25);
+  CHECK(hi < 0.25);
+  CHECK(lo < -0.249);
+  CHECK(hi > 0.249);
+}

@@ -1,0 +1,120 @@
+// Renderers: number formatting, the text layout, summarising, and JSON that reads back exactly.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "attn/render/render.hpp"
+#include "helpers.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+const std::string kCatSat = R"({"title": "cat sat", "tokens": ["cat", "sat"], "embeddings": [[1, 0, 1], [0, 1, 1]],
+  "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}})";
+
+std::string text(const Trace& t, TextOptions o = {}) {
+  std::ostringstream out;
+  render_text(t, out, o);
+  return out.str();
+}
+
+std::string json(const Trace& t) {
+  std::ostringstream out;
+  render_json(t, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("numbers: fixed decimals, no -0, non-finite spelled out", "[render]") {
+  CHECK(format_fixed(0.64045745f, 4) == "0.6405");
+  CHECK(format_fixed(-0.00001f, 4) == "0.0000");
+  CHECK(format_fixed(-0.0f, 2) == "0.00");
+  CHECK(format_fixed(-1.5f, 1) == "-1.5");
+  CHECK(format_fixed(-std::numeric_limits<Scalar>::infinity(), 4) == "-inf");
+  CHECK(format_fixed(std::numeric_limits<Scalar>::quiet_NaN(), 4) == "nan");
+  CHECK(format_fixed(2.0f, 0) == "2");
+}
+
+TEST_CASE("text: header, step heading, formula, symbolic and concrete shape, labelled rows", "[render]") {
+  const auto out = text(trace_of(kCatSat));
+  CHECK_THAT(out, Catch::Contains("Attention Tracer · cat sat\n"));
+  CHECK_THAT(out, Catch::Contains("mode self · B = 1 (no batch dimension) · T = 2 · S = 2 · C = 3 · H = 1 · hs = 3\n"));
+  CHECK_THAT(out, Catch::Contains("[8] weights · Attention weights\n    weights = softmax(scaled, dim=-1)\n    [T, T] = [2, 2]\n"));
+  CHECK_THAT(out, Catch::Contains("            cat     sat  │    sum\n    cat  0.6405  0.3595  │ 1.0000\n"));
+  CHECK_THAT(out, Catch::Contains("    d_k = C = 3: factor 1/√3 = 0.5774\n"));
+}
+
+TEST_CASE("text: --precision changes the decimals", "[render]") {
+  TextOptions o;
+  o.precision = 2;
+  CHECK_THAT(text(trace_of(kCatSat), o), Catch::Contains("    cat  0.64  0.36  │ 1.00\n"));
+}
+
+TEST_CASE("text: large tensors are summarised with edge items", "[render]") {
+  const Trace t = trace_of(R"({"mode": "multi-head", "heads": 8, "random": {"seed": 0, "B": 2, "T": 4, "C": 512}})");
+  const auto out = text(t);
+  CHECK_THAT(out, Catch::Contains("(summarised: 4096 values; edges of 3 shown)"));
+  CHECK_THAT(out, Catch::Contains("… (H 3 .. 4 not shown)"));
+  CHECK_THAT(out, Catch::Contains("batch 1 · head 7"));
+  // a small tensor of the same run is printed whole
+  CHECK_THAT(out, Catch::Contains("[B, H, T, T] = [2, 8, 4, 4]\n    scores[i, j]"));
+  TextOptions whole;
+  whole.summary_threshold = 1 << 20;
+  CHECK(text(t, whole).find("summarised") == std::string::npos);
+}
+
+TEST_CASE("text: --shapes-only prints the shape flow", "[render]") {
+  TextOptions o;
+  o.shapes_only = true;
+  const auto out = text(trace_of(R"({"mode": "multi-head", "heads": 8, "random": {"seed": 0, "B": 2, "T": 4, "C": 512}})"), o);
+  CHECK_THAT(out, Catch::Contains("  6. q.heads  Queries, heads first      [B, H, T, hs] = [2, 8, 4, 64]\n"));
+  // header, notes, "Shape flow", one line per step: no tensor values
+  CHECK(out.find("│") == std::string::npos);
+  CHECK(out.find("batch 0") == std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 3 + 4 + 2 + 16);
+}
+
+TEST_CASE("json: valid, complete, and every number reads back to the same float32", "[render]") {
+  const Trace t = trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 4, "B": 2, "T": 3, "C": 4}})");
+  const auto doc = nlohmann::json::parse(json(t));
+  CHECK(doc["format"] == "attn-trace");
+  CHECK(doc["config"]["H"] == 2);
+  REQUIRE(doc["steps"].size() == t.steps.size());
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    const auto& js = doc["steps"][i];
+    const auto& s = t.steps[i];
+    CHECK(js["id"] == s.id);
+    CHECK(js["shape"].get<Shape>() == s.value.shape());
+    CHECK(js["dims"].get<std::vector<std::string>>() == s.dims);
+    const auto flat = js["data"].flatten();
+    std::size_t n = 0;
+    for (const auto& item : flat.items()) {
+      const auto& v = item.value();
+      const Scalar want = s.value.data()[n++];
+      if (v.is_string()) CHECK(v.get<std::string>() == (want < 0 ? "-inf" : "inf"));
+      else CHECK(static_cast<Scalar>(v.get<double>()) == want);
+    }
+    CHECK(n == static_cast<std::size_t>(s.value.size()));
+  }
+  for (const auto& js : doc["steps"]) {
+    if (js["id"] != "weights") continue;
+    CHECK(js["row_sums"].size() == 2);  // (B, H, T) = (2, 2, 3)
+    CHECK(js["row_sums"][1][1].size() == 3);
+  }
+}
+
+TEST_CASE("output is deterministic: the same input renders the same bytes", "[render]") {
+  const std::string spec = R"({"mode": "cross", "heads": 2, "random": {"seed": 12, "B": 2, "T": 3, "S": 5, "C": 4, "output_projection": true}})";
+  CHECK(json(trace_of(spec)) == json(trace_of(spec)));
+  CHECK(text(trace_of(spec)) == text(trace_of(spec)));
+}
+
+TEST_CASE("json: unknown C is null and labels are escaped", "[render]") {
+  const auto out = json(trace_of(R"({"tokens": ["a\"b", "c\\d"], "scores": [[1, 2], [3, 4]]})"));
+  CHECK_THAT(out, Catch::Contains(R"("C": null)"));
+  CHECK_THAT(out, Catch::Contains(R"("tokens": ["a\"b", "c\\d"])"));
+  CHECK_NOTHROW(nlohmann::json::parse(out));
+}
