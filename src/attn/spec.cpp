@@ -196,7 +196,8 @@ void fill_values(const json& j, const std::string& base, const Shape& shape, std
   }
   if (j.size() != want) {
     fail(index_path(base, idx, axis),
-         fmt::format("expected {} entries like the first row at this depth, got {} (ragged array)", want, j.size()));
+         fmt::format("expected {} {} like the first row at this depth, got {} (ragged array)", want, want == 1 ? "entry" : "entries",
+                     j.size()));
   }
   for (std::size_t i = 0; i < want; ++i) {
     idx[axis] = i;
@@ -365,7 +366,7 @@ RandomFill read_random(const json& root) {
   check_keys(j, "random", {"seed", "B", "T", "S", "C", "fused", "output_projection"});
   r.present = true;
   if (!j.contains("seed")) fail("random.seed", "required: a non-negative integer");
-  if (!j["seed"].is_number_integer() || j["seed"].get<std::int64_t>() < 0) {
+  if (!j["seed"].is_number_unsigned()) {  // nlohmann stores every non-negative integer literal as unsigned
     fail("random.seed", fmt::format("expected a non-negative integer, got {}", describe(j["seed"])));
   }
   r.seed = j["seed"].get<std::uint64_t>();

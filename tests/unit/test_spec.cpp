@@ -83,6 +83,10 @@ TEST_CASE("random fills what the input does not give, the same way every time", 
   CHECK(a.notes.size() == 3);
 }
 
+TEST_CASE("any non-negative 64-bit seed is accepted", "[spec]") {
+  CHECK(parse_spec(R"({"random": {"seed": 18446744073709551615, "T": 2, "C": 2}})", "t").x.shape() == Shape{1, 2, 2});
+}
+
 TEST_CASE("scores as an entry point default to no scaling", "[spec]") {
   Spec s = parse_spec(R"({"mode": "causal", "scores": [[1, 2], [3, 4]]})", "t");
   CHECK(s.entry == Entry::Scores);
@@ -147,6 +151,7 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
       {R"({"random": {"seed": -1, "T": 2, "C": 2}})", "random.seed: expected a non-negative integer, got the number -1"},
       {R"({"random": {"seed": 1, "T": 2, "C": 2, "fused": "yes"}})", "random.fused: expected true or false, got the string \"yes\""},
       {R"({"random": {"seed": 1, "T": 0, "C": 2}})", "random.T: expected a positive integer, got the number 0"},
+      {R"({"scores": [[[[1]]], [[[2], [3]]]]})", "scores[1][0]: expected 1 entry like the first row at this depth, got 2 (ragged array)"},
       {R"({"embeddings": [[1, 2]], "random": {"seed": 1, "C": 3}})", "random.C: 3 disagrees with embeddings (C = 2)"},
       {R"({"title": "a", "title": "b"})", "title: duplicate key \"title\" in test.json"},
       {R"({"weights": {"W_q": 1, "W_q": 2}})", "weights.W_q: duplicate key \"W_q\" in test.json"},
