@@ -49,14 +49,14 @@ class Run {
       if (s_.entry == Entry::QKV) {
         qf = emit("q", "Queries (given)", "q (given)", {"B", "T", "C"}, be_.upload(s_.q));
         kf = emit("k", "Keys (given)", "k (given)", {"B", "S", "C"}, be_.upload(s_.k));
-        vf = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
+        if (!s_.v.empty()) vf = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
       } else {
         project(qf, kf, vf);
       }
       q = split_heads("q", "Queries", qf, s_.T);
       k = split_heads("k", "Keys", kf, s_.S);
-      v = split_heads("v", "Values", vf, s_.S);
-      have_v = true;
+      have_v = vf.buffer != nullptr;
+      if (have_v) v = split_heads("v", "Values", vf, s_.S);
       // kᵀ is materialised only so the student can see the transpose the formula talks about.
       const auto kt = be_.transpose_last2(k.heads.view({s_.B * s_.H, s_.S, hs()}));
       const auto kt_shown = emit("k.T", "Keys transposed", "kᵀ = k.transpose(-2, -1)", {"B", "H", "hs", "S"},
@@ -164,7 +164,7 @@ class Run {
     for (const auto& d : full) {
       if (d == "B" && !s_.batched) continue;
       if (d == "H" && s_.H == 1) continue;
-      if (d == "S" && !s_.cross()) out.push_back("T");
+      if (d == "S" && s_.keys_are_queries()) out.push_back("T");
       else if (d == "hs" && s_.H == 1) out.push_back("C");
       else out.push_back(d);
     }

@@ -8,15 +8,20 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "attn/error.hpp"
+#include "attn/npy.hpp"
+#include "attn/numpy_random.hpp"
 #include "attn/random.hpp"
 
 namespace attn {
@@ -172,6 +177,8 @@ json parse_json(std::string_view text, const std::string& origin) {
 
 // ---- tensors ------------------------------------------------------------------------------
 
+std::string read_string(const json& j, const std::string& path);
+
 std::string index_path(const std::string& base, const std::vector<std::size_t>& idx, std::size_t depth) {
   std::string p = base;
   for (std::size_t i = 0; i < depth; ++i) p += fmt::format("[{}]", idx[i]);
@@ -205,9 +212,18 @@ void fill_values(const json& j, const std::string& base, const Shape& shape, std
   }
 }
 
-// Any rectangular nested array of numbers; the caller checks the shape it needs.
+// Where {"npy": "path"} tensors are looked up: the directory of the JSON file being parsed.
+thread_local std::string g_base_dir;
+
+// Any rectangular nested array of numbers, or {"npy": "path"}; the caller checks the shape it needs.
 Tensor read_tensor(const json& j, const std::string& path, std::string_view expected) {
-  if (!j.is_array()) fail(path, fmt::format("expected {}, got {}", expected, describe(j)));
+  if (j.is_object() && j.contains("npy")) {
+    check_keys(j, path, {"npy"});
+    const auto file = read_string(j["npy"], key_path(path, "npy"));
+    const auto full = g_base_dir.empty() ? std::filesystem::path(file) : std::filesystem::path(g_base_dir) / file;
+    return read_npy(full.string(), path);
+  }
+  if (!j.is_array()) fail(path, fmt::format("expected {} (or {{\"npy\": \"file.npy\"}}), got {}", expected, describe(j)));
   Shape shape;
   const json* cur = &j;
   std::vector<std::size_t> idx;
@@ -356,6 +372,21 @@ struct RandomFill {
   std::uint64_t seed = 0;
   std::optional<std::int64_t> B, T, S, C;
   bool fused = false, output_projection = false;
+  // generator "numpy": one RandomState stream, drawn in the documented order; every tensor is
+  // rs.rand(*shape) (or rs.randn) exactly, unscaled, so Python regenerates it.
+  std::shared_ptr<NumpyRandomState> numpy;
+  bool numpy_normal = false;
+
+  std::shared_ptr<int> draws = std::make_shared<int>(0);
+
+  // Draws the next tensor of the stream and says which draw it was, for the notes.
+  Tensor draw_numpy(const Shape& shape, const std::string& path, std::vector<std::string>& notes) const {
+    notes.push_back(fmt::format("{}: draw {} of rs = np.random.RandomState({}): rs.{}({})", path, ++*draws, seed,
+                                numpy_normal ? "randn" : "rand", fmt::join(shape, ", ")));
+    Tensor t(shape);
+    for (std::int64_t i = 0; i < t.size(); ++i) t.mutable_data()[i] = static_cast<Scalar>(numpy_normal ? numpy->randn() : numpy->rand());
+    return t;
+  }
 };
 
 RandomFill read_random(const json& root) {
@@ -363,7 +394,7 @@ RandomFill read_random(const json& root) {
   if (!root.contains("random")) return r;
   const json& j = root["random"];
   if (!j.is_object()) fail("random", fmt::format("expected an object like {{\"seed\": 0, \"T\": 4, \"C\": 8}}, got {}", describe(j)));
-  check_keys(j, "random", {"seed", "B", "T", "S", "C", "fused", "output_projection"});
+  check_keys(j, "random", {"seed", "B", "T", "S", "C", "fused", "output_projection", "generator", "distribution"});
   r.present = true;
   if (!j.contains("seed")) fail("random.seed", "required: a non-negative integer");
   if (!j["seed"].is_number_unsigned()) {  // nlohmann stores every non-negative integer literal as unsigned
@@ -375,6 +406,16 @@ RandomFill read_random(const json& root) {
   }
   if (j.contains("fused")) r.fused = read_bool(j["fused"], "random.fused");
   if (j.contains("output_projection")) r.output_projection = read_bool(j["output_projection"], "random.output_projection");
+  bool numpy = false;
+  if (j.contains("generator")) numpy = read_choice<bool>(j["generator"], "random.generator", {{"mt19937_64", false}, {"numpy", true}});
+  if (j.contains("distribution")) {
+    if (!numpy) fail("random.distribution", "only the \"numpy\" generator takes a distribution (\"rand\" or \"randn\")");
+    r.numpy_normal = read_choice<bool>(j["distribution"], "random.distribution", {{"rand", false}, {"randn", true}});
+  }
+  if (numpy) {
+    if (r.seed > 0xFFFFFFFFULL) fail("random.seed", fmt::format("NumPy's RandomState takes seeds 0 .. 2**32 - 1, got {}", r.seed));
+    r.numpy = std::make_shared<NumpyRandomState>(static_cast<std::uint32_t>(r.seed));
+  }
   return r;
 }
 
@@ -411,6 +452,10 @@ Sequence read_sequence(const json& parent, const std::string& parent_path, const
   }
   const bool has_batch = rnd.B.has_value();
   Shape shape{rnd.B.value_or(1), *random_len, *rnd.C};
+  if (rnd.numpy) {
+    const Shape drawn = has_batch ? shape : Shape{shape[1], shape[2]};
+    return {rnd.draw_numpy(drawn, path, notes).reshaped(shape), has_batch};
+  }
   notes.push_back(fmt::format("{}: random N(0, 1), seed {}", path, rnd.seed));
   return {random_normal(rnd.seed, path, shape), has_batch};
 }
@@ -519,6 +564,7 @@ void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(s.C));  // nn.Linear's default init range
   auto generated = [&](const char* key, Shape shape) {
     const auto path = key_path("weights", key);
+    if (rnd.numpy) return rnd.draw_numpy(shape, path, s.notes);
     s.notes.push_back(fmt::format("{}: random U(-1/√C, 1/√C), seed {}", path, rnd.seed));
     return random_uniform(rnd.seed, path, std::move(shape), bound);
   };
@@ -579,13 +625,136 @@ void check_heads_divide(const Spec& s) {
   }
 }
 
+// ---- expect: printed numbers and their printed precision -----------------------------------
+
+// Decimals a number literal shows: "0.73" -> 2, "1.0" -> 1, "5e-3" -> 3, "2" -> 0.
+int printed_decimals(std::string_view literal) {
+  int frac = 0, exp = 0;
+  const auto e = literal.find_first_of("eE");
+  const auto mantissa = literal.substr(0, e);
+  if (const auto dot = mantissa.find('.'); dot != std::string_view::npos) frac = static_cast<int>(mantissa.size() - dot - 1);
+  if (e != std::string_view::npos) exp = std::stoi(std::string(literal.substr(e + 1)));
+  return std::max(0, frac - exp);
+}
+
+// A SAX pass over the text that records, for each step under "expect", the printed decimals of its
+// numbers in document order: the DOM keeps only the double, and 0.73 must mean ±0.005.
+class ExpectDecimals final : public json::json_sax_t {
+ public:
+  std::map<std::string, std::vector<int>> decimals;
+
+  bool null() override { return add(-1); }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return add(0); }
+  bool number_unsigned(number_unsigned_t) override { return add(0); }
+  bool number_float(number_float_t, const string_t& s) override { return add(printed_decimals(s)); }
+  bool string(string_t&) override { return add(-1); }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return push(true); }
+  bool end_object() override { return pop(); }
+  bool start_array(std::size_t) override { return push(false); }
+  bool end_array() override { return pop(); }
+  bool key(string_t& k) override {
+    frames_.back().key = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  struct Frame {
+    bool object;
+    std::string key;
+  };
+  bool push(bool object) {
+    frames_.push_back({object, {}});
+    return true;
+  }
+  bool pop() {
+    frames_.pop_back();
+    return true;
+  }
+  bool add(int d) {
+    // root object -> "expect" object -> step id -> the nested arrays
+    if (frames_.size() >= 3 && frames_[0].object && frames_[0].key == "expect" && frames_[1].object) {
+      decimals[frames_[1].key].push_back(d);
+    }
+    return true;
+  }
+  std::vector<Frame> frames_;
+};
+
+void read_expect(const json& root, std::string_view text, Spec& s) {
+  const json& e = root["expect"];
+  if (!e.is_object()) fail("expect", fmt::format("expected an object of step ids, like {{\"weights\": [[1, 0], [0.4, 0.6]]}}, got {}", describe(e)));
+  ExpectDecimals sax;
+  json::sax_parse(text.begin(), text.end(), &sax);
+  for (const auto& item : e.items()) {
+    const std::string path = key_path("expect", item.key());
+    if (item.key() == "tolerance") {
+      if (!item.value().is_number() || item.value().get<double>() < 0) {
+        fail(path, fmt::format("expected a non-negative number, got {}", describe(item.value())));
+      }
+      s.expect_tolerance = item.value().get<double>();
+      continue;
+    }
+    Expectation x;
+    x.id = item.key();
+    // Shape from the first entries, as for tensors; entries may be numbers, null (not printed)
+    // or the strings "-inf", "inf", "nan".
+    const json* cur = &item.value();
+    if (!cur->is_array()) fail(path, fmt::format("expected the printed values as nested arrays, got {}", describe(*cur)));
+    while (cur->is_array()) {
+      if (cur->empty()) fail(path, "expected the printed values as nested arrays, got an empty array");
+      x.shape.push_back(static_cast<std::int64_t>(cur->size()));
+      cur = &(*cur)[0];
+    }
+    std::vector<std::size_t> idx(x.shape.size(), 0);
+    std::function<void(const json&, std::size_t)> walk = [&](const json& j, std::size_t axis) {
+      if (axis == x.shape.size()) {
+        const auto at = index_path(path, idx, axis);
+        if (j.is_null()) {
+          x.values.push_back(std::numeric_limits<double>::quiet_NaN());
+          x.present.push_back(false);
+        } else if (j.is_number()) {
+          x.values.push_back(j.get<double>());
+          x.present.push_back(true);
+        } else if (j.is_string() && (j == "-inf" || j == "inf" || j == "nan")) {
+          const auto str = j.get<std::string>();
+          x.values.push_back(str == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                                          : (str == "inf" ? 1 : -1) * std::numeric_limits<double>::infinity());
+          x.present.push_back(true);
+        } else {
+          fail(at, fmt::format("expected a number, null (not printed), \"-inf\", \"inf\" or \"nan\", got {}", describe(j)));
+        }
+        return;
+      }
+      const auto want = static_cast<std::size_t>(x.shape[axis]);
+      if (!j.is_array() || j.size() != want) {
+        fail(index_path(path, idx, axis), fmt::format("expected an array of {} like its siblings, got {}", want, describe(j)));
+      }
+      for (std::size_t i = 0; i < want; ++i) {
+        idx[axis] = i;
+        walk(j[i], axis + 1);
+      }
+    };
+    walk(item.value(), 0);
+    x.decimals = sax.decimals[x.id];
+    if (x.decimals.size() != x.values.size()) throw InternalError("expect: printed-precision pass disagrees with the values");
+    s.expect.push_back(std::move(x));
+  }
+}
+
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
-                                                 "padding", "q", "k", "v", "scores", "random"};
+                                                 "padding", "q", "k", "v", "scores", "random", "expect"};
 
 }  // namespace
 
-Spec parse_spec(std::string_view text, const std::string& origin) {
+Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir) {
+  struct BaseDir {
+    explicit BaseDir(const std::string& d) { g_base_dir = d; }
+    ~BaseDir() { g_base_dir.clear(); }
+  } base(base_dir);
   const json root = parse_json(text, origin);
   if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
   check_keys(root, "", kRootKeys);
@@ -640,22 +809,18 @@ Spec parse_spec(std::string_view text, const std::string& origin) {
       fail("scale", "\"sqrt_dk\" needs d_k, which given scores do not carry: give a number, or \"none\" (the default: scores taken as already scaled)");
     }
     if (!s.scale_given) s.scale_kind = ScaleKind::None;
-    Tensor sc = read_tensor(root["scores"], "scores", "a [T, T], [B, T, T] or [B, H, T, T] array of numbers");
+    Tensor sc = read_tensor(root["scores"], "scores", "a [T, S], [B, T, S] or [B, H, T, S] array of numbers");
     if (sc.rank() < 2 || sc.rank() > 4) {
-      fail("scores", fmt::format("expected a [T, T], [B, T, T] or [B, H, T, T] array, got shape {}", shape_string(sc.shape())));
+      fail("scores", fmt::format("expected a [T, S], [B, T, S] or [B, H, T, S] array, got shape {}", shape_string(sc.shape())));
     }
     s.batched = sc.rank() >= 3;
     std::optional<std::int64_t> data_heads;
     if (sc.rank() == 4) data_heads = sc.dim(1);
     s.H = resolve_heads(root, s.mode, data_heads, "scores");
     if (sc.rank() < 4 && s.H > 1) {
-      fail("scores", fmt::format("expected [B, H, T, T] with H = {}, got shape {}", s.H, shape_string(sc.shape())));
+      fail("scores", fmt::format("expected [B, H, T, S] with H = {}, got shape {}", s.H, shape_string(sc.shape())));
     }
     s.T = sc.dim(-2), s.S = sc.dim(-1);
-    if (s.T != s.S) {
-      fail("scores", fmt::format("expected a square [T, T] matrix per head (self-attention: queries and keys are the same tokens), got {}",
-                                 shape_string(sc.shape())));
-    }
     s.B = s.batched ? sc.dim(0) : 1;
     s.scores = sc.reshaped({s.B, s.H, s.T, s.S});
     if (has_v) {
@@ -668,8 +833,8 @@ Spec parse_spec(std::string_view text, const std::string& origin) {
     check_heads_divide(s);
   } else if (s.entry == Entry::QKV) {
     exclude({"embeddings", "weights", "random"}, "q, k, v (projections are skipped when q, k, v are given)");
-    for (const char* k : {"q", "k", "v"})
-      if (!root.contains(k)) fail(k, "required: q, k and v are given together");
+    for (const char* k : {"q", "k"})
+      if (!root.contains(k)) fail(k, "required: q and k are given together (v is optional)");
     if (src.contains("embeddings")) fail("source.embeddings", "cannot be combined with q, k, v (k and v already come from the source)");
     Tensor q = read_tensor(root["q"], "q", "a [T, C] or [B, T, C] array of numbers");
     if (q.rank() != 2 && q.rank() != 3) fail("q", fmt::format("expected a [T, C] or [B, T, C] array, got shape {}", shape_string(q.shape())));
@@ -680,9 +845,12 @@ Spec parse_spec(std::string_view text, const std::string& origin) {
     const Shape want_k = s.batched ? Shape{s.B, s.cross() ? s.S : s.T, s.C} : Shape{s.cross() ? s.S : s.T, s.C};
     expect_shape(k, "k", want_k, s.cross() ? " (k is [S, C] with the width C of q)" : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
     s.S = k.dim(-2);
-    Tensor v = read_tensor(root["v"], "v", "a [S, C] or [B, S, C] array of numbers");
-    expect_shape(v, "v", k.shape(), " (one value row per key, as k)");
-    s.q = batched(q, s.batched), s.k = batched(k, s.batched), s.v = batched(v, s.batched);
+    s.q = batched(q, s.batched), s.k = batched(k, s.batched);
+    if (has_v) {
+      Tensor v = read_tensor(root["v"], "v", "a [S, C] or [B, S, C] array of numbers");
+      expect_shape(v, "v", k.shape(), " (one value row per key, as k)");
+      s.v = batched(v, s.batched);
+    }
     s.H = resolve_heads(root, s.mode, std::nullopt, "");
     check_heads_divide(s);
   } else {
@@ -714,10 +882,12 @@ Spec parse_spec(std::string_view text, const std::string& origin) {
     read_weights(root, s, rnd);
   }
   if (s.T == 0 || s.S == 0) fail("", "empty sequence");
+  if (root.contains("expect")) read_expect(root, text, s);
 
   s.tokens = read_labels(root, "", s.T, s.B, s.batched, 't', "T");
   if (s.cross()) s.source_tokens = read_labels(src, "source", s.S, s.B, s.batched, 's', "S");
-  else s.source_tokens = s.tokens;
+  else if (s.keys_are_queries()) s.source_tokens = s.tokens;
+  else s.source_tokens = {default_labels('s', s.S)};  // given [T, S] scores with S != T
 
   if (root.contains("padding")) {
     const json& p = root["padding"];
@@ -750,7 +920,7 @@ Spec load_spec(const std::string& path) {
   if (!in) throw InputError(fmt::format("{}: cannot open the file ({})", path, std::strerror(errno)));
   text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (in.bad()) throw InputError(fmt::format("{}: cannot read the file", path));
-  return parse_spec(text, path);
+  return parse_spec(text, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace attn

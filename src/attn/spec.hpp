@@ -32,6 +32,15 @@ struct Weights {
   std::optional<Tensor> b_o;            // [C]
 };
 
+// Numbers a document printed for one step, to be checked against the computed step (attn check).
+struct Expectation {
+  std::string id;                  // step id
+  Shape shape;                     // as given; must equal the step's shape
+  std::vector<double> values;      // row-major; NaN where the entry is null (not printed)
+  std::vector<int> decimals;       // printed decimals per entry (-1: null, or a non-finite string)
+  std::vector<bool> present;       // false where null
+};
+
 struct Spec {
   std::string title;
   Mode mode = Mode::Self;
@@ -57,14 +66,20 @@ struct Spec {
   Tensor k, v;    // (B, S, C)   Entry::QKV; v optional with Entry::Scores
   Tensor scores;  // (B, H, T, S) Entry::Scores
 
+  std::vector<Expectation> expect;       // attn check: what a document printed, per step
+  std::optional<double> expect_tolerance;  // overrides half a unit in the last printed decimal
+
   std::vector<std::string> notes;  // where values came from ("weights.W_q: identity", random seeds)
 
   std::int64_t hs() const { return C > 0 ? C / H : 0; }
   bool cross() const { return mode == Mode::Cross; }
+  // Keys are the queries' own tokens (shapes then write S as T, and one label list serves both).
+  bool keys_are_queries() const { return !cross() && S == T; }
 };
 
-// origin names the input in messages ("examples/cat_sat.json", "<stdin>").
-Spec parse_spec(std::string_view json_text, const std::string& origin);
+// origin names the input in messages ("examples/cat_sat.json", "<stdin>"); base_dir is where
+// {"npy": "path"} tensors are looked up ("" = the working directory).
+Spec parse_spec(std::string_view json_text, const std::string& origin, const std::string& base_dir = "");
 // path "-" reads standard input.
 Spec load_spec(const std::string& path);
 

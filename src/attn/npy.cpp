@@ -1,0 +1,113 @@
+// .npy reading and writing (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html).
+#include "attn/npy.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <regex>
+
+#include "attn/error.hpp"
+
+namespace attn {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "attn reads and writes little-endian .npy data");
+
+[[noreturn]] void refuse(const std::string& what, const std::string& path, const std::string& why) {
+  throw InputError(fmt::format("{}: {} ({})", what, why, path));
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) refuse(what, path, fmt::format("cannot open the .npy file: {}", std::strerror(errno)));
+  char magic[8] = {};
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) refuse(what, path, "not a .npy file (no \\x93NUMPY magic)");
+  const int major = static_cast<unsigned char>(magic[6]);
+  std::uint32_t header_len = 0;
+  if (major == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    header_len = static_cast<std::uint32_t>(b[0] | (b[1] << 8));
+  } else if (major == 2 || major == 3) {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    header_len = static_cast<std::uint32_t>(b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24));
+  } else {
+    refuse(what, path, fmt::format("unsupported .npy format version {}", major));
+  }
+  if (!in || header_len > (1U << 20)) refuse(what, path, "truncated or oversized .npy header");
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  if (!in) refuse(what, path, "truncated .npy header");
+
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) refuse(what, path, "header has no 'descr'");
+  const std::string descr = m[1];
+  if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))"))) refuse(what, path, "header has no 'fortran_order'");
+  if (m[1] == "True") refuse(what, path, "Fortran-order arrays are not supported: save with np.ascontiguousarray(a)");
+  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) refuse(what, path, "header has no 'shape'");
+  Shape shape;
+  const std::string dims = m[1];
+  const std::regex number(R"(\d+)");
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    shape.push_back(std::stoll(it->str()));
+  }
+  std::size_t width = 0;
+  if (descr == "<f4") width = 4;
+  else if (descr == "<f8") width = 8;
+  else refuse(what, path, fmt::format("dtype '{}' is not supported: attn reads float32 ('<f4') or float64 ('<f8'), little-endian", descr));
+
+  const auto n = element_count(shape);
+  if (n <= 0) refuse(what, path, fmt::format("empty array of shape {}", shape_string(shape)));
+  std::vector<char> raw(static_cast<std::size_t>(n) * width);
+  in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+  if (static_cast<std::size_t>(in.gcount()) != raw.size()) {
+    refuse(what, path, fmt::format("truncated data: shape {} needs {} bytes", shape_string(shape), raw.size()));
+  }
+  std::vector<Scalar> values(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double v;
+    if (width == 4) {
+      float f;
+      std::memcpy(&f, raw.data() + i * 4, 4);
+      v = f;
+    } else {
+      std::memcpy(&v, raw.data() + i * 8, 8);
+    }
+    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<Scalar>::max()) {
+      refuse(what, path, fmt::format("value {} at flat index {} is not a finite float32", v, i));
+    }
+    values[i] = static_cast<Scalar>(v);
+  }
+  return Tensor(std::move(shape), std::move(values));
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  // As numpy writes it: "(3,)" for one axis, "(2, 3)" for more.
+  std::string dims = fmt::format("{}", fmt::join(t.shape(), ", "));
+  if (t.shape().size() == 1) dims += ",";
+  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}", dims);
+  // Pad with spaces so that magic + length + header + '\n' is a multiple of 64 bytes.
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+  out.write("\x93NUMPY\x01\x00", 8);
+  const auto len = static_cast<std::uint16_t>(header.size());
+  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(len_bytes, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * sizeof(Scalar)));
+  if (!out) throw InputError(fmt::format("{}: write failed", path));
+}
+
+}  // namespace attn

@@ -1,0 +1,15 @@
+// NumPy .npy files (format versions 1.0 to 3.0): float32 / float64, C order, little-endian in;
+// float32 out. Anything else is refused with a message that names the file and what it holds.
+#pragma once
+
+#include <string>
+
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+// `what` names the tensor in messages ("embeddings", "student weights.npy").
+Tensor read_npy(const std::string& path, const std::string& what);
+void write_npy(const std::string& path, const Tensor& t);
+
+}  // namespace attn
