@@ -17,8 +17,19 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 while read -r golden args; do
   [[ -z "$golden" || "$golden" == \#* ]] && continue
+  want=0
+  if [[ "$args" == exit=* ]]; then
+    want=${args%% *}
+    want=${want#exit=}
+    args=${args#* }
+  fi
+  rc=0
   # shellcheck disable=SC2086  # the manifest's arguments are split on purpose
-  "$attn" $args >"$tmp"
+  "$attn" $args >"$tmp" || rc=$?
+  if [[ "$rc" != "$want" ]]; then
+    echo "update-goldens: attn $args exited $rc, the manifest says $want; golden/$golden left as it was" >&2
+    exit 1
+  fi
   if ! cmp -s "$tmp" "golden/$golden"; then
     cat "$tmp" >"golden/$golden"
     echo "updated golden/$golden"

@@ -1,11 +1,18 @@
 // attn: the command-line wiring. Each subcommand has an options struct, a setup_* that declares its
-// options and a run_* that only calls the library. Exit codes: 0 ok, 2 bad input or usage, 3 internal error.
+// options and a run_* that only calls the library. Exit codes: 0 ok, 1 a check/diff found
+// differences, 2 bad input or usage, 3 internal error.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include <filesystem>
+#include <fstream>
+
 #include "attn/backend.hpp"
+#include "attn/check.hpp"
+#include "attn/npy.hpp"
 #include "attn/error.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/render/render.hpp"
@@ -15,6 +22,7 @@
 namespace {
 
 constexpr int kExitOk = 0;
+constexpr int kExitDiffers = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitInternal = 3;
 
@@ -36,7 +44,11 @@ More:
   echo '{"sentence": "cat sat", "embeddings": [[1,0,1],[0,1,1]],
          "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}' | attn run -
 
-Input format and every option: README.md. Exit codes: 0 ok, 2 bad input or usage, 3 internal error.)";
+Checking a document's printed numbers (the input's "expect" block):
+  attn check examples/masked_4x4.json
+
+Input format and every option: README.md.
+Exit codes: 0 ok, 1 a check or diff found differences, 2 bad input or usage, 3 internal error.)";
 
 struct RunOptions {
   std::string file;
@@ -44,6 +56,7 @@ struct RunOptions {
   std::string backend = "cpu";
   int precision = 4;
   bool shapes_only = false;
+  std::string dump_dir;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -53,6 +66,18 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json");
+}
+
+struct CheckOptions {
+  std::string file;
+  std::string format = "text";
+};
+
+void setup_check(CLI::App& app, CheckOptions& o) {
+  auto* check = app.add_subcommand("check", "Compare the numbers a document printed (the input's expect) with the computed ones");
+  check->add_option("file", o.file, "input JSON file with an expect block (- reads standard input)")->required();
+  check->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
 }
 
 std::unique_ptr<attn::Backend> make_backend(const std::string& name) {
@@ -60,10 +85,21 @@ std::unique_ptr<attn::Backend> make_backend(const std::string& name) {
   throw attn::InputError("--backend cuda: this build of attn has no CUDA backend (use --backend cpu)");
 }
 
+void dump_trace(const attn::Trace& trace, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw attn::InputError(fmt::format("--dump {}: cannot create the directory ({})", dir, ec.message()));
+  for (const auto& step : trace.steps) attn::write_npy((std::filesystem::path(dir) / (step.id + ".npy")).string(), step.value);
+  std::ofstream json((std::filesystem::path(dir) / "trace.json").string(), std::ios::binary | std::ios::trunc);
+  if (!json) throw attn::InputError(fmt::format("--dump {}: cannot write trace.json", dir));
+  attn::render_json(trace, json);
+}
+
 int run_run(const RunOptions& o) {
   const attn::Spec spec = attn::load_spec(o.file);
   auto backend = make_backend(o.backend);
   const attn::Trace trace = attn::run_pipeline(spec, *backend);
+  if (!o.dump_dir.empty()) dump_trace(trace, o.dump_dir);
   if (o.format == "json") {
     attn::render_json(trace, std::cout);
   } else {
@@ -76,6 +112,16 @@ int run_run(const RunOptions& o) {
   return kExitOk;
 }
 
+int run_check(const CheckOptions& o) {
+  const attn::Spec spec = attn::load_spec(o.file);
+  auto backend = attn::make_cpu_backend();
+  const attn::CheckReport report = attn::check_trace(spec, attn::run_pipeline(spec, *backend));
+  if (o.format == "json") attn::render_check_json(report, std::cout);
+  else attn::render_check_text(report, std::cout);
+  std::cout.flush();
+  return report.differences == 0 ? kExitOk : kExitDiffers;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +131,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   RunOptions run;
   setup_run(app, run);
+  CheckOptions check;
+  setup_check(app, check);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -93,6 +141,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("run")) return run_run(run);
+    if (app.got_subcommand("check")) return run_check(check);
     return kExitBadInput;
   } catch (const attn::InputError& e) {
     std::cerr << "attn: " << e.what() << "\n";

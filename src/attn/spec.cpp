@@ -23,6 +23,7 @@
 #include "attn/npy.hpp"
 #include "attn/numpy_random.hpp"
 #include "attn/random.hpp"
+#include "attn/suggest.hpp"
 
 namespace attn {
 
@@ -62,34 +63,6 @@ std::string describe(const json& j) {
     case json::value_t::object: return "an object";
     default: return "an unsupported value";
   }
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const auto ca = static_cast<char>(std::tolower(static_cast<unsigned char>(a[i - 1])));
-      const auto cb = static_cast<char>(std::tolower(static_cast<unsigned char>(b[j - 1])));
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca == cb ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// " (did you mean "x"?)" when one candidate is close enough to be a likely typo, else "".
-std::string did_you_mean(std::string_view given, const std::vector<std::string_view>& candidates) {
-  std::string_view best;
-  std::size_t best_d = std::numeric_limits<std::size_t>::max();
-  for (auto c : candidates) {
-    const bool prefix = given.size() >= 2 && (c.starts_with(given) || given.starts_with(c));
-    const auto d = prefix ? 1 : edit_distance(given, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  const std::size_t limit = std::max<std::size_t>(2, given.size() / 3);
-  return best_d <= limit ? fmt::format(" (did you mean \"{}\"?)", best) : "";
 }
 
 void check_keys(const json& obj, const std::string& path, const std::vector<std::string_view>& allowed) {

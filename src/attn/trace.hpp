@@ -42,6 +42,14 @@ struct TraceConfig {
   std::vector<std::string> notes;
 };
 
+// The label of index `index` along an axis named `dim` in batch row `b`: a token for T and S,
+// "h3" for H, the index itself otherwise. Text, check and diff reports all label this way.
+std::string axis_label(const TraceConfig& config, const std::string& dim, std::int64_t index, std::int64_t b);
+
+// "[0, 1] (query \"cat\", key \"sat\")": a flat index of a step's tensor, with token labels.
+std::string position_label(const TraceConfig& config, const std::vector<std::string>& dims, const Shape& shape,
+                           std::int64_t flat_index);
+
 struct Trace {
   TraceConfig config;
   std::vector<Step> steps;

@@ -9,9 +9,8 @@
 #include "attn/render/render.hpp"
 
 namespace attn {
-namespace {
 
-std::string quote(std::string_view s) {
+std::string json_quote(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
@@ -27,6 +26,10 @@ std::string quote(std::string_view s) {
   }
   return out + "\"";
 }
+
+namespace {
+
+const auto quote = json_quote;
 
 std::string number(Scalar v) {
   if (std::isnan(v)) return "\"nan\"";

@@ -21,4 +21,7 @@ void render_json(const Trace& trace, std::ostream& out);
 // Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0".
 std::string format_fixed(Scalar v, int precision);
 
+// A JSON string literal (quotes and escapes included), for every JSON writer of the project.
+std::string json_quote(std::string_view s);
+
 }  // namespace attn

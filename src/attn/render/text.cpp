@@ -108,16 +108,7 @@ class TextRenderer {
     tensor(s);
   }
 
-  // Row and column labels for an axis named `dim`, in batch row b.
-  std::string label(const std::string& dim, std::int64_t index, std::int64_t b) const {
-    const Labels* labels = dim == "T" ? &c_.tokens : dim == "S" ? &c_.source_tokens : nullptr;
-    if (labels != nullptr && !labels->empty()) {
-      const auto& row = (*labels)[labels->size() == 1 ? 0 : static_cast<std::size_t>(b)];
-      if (index < static_cast<std::int64_t>(row.size())) return row[static_cast<std::size_t>(index)];
-    }
-    if (dim == "H") return fmt::format("h{}", index);
-    return fmt::format("{}", index);
-  }
+  std::string label(const std::string& dim, std::int64_t index, std::int64_t b) const { return axis_label(c_, dim, index, b); }
 
   std::string block_title(const Step& s, const std::vector<std::int64_t>& lead) const {
     std::vector<std::string> parts;

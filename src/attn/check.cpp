@@ -1,0 +1,156 @@
+// Comparing printed numbers with computed ones, and the check report's text and JSON forms.
+#include "attn/check.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "attn/render/render.hpp"
+#include "attn/suggest.hpp"
+
+namespace attn {
+
+CheckReport check_trace(const Spec& spec, const Trace& trace) {
+  if (spec.expect.empty()) {
+    throw InputError("expect: required by attn check: the numbers a document printed, keyed by step id, e.g. "
+                     "\"expect\": {\"weights\": [[1, 0], [0.4, 0.6]]}");
+  }
+  CheckReport r;
+  r.title = trace.config.title;
+  r.tolerance = spec.expect_tolerance;
+  std::vector<std::string_view> ids;
+  for (const auto& s : trace.steps) ids.push_back(s.id);
+  for (const auto& x : spec.expect) {
+    const Step* step = trace.find(x.id);
+    if (step == nullptr) {
+      throw InputError(fmt::format("expect.{}: this trace has no step \"{}\"{}; its steps: {}", x.id, x.id, did_you_mean(x.id, ids),
+                                   fmt::join(ids, ", ")));
+    }
+    if (x.shape != step->value.shape()) {
+      throw InputError(fmt::format("expect.{}: expected {} (the shape of step {}, {}), got {}", x.id, shape_string(step->value.shape()),
+                                   x.id, fmt::format("[{}]", fmt::join(step->dims, ", ")), shape_string(x.shape)));
+    }
+  }
+  // Steps in trace order, so the report reads like the walkthrough.
+  for (const auto& step : trace.steps) {
+    for (const auto& x : spec.expect) {
+      if (x.id != step.id) continue;
+      CheckStep cs{step.id};
+      for (std::size_t i = 0; i < x.values.size(); ++i) {
+        if (!x.present[i]) continue;
+        const double printed = x.values[i];
+        const double computed = step.value.data()[i];
+        const int decimals = x.decimals[i];
+        const double tol = spec.expect_tolerance ? *spec.expect_tolerance : 0.5 * std::pow(10.0, -std::max(decimals, 0));
+        bool match;
+        double diff = 0;
+        if (!std::isfinite(printed) || !std::isfinite(computed)) {
+          // Non-finite values match only exactly (-inf with -inf, nan with nan).
+          match = (std::isnan(printed) && std::isnan(computed)) || printed == computed;
+          diff = match ? 0 : std::numeric_limits<double>::infinity();
+        } else {
+          diff = computed - printed;
+          match = std::fabs(diff) <= tol * (1 + 1e-9);  // printed 0.005 steps are not exactly representable
+        }
+        ++cs.checked;
+        ++r.checked;
+        if (match) {
+          ++r.matches;
+          continue;
+        }
+        ++cs.differ;
+        ++r.differences;
+        cs.max_abs_difference = std::max(cs.max_abs_difference, std::fabs(diff));
+        r.differing.push_back({step.id, position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)),
+                               printed, decimals, computed, diff, tol});
+      }
+      r.steps.push_back(cs);
+    }
+  }
+  return r;
+}
+
+namespace {
+
+std::string printed_text(const CheckEntry& e) {
+  if (!std::isfinite(e.printed)) return std::isnan(e.printed) ? "nan" : (e.printed > 0 ? "inf" : "-inf");
+  return format_fixed(static_cast<Scalar>(e.printed), e.decimals);
+}
+
+// Two more decimals than were printed, so the reader sees where the printed value went wrong.
+std::string computed_text(const CheckEntry& e) {
+  const int d = std::max(e.decimals, 0) + 2;
+  if (!std::isfinite(e.computed)) return std::isnan(e.computed) ? "nan" : (e.computed > 0 ? "inf" : "-inf");
+  return fmt::format("{:.{}f}", e.computed, d);
+}
+
+std::string difference_text(const CheckEntry& e) {
+  if (!std::isfinite(e.difference)) return "non-finite";
+  return fmt::format("{:+.{}f}", e.difference, std::max(e.decimals, 0) + 2);
+}
+
+std::string tolerance_text(const CheckReport& r) {
+  return r.tolerance ? fmt::format("±{} (expect.tolerance)", *r.tolerance) : "half a unit in each number's last printed decimal";
+}
+
+}  // namespace
+
+void render_check_text(const CheckReport& r, std::ostream& out) {
+  out << "attn check";
+  if (!r.title.empty()) out << " · " << r.title;
+  out << "\n" << "tolerance: " << tolerance_text(r) << "\n";
+  if (!r.differing.empty()) {
+    std::size_t w_step = 4, w_pos = 8, w_printed = 7, w_computed = 8, w_diff = 10;
+    for (const auto& e : r.differing) {
+      w_step = std::max(w_step, e.step.size());
+      w_pos = std::max(w_pos, e.position.size());
+      w_printed = std::max(w_printed, printed_text(e).size());
+      w_computed = std::max(w_computed, computed_text(e).size());
+      w_diff = std::max(w_diff, difference_text(e).size());
+    }
+    out << "\n" << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", "step", w_step, "position", w_pos, "printed",
+                               w_printed, "computed", w_computed, "difference", w_diff, "tolerance");
+    for (const auto& e : r.differing) {
+      // Half a unit in the last printed decimal needs exactly one decimal more than was printed.
+      const std::string tol = r.tolerance ? fmt::format("{}", e.tolerance) : fmt::format("{:.{}f}", e.tolerance, std::max(e.decimals, 0) + 1);
+      out << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  ±{}\n", e.step, w_step, e.position, w_pos, printed_text(e), w_printed,
+                         computed_text(e), w_computed, difference_text(e), w_diff, tol);
+    }
+  }
+  out << "\n";
+  for (const auto& s : r.steps) {
+    if (s.differ == 0) out << fmt::format("{}: {} printed, all match\n", s.id, s.checked);
+    else out << fmt::format("{}: {} printed, {} differ (largest difference {:.4g})\n", s.id, s.checked, s.differ, s.max_abs_difference);
+  }
+  out << fmt::format("summary: {} printed values checked: {} match, {} differ\n", r.checked, r.matches, r.differences);
+}
+
+void render_check_json(const CheckReport& r, std::ostream& out) {
+  auto num = [](double v) -> std::string {
+    if (std::isnan(v)) return "\"nan\"";
+    if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+    return fmt::format("{}", v);
+  };
+  const auto quote = json_quote;
+  out << "{\n  \"format\": \"attn-check\",\n";
+  out << "  \"title\": " << quote(r.title) << ",\n";
+  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal\"") << ",\n";
+  out << fmt::format("  \"checked\": {}, \"matches\": {}, \"differences\": {},\n", r.checked, r.matches, r.differences);
+  out << "  \"steps\": [";
+  for (std::size_t i = 0; i < r.steps.size(); ++i) {
+    const auto& s = r.steps[i];
+    out << (i ? ",\n" : "\n") << fmt::format("    {{\"id\": {}, \"checked\": {}, \"differ\": {}, \"max_abs_difference\": {}}}",
+                                             quote(s.id), s.checked, s.differ, num(s.max_abs_difference));
+  }
+  out << "\n  ],\n  \"differing\": [";
+  for (std::size_t i = 0; i < r.differing.size(); ++i) {
+    const auto& e = r.differing[i];
+    out << (i ? ",\n" : "\n")
+        << fmt::format("    {{\"step\": {}, \"position\": {}, \"printed\": {}, \"computed\": {}, \"difference\": {}, \"tolerance\": {}}}",
+                       quote(e.step), quote(e.position), num(e.printed), num(e.computed), num(e.difference), num(e.tolerance));
+  }
+  out << "\n  ]\n}\n";
+}
+
+}  // namespace attn
