@@ -1,0 +1,86 @@
+// attn check: printed precision read from the JSON text, tolerance, nulls, non-finite values, refusals.
+#include <sstream>
+
+#include "attn/check.hpp"
+#include "helpers.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+CheckReport check_of(const std::string& text) {
+  const Spec spec = parse_spec(text, "t.json");
+  auto be = make_cpu_backend();
+  return check_trace(spec, run_pipeline(spec, *be));
+}
+
+std::string check_error(const std::string& text) {
+  try {
+    check_of(text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// softmax([0.5, 0.2]) = [0.5744425, 0.4255575]
+const std::string kHead = R"({"mode": "causal", "sentence": "a b", "scores": [[1, 0], [0.5, 0.2]], "expect": {"weights": [[1, 0], )";
+
+}  // namespace
+
+TEST_CASE("the tolerance is half a unit in the last printed decimal, read from the text", "[check]") {
+  CHECK(check_of(kHead + "[0.57, 0.43]]}}").differences == 0);        // ±0.005
+  CHECK(check_of(kHead + "[0.5744, 0.4256]]}}").differences == 0);    // ±0.00005
+  CHECK(check_of(kHead + "[0.5745, 0.4255]]}}").differences == 2);    // 0.57444 is not 0.5745
+  CHECK(check_of(kHead + "[0.6, 0.4]]}}").differences == 0);          // ±0.05
+  CHECK(check_of(kHead + "[0.60, 0.40]]}}").differences == 2);        // ±0.005: a trailing zero is a printed digit
+  CHECK(check_of(kHead + "[5.744e-1, 4.256e-1]]}}").differences == 0);  // 4 decimals through the exponent
+  CHECK(check_of(kHead + "[1, 0]]}}").differences == 0);              // integers: ±0.5
+  CHECK(check_of(kHead + "[0, 1]]}}").differences == 2);              // 0.574 is more than 0.5 from 0, 0.426 from 1
+}
+
+TEST_CASE("expect.tolerance overrides printed precision; null entries are not checked", "[check]") {
+  const auto r = check_of(R"({"scores": [[2, 4, 1, 3]], "expect": {"weights": [[0.1, 0.6, null, 0.2]], "tolerance": 0.05}})");
+  CHECK(r.checked == 3);
+  CHECK(r.differences == 0);
+  REQUIRE(r.tolerance);
+  CHECK(*r.tolerance == 0.05);
+  const auto strict = check_of(R"({"scores": [[2, 4, 1, 3]], "expect": {"weights": [[0.1, 0.6, null, 0.2]], "tolerance": 0.001}})");
+  CHECK(strict.differences == 3);
+}
+
+TEST_CASE("a differing entry is reported with its position, labels, printed and computed values", "[check]") {
+  const auto r = check_of(kHead + "[0.73, 0.27]]}}");
+  REQUIRE(r.differing.size() == 2);
+  const auto& e = r.differing[0];
+  CHECK(e.step == "weights");
+  CHECK(e.position == "[1, 0] (query \"b\", key \"a\")");
+  CHECK(e.printed == 0.73);
+  CHECK(e.decimals == 2);
+  CHECK(e.computed == Approx(0.5744425).epsilon(1e-6));
+  CHECK(e.difference == Approx(0.5744425 - 0.73).epsilon(1e-6));
+  CHECK(e.tolerance == Approx(0.005));
+  std::ostringstream text;
+  render_check_text(r, text);
+  CHECK_THAT(text.str(), Catch::Contains("weights  [1, 0] (query \"b\", key \"a\")     0.73    0.5744     -0.1556  ±0.005\n"));
+  CHECK_THAT(text.str(), Catch::Contains("summary: 4 printed values checked: 2 match, 2 differ\n"));
+}
+
+TEST_CASE("a printed -inf matches only a computed -inf", "[check]") {
+  const std::string spec = R"({"mode": "causal", "scores": [[1, 0], [0.5, 0.2]], "expect": {"masked": )";
+  CHECK(check_of(spec + R"([[1, "-inf"], [0.5, 0.2]]}})").differences == 0);
+  CHECK(check_of(spec + R"([[1, -1e9], [0.5, 0.2]]}})").differences == 1);
+  CHECK(check_of(spec + R"([[1, "-inf"], ["-inf", 0.2]]}})").differences == 1);
+}
+
+TEST_CASE("check refuses a missing expect, an unknown step and a wrong shape", "[check][bad]") {
+  CHECK(check_error(R"({"scores": [[1, 2]]})").starts_with("expect: required by attn check"));
+  CHECK(check_error(R"({"scores": [[1, 2]], "expect": {"weight": [[0.3, 0.7]]}})") ==
+        "expect.weight: this trace has no step \"weight\" (did you mean \"weights\"?); its steps: scores, weights");
+  CHECK(check_error(R"({"scores": [[1, 2]], "expect": {"weights": [[0.3], [0.7]]}})") ==
+        "expect.weights: expected [1, 2] (the shape of step weights, [T, S]), got [2, 1]");
+  CHECK(check_error(R"({"scores": [[1, 2]], "expect": {"weights": [[0.3, "x"]]}})") ==
+        "expect.weights[0][1]: expected a number, null (not printed), \"-inf\", \"inf\" or \"nan\", got the string \"x\"");
+  CHECK(check_error(R"({"scores": [[1, 2]], "expect": {"tolerance": -1}})") == "expect.tolerance: expected a non-negative number, got the number -1");
+}
