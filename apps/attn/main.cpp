@@ -12,6 +12,8 @@
 
 #include "attn/backend.hpp"
 #include "attn/check.hpp"
+#include "attn/diagnose.hpp"
+#include "attn/diff.hpp"
 #include "attn/npy.hpp"
 #include "attn/error.hpp"
 #include "attn/pipeline.hpp"
@@ -57,6 +59,7 @@ struct RunOptions {
   int precision = 4;
   bool shapes_only = false;
   std::string dump_dir;
+  std::string mistake;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -67,6 +70,36 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json");
+  std::vector<std::string> names;
+  for (const auto& m : attn::all_mistakes()) names.push_back(m.name);
+  run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + fmt::format("{}", fmt::join(names, ", ")))
+      ->check(CLI::IsMember(names));
+}
+
+struct DiffOptions {
+  std::string a, b;
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+void setup_diff(CLI::App& app, DiffOptions& o) {
+  auto* diff = app.add_subcommand("diff", "Compare two traces step by step (JSON traces or directories of <step id>.npy)");
+  diff->add_option("a", o.a, "trace A: attn run --format json output, or a --dump directory")->required();
+  diff->add_option("b", o.b, "trace B, compared against A")->required();
+  diff->add_option("--atol", o.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
+  diff->add_option("--rtol", o.rtol, "relative tolerance, times |b| (default 1e-4)")->check(CLI::NonNegativeNumber);
+}
+
+struct DiagnoseOptions {
+  std::string spec, student;
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+void setup_diagnose(CLI::App& app, DiagnoseOptions& o) {
+  auto* d = app.add_subcommand("diagnose", "Find which common mistake reproduces a student's tensors");
+  d->add_option("spec", o.spec, "the problem (input JSON)")->required();
+  d->add_option("student", o.student, "the student's tensors: a directory of <step id>.npy files, or a JSON trace")->required();
+  d->add_option("--atol", o.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
+  d->add_option("--rtol", o.rtol, "relative tolerance (default 1e-4)")->check(CLI::NonNegativeNumber);
 }
 
 struct CheckOptions {
@@ -98,7 +131,10 @@ void dump_trace(const attn::Trace& trace, const std::string& dir) {
 int run_run(const RunOptions& o) {
   const attn::Spec spec = attn::load_spec(o.file);
   auto backend = make_backend(o.backend);
-  const attn::Trace trace = attn::run_pipeline(spec, *backend);
+  attn::PipelineOptions options;
+  for (const auto& m : attn::all_mistakes())
+    if (o.mistake == m.name) options.mistake = m.mistake;
+  const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
   if (!o.dump_dir.empty()) dump_trace(trace, o.dump_dir);
   if (o.format == "json") {
     attn::render_json(trace, std::cout);
@@ -122,6 +158,19 @@ int run_check(const CheckOptions& o) {
   return report.differences == 0 ? kExitOk : kExitDiffers;
 }
 
+int run_diff(const DiffOptions& o) {
+  const auto report = attn::diff_traces(attn::load_trace(o.a), attn::load_trace(o.b), {o.atol, o.rtol});
+  attn::render_diff_text(report, std::cout);
+  return report.same() ? kExitOk : kExitDiffers;
+}
+
+int run_diagnose(const DiagnoseOptions& o) {
+  const attn::Spec spec = attn::load_spec(o.spec);
+  const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), {o.atol, o.rtol});
+  attn::render_diagnosis_text(d, std::cout);
+  return d.correct ? kExitOk : kExitDiffers;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,6 +182,10 @@ int main(int argc, char** argv) {
   setup_run(app, run);
   CheckOptions check;
   setup_check(app, check);
+  DiffOptions diff;
+  setup_diff(app, diff);
+  DiagnoseOptions diag;
+  setup_diagnose(app, diag);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -142,6 +195,8 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("run")) return run_run(run);
     if (app.got_subcommand("check")) return run_check(check);
+    if (app.got_subcommand("diff")) return run_diff(diff);
+    if (app.got_subcommand("diagnose")) return run_diagnose(diag);
     return kExitBadInput;
   } catch (const attn::InputError& e) {
     std::cerr << "attn: " << e.what() << "\n";

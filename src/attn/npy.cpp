@@ -24,7 +24,7 @@ static_assert(std::endian::native == std::endian::little, "attn reads and writes
 
 }  // namespace
 
-Tensor read_npy(const std::string& path, const std::string& what) {
+Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_finite) {
   std::ifstream in(path, std::ios::binary);
   if (!in) refuse(what, path, fmt::format("cannot open the .npy file: {}", std::strerror(errno)));
   char magic[8] = {};
@@ -82,7 +82,7 @@ Tensor read_npy(const std::string& path, const std::string& what) {
     } else {
       std::memcpy(&v, raw.data() + i * 8, 8);
     }
-    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<Scalar>::max()) {
+    if (non_finite == NonFinite::Refuse && (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<Scalar>::max())) {
       refuse(what, path, fmt::format("value {} at flat index {} is not a finite float32", v, i));
     }
     values[i] = static_cast<Scalar>(v);

@@ -8,8 +8,10 @@
 
 namespace attn {
 
-// `what` names the tensor in messages ("embeddings", "student weights.npy").
-Tensor read_npy(const std::string& path, const std::string& what);
+// `what` names the tensor in messages ("embeddings", "student weights.npy"). Input tensors refuse
+// non-finite values; a trace's steps may hold them (-inf in masked, a student's NaN).
+enum class NonFinite { Refuse, Allow };
+Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_finite = NonFinite::Refuse);
 void write_npy(const std::string& path, const Tensor& t);
 
 }  // namespace attn

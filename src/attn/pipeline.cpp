@@ -29,7 +29,7 @@ std::string bias_term(const std::optional<Tensor>& b, std::string_view name) {
 
 class Run {
  public:
-  Run(const Spec& spec, Backend& backend) : s_(spec), be_(backend) {}
+  Run(const Spec& spec, Backend& backend, Mistake mistake) : s_(spec), be_(backend), m_(mistake) {}
 
   Trace run() {
     configure();
@@ -62,9 +62,15 @@ class Run {
       const auto kt_shown = emit("k.T", "Keys transposed", "kᵀ = k.transpose(-2, -1)", {"B", "H", "hs", "S"},
                                  kt.view({s_.B, s_.H, hs(), s_.S}),
                                  "each column is one key: q · kᵀ then takes every query against every key");
-      scores = emit("scores", "Attention scores", "scores = q · kᵀ", {"B", "H", "T", "S"},
-                    be_.matmul(q.heads.view({s_.B * s_.H, s_.T, hs()}), kt_shown.view({s_.B * s_.H, hs(), s_.S}))
-                        .view({s_.B, s_.H, s_.T, s_.S}),
+      BackendTensor raw;
+      if (m_ == Mistake::QKSwapped) {
+        if (s_.T != s_.S) throw InputError("mistake qk-swapped: needs T = S (k · qᵀ is [S, T])");
+        const auto qt = be_.transpose_last2(q.heads.view({s_.B * s_.H, s_.T, hs()}));
+        raw = be_.matmul(k.heads.view({s_.B * s_.H, s_.S, hs()}), qt);
+      } else {
+        raw = be_.matmul(q.heads.view({s_.B * s_.H, s_.T, hs()}), kt_shown.view({s_.B * s_.H, hs(), s_.S}));
+      }
+      scores = emit("scores", "Attention scores", "scores = q · kᵀ", {"B", "H", "T", "S"}, raw.view({s_.B, s_.H, s_.T, s_.S}),
                     "scores[i, j] = q_i · k_j: how well query i matches key j");
     }
 
@@ -75,23 +81,39 @@ class Run {
       const auto note = s_.scale_kind == ScaleKind::SqrtDk
                             ? fmt::format("d_k = {} = {}: factor {}", s_.H > 1 ? "hs" : "C", hs(), tr_.config.scale)
                             : fmt::format("factor {}", tr_.config.scale);
-      scaled = emit("scaled", "Scaled scores", formula, {"B", "H", "T", "S"}, be_.scale(scores, tr_.config.scale_factor), note);
+      Scalar factor = tr_.config.scale_factor;
+      if (m_ == Mistake::ScaleMissing) factor = 1;
+      if (m_ == Mistake::ScaleSqrtC) factor = static_cast<Scalar>(1.0 / std::sqrt(static_cast<double>(s_.C)));
+      scaled = emit("scaled", "Scaled scores", formula, {"B", "H", "T", "S"}, be_.scale(scores, factor), note);
     }
 
     BackendTensor logits = scaled;
     const std::string scaled_name = s_.scale_kind != ScaleKind::None ? "scaled" : "scores";
     std::string softmax_input = scaled_name;
-    if (s_.causal || !s_.lengths.empty()) {
-      const auto keep = mask_steps();
-      softmax_input = "masked";
-      logits = emit("masked", "Masked scores", fmt::format("masked = {} where mask = 1, −inf where mask = 0", scaled_name),
-                    {"B", "H", "T", "S"}, be_.masked_fill(scaled, keep, -std::numeric_limits<Scalar>::infinity()),
-                    "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight");
-      require_unmasked_rows();
+    const bool masking = s_.causal || !s_.lengths.empty();
+    BackendTensor keep;
+    if (masking) {
+      keep = mask_steps();
+      if (m_ != Mistake::MaskAfterSoftmax) {
+        softmax_input = "masked";
+        const Scalar fill = m_ == Mistake::Fill1e9 ? -1e9f : -std::numeric_limits<Scalar>::infinity();
+        logits = emit("masked", "Masked scores", fmt::format("masked = {} where mask = 1, −inf where mask = 0", scaled_name),
+                      {"B", "H", "T", "S"}, be_.masked_fill(scaled, keep, fill),
+                      "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight");
+        if (m_ == Mistake::None) require_unmasked_rows();
+      }
     }
 
-    const auto flat_rows = logits.view({s_.B * s_.H * s_.T, s_.S});
-    const auto weights = be_.softmax_rows(flat_rows).view({s_.B, s_.H, s_.T, s_.S});
+    BackendTensor weights;
+    if (m_ == Mistake::SoftmaxWrongAxis) {
+      // softmax over the queries: transpose, softmax each row, transpose back
+      const auto t = be_.transpose_last2(logits.view({s_.B * s_.H, s_.T, s_.S}));
+      const auto sm = be_.softmax_rows(t.view({s_.B * s_.H * s_.S, s_.T})).view({s_.B * s_.H, s_.S, s_.T});
+      weights = be_.transpose_last2(sm).view({s_.B, s_.H, s_.T, s_.S});
+    } else {
+      weights = be_.softmax_rows(logits.view({s_.B * s_.H * s_.T, s_.S})).view({s_.B, s_.H, s_.T, s_.S});
+    }
+    if (masking && m_ == Mistake::MaskAfterSoftmax) weights = be_.masked_fill(weights, keep, 0);
     const auto sums = be_.row_sums(weights.view({s_.B * s_.H * s_.T, s_.S})).view({s_.B, s_.H, s_.T});
     emit("weights", "Attention weights",
          fmt::format("weights = softmax({}, dim=-1)", softmax_input),
@@ -107,15 +129,21 @@ class Run {
     BackendTensor merged = context.view({s_.B, s_.T, s_.C});  // H = 1: context already is [B, T, C]
     std::string merged_name = "context";
     if (s_.H > 1) {
-      merged = emit("merged", "Heads merged", "merged = context.transpose(1, 2).reshape(B, T, C)", {"B", "T", "C"},
-                    be_.swap_axes_1_2(context).view({s_.B, s_.T, s_.C}),
+      BackendTensor m;
+      if (m_ == Mistake::MergeNoTranspose) m = context.view({s_.B, s_.T, s_.C});
+      else if (m_ == Mistake::HeadsInterleaved) m = interleave_back(be_.swap_axes_1_2(context));
+      else m = be_.swap_axes_1_2(context).view({s_.B, s_.T, s_.C});
+      merged = emit("merged", "Heads merged", "merged = context.transpose(1, 2).reshape(B, T, C)", {"B", "T", "C"}, m,
                     fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", hs()));
       merged_name = "merged";
     }
     if (s_.w.W_o) {
+      BackendTensor out;
+      if (m_ == Mistake::OutputMissing) out = merged;
+      else if (m_ == Mistake::OutputTransposed) out = linear(merged, *s_.w.W_o, s_.w.b_o, /*transpose=*/true);
+      else out = linear(merged, *s_.w.W_o, s_.w.b_o);
       emit("output", "Output projection",
-           fmt::format("output = {} · {}{}", merged_name, weight_symbol("W_o"), bias_term(s_.w.b_o, "b_o")), {"B", "T", "C"},
-           linear(merged, *s_.w.W_o, s_.w.b_o), "");
+           fmt::format("output = {} · {}{}", merged_name, weight_symbol("W_o"), bias_term(s_.w.b_o, "b_o")), {"B", "T", "C"}, out, "");
     }
     return std::move(tr_);
   }
@@ -194,7 +222,7 @@ class Run {
     step.value = be_.download(t).reshaped(display_shape(full, t.shape));
     step.kind = kind;
     step.note = std::move(note);
-    require_finite(step);
+    if (m_ == Mistake::None) require_finite(step);
     tr_.steps.push_back(std::move(step));
     return t;
   }
@@ -215,9 +243,14 @@ class Run {
     return s_.layout == Layout::Torch ? fmt::format("{}ᵀ", name) : std::string(name);
   }
 
-  // x (B, L, C) · W (C, n) + b (n) -> (B, L, n)
-  BackendTensor linear(const BackendTensor& x, const Tensor& w, const std::optional<Tensor>& b) {
-    auto y = be_.matmul(x, be_.upload(w));
+  // x (B, L, C) · W (C, n) + b (n) -> (B, L, n); Wᵀ when asked, or under the w-transposed mistake
+  // (square weights only: a student with the wrong layout of a [C, 3C] weight gets a shape error).
+  BackendTensor linear(const BackendTensor& x, const Tensor& w, const std::optional<Tensor>& b, bool transpose = false) {
+    auto wt = be_.upload(w);
+    if ((transpose || m_ == Mistake::WTransposed) && w.dim(0) == w.dim(1)) {
+      wt = be_.transpose_last2(wt.view({1, w.dim(0), w.dim(1)})).view({w.dim(1), w.dim(0)});
+    }
+    auto y = be_.matmul(x, wt);
     if (b) y = be_.add_bias(y, be_.upload(*b));
     return y;
   }
@@ -254,12 +287,22 @@ class Run {
     Heads h{flat, flat.view({s_.B, 1, len, s_.C})};
     if (s_.H == 1) return h;
     const std::string L = id == "q" ? "T" : "S";
+    BackendTensor split = flat.view({s_.B, len, s_.H, hs()});
+    if (m_ == Mistake::HeadsInterleaved) {
+      // view(B, L, hs, H): feature d of head h is column d·H + h; bring it to [B, L, H, hs]
+      split = be_.transpose_last2(flat.view({s_.B * len, hs(), s_.H})).view({s_.B, len, s_.H, hs()});
+    }
     const auto view = emit(id + ".view", what + " split into heads", fmt::format("{}.view(B, {}, H, hs)", id, L),
-                           {"B", L, "H", "hs"}, flat.view({s_.B, len, s_.H, hs()}),
+                           {"B", L, "H", "hs"}, split,
                            fmt::format("a view, no copy: the C = {} features read as H = {} heads of hs = {}", s_.C, s_.H, hs()));
     h.heads = emit(id + ".heads", what + ", heads first", fmt::format("{}.view(B, {}, H, hs).transpose(1, 2)", id, L),
                    {"B", "H", L, "hs"}, be_.swap_axes_1_2(view), "each head now holds its own [" + L + ", hs] matrix");
     return h;
+  }
+
+  // [B, T, H, hs] -> [B, T, C] with head h's features at columns h, h+H, ... (heads-interleaved)
+  BackendTensor interleave_back(const BackendTensor& bthd) {
+    return be_.transpose_last2(bthd.view({s_.B * s_.T, s_.H, hs()})).view({s_.B, s_.T, s_.C});
   }
 
   // The mask pattern (shown) and the keep tensor (B, T, S) the backend applies.
@@ -271,6 +314,7 @@ class Run {
           bool ok = true;
           if (s_.causal && j > i) ok = false;
           if (!s_.lengths.empty() && j >= s_.lengths[static_cast<std::size_t>(b)]) ok = false;
+          if (m_ == Mistake::MaskFlipped) ok = !ok;
           keep.mutable_data()[(b * s_.T + i) * s_.S + j] = ok ? 1 : 0;
         }
     std::string formula, note;
@@ -314,11 +358,37 @@ class Run {
 
   const Spec& s_;
   Backend& be_;
+  Mistake m_;
   Trace tr_;
 };
 
 }  // namespace
 
-Trace run_pipeline(const Spec& spec, Backend& backend) { return Run(spec, backend).run(); }
+const std::vector<MistakeInfo>& all_mistakes() {
+  static const std::vector<MistakeInfo> kAll = {
+      {Mistake::WTransposed, "w-transposed", "the projections used Wᵀ: the weights were read in the other layout (x@W vs nn.Linear's [out, in])"},
+      {Mistake::ScaleMissing, "scale-missing", "the scores were not multiplied by 1/√d_k"},
+      {Mistake::ScaleSqrtC, "scale-sqrt-c", "the scores were scaled by 1/√C, the model width, instead of 1/√hs, the head size"},
+      {Mistake::SoftmaxWrongAxis, "softmax-wrong-axis", "softmax was taken over the queries (dim=-2) instead of the keys (dim=-1)"},
+      {Mistake::MaskFlipped, "mask-flipped", "the mask's polarity is flipped: the blocked positions were kept and the allowed ones blocked"},
+      {Mistake::MaskAfterSoftmax, "mask-after-softmax", "the mask was applied after softmax (blocked weights zeroed), so rows no longer sum to 1"},
+      {Mistake::Fill1e9, "fill-1e9", "blocked scores were filled with -1e9 instead of -inf"},
+      {Mistake::QKSwapped, "qk-swapped", "queries and keys were swapped: scores = k · qᵀ"},
+      {Mistake::HeadsInterleaved, "heads-interleaved", "the heads were split as view(B, T, hs, H) (interleaved) instead of view(B, T, H, hs)"},
+      {Mistake::MergeNoTranspose, "merge-no-transpose", "the heads were merged with reshape(B, T, C) without transposing [B, H, T, hs] back first"},
+      {Mistake::OutputMissing, "output-missing", "the output projection W_o was not applied"},
+      {Mistake::OutputTransposed, "output-transposed", "the output projection used W_oᵀ"},
+  };
+  return kAll;
+}
+
+Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options) {
+  Trace t = Run(spec, backend, options.mistake).run();
+  if (options.mistake != Mistake::None) {
+    for (const auto& m : all_mistakes())
+      if (m.mistake == options.mistake) t.config.notes.push_back(fmt::format("simulated mistake {}: {}", m.name, m.description));
+  }
+  return t;
+}
 
 }  // namespace attn

@@ -1,0 +1,120 @@
+// The diagnosis: compare, locate the first divergence, and try each mistake switch there.
+#include "attn/diagnose.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/backend.hpp"
+#include "attn/error.hpp"
+
+namespace attn {
+
+Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol) {
+  auto backend = make_cpu_backend();
+  const Trace ref = run_pipeline(spec, *backend);
+  Diagnosis d;
+  d.reference = spec_origin;
+  d.student = student.origin;
+  for (const auto& s : student.steps)
+    if (ref.find(s.id) == nullptr) d.unknown.push_back(s.id);
+  // Reference order: the student's files are compared in the order the pipeline computes them.
+  std::vector<const LoadedStep*> ordered;
+  for (const auto& r : ref.steps)
+    if (const LoadedStep* s = student.find(r.id)) ordered.push_back(s), d.compared.push_back(r.id);
+  if (ordered.empty()) {
+    throw InputError(fmt::format("{}: none of the student's files names a step of this trace (expected some of: {})", student.origin,
+                                 [&] {
+                                   std::string ids;
+                                   for (const auto& r : ref.steps) ids += (ids.empty() ? "" : ", ") + r.id + ".npy";
+                                   return ids;
+                                 }()));
+  }
+  std::size_t first = ordered.size();
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    const Step& r = *ref.find(ordered[i]->id);
+    StepDiff sd = compare_step(r.id, r.value, ordered[i]->value, tol, ref.config, r.dims);
+    if (sd.status != StepStatus::Same) {
+      d.first = std::move(sd);
+      first = i;
+      break;
+    }
+  }
+  if (first == ordered.size()) {
+    d.correct = true;
+    return d;
+  }
+  for (const auto& m : all_mistakes()) {
+    Trace t;
+    try {
+      t = run_pipeline(spec, *backend, PipelineOptions{m.mistake});
+    } catch (const InputError&) {
+      continue;  // the mistake cannot happen on this input (say, qk-swapped with T != S)
+    }
+    const Step* at = t.find(ordered[first]->id);
+    if (at == nullptr) continue;
+    if (compare_step(at->id, at->value, ordered[first]->value, tol, t.config, at->dims).status != StepStatus::Same) continue;
+    MistakeMatch match{&m};
+    for (std::size_t i = first + 1; i < ordered.size(); ++i) {
+      const Step* later = t.find(ordered[i]->id);
+      if (later == nullptr) continue;
+      ++match.later_total;
+      if (compare_step(later->id, later->value, ordered[i]->value, tol, t.config, later->dims).status == StepStatus::Same) {
+        ++match.later_consistent;
+      }
+    }
+    d.matches.push_back(match);
+  }
+  // The best explanation reproduces the most of what the student did after the divergence.
+  std::stable_sort(d.matches.begin(), d.matches.end(), [](const MistakeMatch& a, const MistakeMatch& b) {
+    return a.later_total - a.later_consistent < b.later_total - b.later_consistent;
+  });
+  return d;
+}
+
+namespace {
+
+std::string value_text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.6g}", v);
+}
+
+}  // namespace
+
+void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
+  out << fmt::format("attn diagnose\n  reference: {}\n  student:   {} ({} steps compared: {})\n", d.reference, d.student,
+                     d.compared.size(), fmt::join(d.compared, ", "));
+  if (!d.unknown.empty()) out << fmt::format("  ignored:   {} (no such step in the reference)\n", fmt::join(d.unknown, ", "));
+  if (d.correct) {
+    out << fmt::format("\ncorrect: the student's {} steps all match the reference\n", d.compared.size());
+    return;
+  }
+  const auto& f = d.first;
+  out << fmt::format("\nfirst step that differs from the reference: {}\n", f.id);
+  if (f.status == StepStatus::ShapeMismatch) {
+    out << fmt::format("  shapes differ: reference {} vs student {}\n", shape_string(f.shape_a), shape_string(f.shape_b));
+  } else {
+    out << fmt::format("  {} of {} entries differ; largest |reference − student| = {}\n", f.differ, f.compared, value_text(f.max_abs));
+    std::size_t w = 8;
+    for (const auto& e : f.worst) w = std::max(w, e.position.size());
+    out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", "position", w, "reference", "student");
+    for (const auto& e : f.worst) out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", e.position, w, value_text(e.a), value_text(e.b));
+  }
+  if (d.matches.empty()) {
+    out << fmt::format("\nno common mistake reproduces the student's {}; compare every step with attn diff\n", f.id);
+    out << "verdict: differs, cause not diagnosed\n";
+    return;
+  }
+  out << fmt::format("\nmistakes that reproduce the student's {}:\n", f.id);
+  for (const auto& m : d.matches) {
+    out << fmt::format("  {}: {}\n", m.mistake->name, m.mistake->description);
+    if (m.later_total > 0) {
+      out << fmt::format("    and {} of the student's {} later steps\n", m.later_consistent, m.later_total);
+    }
+  }
+  out << fmt::format("verdict: {}\n", d.matches.front().mistake->name);
+}
+
+}  // namespace attn

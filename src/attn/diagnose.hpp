@@ -1,0 +1,33 @@
+// attn diagnose: which common mistake reproduces a student's tensors? Finds the first step where the
+// student differs from the reference, then re-runs the one pipeline under each mistake switch.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/diff.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/spec.hpp"
+
+namespace attn {
+
+struct MistakeMatch {
+  const MistakeInfo* mistake = nullptr;
+  int later_consistent = 0;  // later student steps the mistaken trace also reproduces
+  int later_total = 0;       // later student steps it has a value for
+};
+
+struct Diagnosis {
+  std::string reference, student;
+  std::vector<std::string> compared;  // student steps with a reference counterpart, in pipeline order
+  std::vector<std::string> unknown;   // student files that name no step of the reference
+  bool correct = false;
+  StepDiff first;                     // reference (A) vs student (B) at the first differing step
+  std::vector<MistakeMatch> matches;  // best explanation first
+};
+
+Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol);
+void render_diagnosis_text(const Diagnosis& d, std::ostream& out);
+
+}  // namespace attn

@@ -1,0 +1,22 @@
+# One student fixture made by the tool's own mistake switch (attn run --mistake M --dump DIR, trace.json
+# removed so only the .npy files a student would have remain), then attn diagnose must name M.
+# MISTAKE "none" makes a correct student, which must be reported correct (exit 0).
+set(dir "${WORK_DIR}/student-${MISTAKE}")
+file(REMOVE_RECURSE "${dir}")
+set(extra)
+if(NOT MISTAKE STREQUAL "none")
+  set(extra --mistake ${MISTAKE})
+endif()
+execute_process(COMMAND "${ATTN}" run "${SPEC}" ${extra} --dump "${dir}" OUTPUT_QUIET RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "attn run --mistake ${MISTAKE} exited ${rc}: ${err}")
+endif()
+file(REMOVE "${dir}/trace.json")
+execute_process(COMMAND "${ATTN}" diagnose "${SPEC}" "${dir}" OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(MISTAKE STREQUAL "none")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "\ncorrect: the student's [0-9]+ steps all match the reference\n")
+    message(FATAL_ERROR "a correct student was not reported correct (exit ${rc}):\n${out}${err}")
+  endif()
+elseif(NOT rc EQUAL 1 OR NOT out MATCHES "\nverdict: ${MISTAKE}\n")
+  message(FATAL_ERROR "mistake ${MISTAKE} not diagnosed (exit ${rc}):\n${out}${err}")
+endif()

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Students written independently in NumPy: each one implements causal two-head attention from
+scratch, makes one common mistake (or none), saves the tensors a student would dump
+(<step id>.npy, float64), and `attn diagnose` must name that mistake (or report the student correct).
+
+The problem is examples/diagnose_causal_2heads.json: T = 4, C = 4, H = 2, with x, W_q, W_k, W_v,
+W_o drawn from np.random.RandomState(7).randn in that order.
+
+Usage: numpy_students.py PATH_TO_ATTN PATH_TO_SPEC
+Exit 0: every student diagnosed as expected. 1: a wrong diagnosis. 77: skipped (no numpy).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError as e:
+    print(f"SKIPPED: NumPy is not importable here ({e}); install python3-numpy (scripts/setup.sh --tests)")
+    sys.exit(77)
+
+T, C, H = 4, 4, 2
+HS = C // H
+MISTAKES = ["w-transposed", "scale-missing", "scale-sqrt-c", "softmax-wrong-axis", "mask-flipped",
+            "mask-after-softmax", "fill-1e9", "qk-swapped", "heads-interleaved", "merge-no-transpose",
+            "output-missing", "output-transposed"]
+
+
+def tensors():
+    rs = np.random.RandomState(7)
+    # attn holds float32; the student computes in float64 from the same float32 values
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)
+    x = f32(rs.randn(T, C))
+    return x, f32(rs.randn(C, C)), f32(rs.randn(C, C)), f32(rs.randn(C, C)), f32(rs.randn(C, C))
+
+
+def student(mistake):
+    x, Wq, Wk, Wv, Wo = tensors()
+    W = (lambda w: w.T) if mistake == "w-transposed" else (lambda w: w)
+    q, k, v = x @ W(Wq), x @ W(Wk), x @ W(Wv)
+
+    def split(t):  # [T, C] -> [H, T, hs]
+        if mistake == "heads-interleaved":
+            return t.reshape(T, HS, H).transpose(2, 0, 1)
+        return t.reshape(T, H, HS).transpose(1, 0, 2)
+
+    qh, kh, vh = split(q), split(k), split(v)
+    scores = kh @ qh.transpose(0, 2, 1) if mistake == "qk-swapped" else qh @ kh.transpose(0, 2, 1)
+    factor = {"scale-missing": 1.0, "scale-sqrt-c": 1 / np.sqrt(C)}.get(mistake, 1 / np.sqrt(HS))
+    scaled = scores * factor
+    tril = np.tril(np.ones((T, T)))
+    blocked = (tril == 1) if mistake == "mask-flipped" else (tril == 0)
+    out = {"x": x, "q": q, "k": k, "v": v, "q.heads": qh, "k.heads": kh, "v.heads": vh,
+           "scores": scores, "scaled": scaled}
+    with np.errstate(invalid="ignore"):
+        if mistake == "mask-after-softmax":
+            e = np.exp(scaled - scaled.max(-1, keepdims=True))
+            weights = np.where(blocked, 0.0, e / e.sum(-1, keepdims=True))
+        else:
+            masked = np.where(blocked, -1e9 if mistake == "fill-1e9" else -np.inf, scaled)
+            out["masked"] = masked
+            axis = -2 if mistake == "softmax-wrong-axis" else -1
+            e = np.exp(masked - masked.max(axis, keepdims=True))
+            weights = e / e.sum(axis, keepdims=True)
+    context = weights @ vh
+    if mistake == "merge-no-transpose":
+        merged = context.reshape(T, C)
+    elif mistake == "heads-interleaved":
+        merged = context.transpose(1, 2, 0).reshape(T, C)  # undo the interleaved split
+    else:
+        merged = context.transpose(1, 0, 2).reshape(T, C)
+    if mistake == "output-missing":
+        output = merged
+    elif mistake in ("output-transposed", "w-transposed"):
+        output = merged @ Wo.T
+    else:
+        output = merged @ Wo
+    out.update({"weights": weights, "context": context, "merged": merged, "output": output})
+    return out
+
+
+def main():
+    attn, spec = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for mistake in [None] + MISTAKES:
+            d = os.path.join(tmp, mistake or "correct")
+            os.makedirs(d)
+            for step, value in student(mistake).items():
+                np.save(os.path.join(d, step + ".npy"), value)
+            p = subprocess.run([attn, "diagnose", spec, d], capture_output=True, text=True)
+            if mistake is None:
+                ok = p.returncode == 0 and "\ncorrect: " in p.stdout
+                verdict = "correct" if ok else "?"
+            else:
+                ok = p.returncode == 1 and f"\nverdict: {mistake}\n" in p.stdout
+                verdict = next((l for l in p.stdout.splitlines() if l.startswith("verdict")), p.stderr.strip())
+            print(f"{'ok  ' if ok else 'FAIL'} {mistake or 'correct student':20s} -> {verdict}")
+            if not ok:
+                failures += 1
+                print(p.stdout, p.stderr)
+    print(f"numpy students: {len(MISTAKES) + 1} diagnosed, {failures} wrong")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
