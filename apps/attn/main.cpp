@@ -76,30 +76,37 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->check(CLI::IsMember(names));
 }
 
+struct Tolerances {
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+void add_tolerances(CLI::App* cmd, Tolerances& t) {
+  cmd->add_option("--atol", t.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", t.rtol, "relative tolerance, times |b| (default 1e-4)")->check(CLI::NonNegativeNumber);
+}
+
 struct DiffOptions {
   std::string a, b;
-  double atol = 1e-5, rtol = 1e-4;
+  Tolerances tol;
 };
 
 void setup_diff(CLI::App& app, DiffOptions& o) {
   auto* diff = app.add_subcommand("diff", "Compare two traces step by step (JSON traces or directories of <step id>.npy)");
   diff->add_option("a", o.a, "trace A: attn run --format json output, or a --dump directory")->required();
   diff->add_option("b", o.b, "trace B, compared against A")->required();
-  diff->add_option("--atol", o.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
-  diff->add_option("--rtol", o.rtol, "relative tolerance, times |b| (default 1e-4)")->check(CLI::NonNegativeNumber);
+  add_tolerances(diff, o.tol);
 }
 
 struct DiagnoseOptions {
   std::string spec, student;
-  double atol = 1e-5, rtol = 1e-4;
+  Tolerances tol;
 };
 
 void setup_diagnose(CLI::App& app, DiagnoseOptions& o) {
   auto* d = app.add_subcommand("diagnose", "Find which common mistake reproduces a student's tensors");
   d->add_option("spec", o.spec, "the problem (input JSON)")->required();
   d->add_option("student", o.student, "the student's tensors: a directory of <step id>.npy files, or a JSON trace")->required();
-  d->add_option("--atol", o.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
-  d->add_option("--rtol", o.rtol, "relative tolerance (default 1e-4)")->check(CLI::NonNegativeNumber);
+  add_tolerances(d, o.tol);
 }
 
 struct CheckOptions {
@@ -159,14 +166,14 @@ int run_check(const CheckOptions& o) {
 }
 
 int run_diff(const DiffOptions& o) {
-  const auto report = attn::diff_traces(attn::load_trace(o.a), attn::load_trace(o.b), {o.atol, o.rtol});
+  const auto report = attn::diff_traces(attn::load_trace(o.a), attn::load_trace(o.b), {o.tol.atol, o.tol.rtol});
   attn::render_diff_text(report, std::cout);
   return report.same() ? kExitOk : kExitDiffers;
 }
 
 int run_diagnose(const DiagnoseOptions& o) {
   const attn::Spec spec = attn::load_spec(o.spec);
-  const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), {o.atol, o.rtol});
+  const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), {o.tol.atol, o.tol.rtol});
   attn::render_diagnosis_text(d, std::cout);
   return d.correct ? kExitOk : kExitDiffers;
 }
