@@ -5,8 +5,12 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -60,14 +64,40 @@ struct RunOptions {
   bool shapes_only = false;
   std::string dump_dir;
   std::string mistake;
+  std::string color = "auto";
+  std::vector<std::string> heatmaps = {"weights"};
+  bool step = false;
+  bool explain = false;
+  std::vector<std::string> steps;
+  std::string from, to;
+  std::optional<std::int64_t> head, batch;
+  std::int64_t summary_threshold = 1000;
+  std::string svg_dir;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
   auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
   run->add_option("file", o.file, "input JSON file (- reads standard input)")->required();
-  run->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
+  run->add_option("--format", o.format, "text (default), json, markdown (a handout) or svg (heatmap pictures)")
+      ->check(CLI::IsMember({"text", "json", "markdown", "svg"}));
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
+  run->add_option("--color", o.color,
+                  "auto (default: colour on a terminal unless NO_COLOR is set), always, never, 256 or truecolor; "
+                  "without colour heatmaps use the shades ' ░▒▓█'")
+      ->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  run->add_option("--heatmap", o.heatmaps, "steps drawn as heatmaps too (default weights; e.g. weights,scores; none)")
+      ->delimiter(',');
+  run->add_flag("--step", o.step, "pause after each step: Enter next, b back, q quit (only when standard input is a terminal)");
+  run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
+  run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
+  run->add_option("--from", o.from, "show steps from this id on");
+  run->add_option("--to", o.to, "show steps up to this id");
+  run->add_option("--head", o.head, "show only head N (0-based)");
+  run->add_option("--batch", o.batch, "show only batch row N (0-based)");
+  run->add_option("--summary-threshold", o.summary_threshold, "summarise tensors with more values than this (default 1000)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json");
   std::vector<std::string> names;
@@ -135,6 +165,38 @@ void dump_trace(const attn::Trace& trace, const std::string& dir) {
   attn::render_json(trace, json);
 }
 
+attn::ColorMode color_mode(const std::string& choice) {
+  if (choice == "never") return attn::ColorMode::None;
+  if (choice == "256") return attn::ColorMode::Ansi256;
+  if (choice == "truecolor") return attn::ColorMode::TrueColor;
+  if (choice == "auto") {
+    const char* no_color = std::getenv("NO_COLOR");  // https://no-color.org: set and not empty
+    if (!isatty(STDOUT_FILENO) || (no_color != nullptr && *no_color != '\0')) return attn::ColorMode::None;
+  }
+  const char* colorterm = std::getenv("COLORTERM");
+  const std::string ct = colorterm != nullptr ? colorterm : "";
+  return ct == "truecolor" || ct == "24bit" ? attn::ColorMode::TrueColor : attn::ColorMode::Ansi256;
+}
+
+// --step: one step at a time, Enter for the next, b for the previous, q to quit.
+void run_paced(const attn::Trace& trace, const attn::TextOptions& t) {
+  std::vector<std::size_t> shown = t.steps;
+  if (shown.empty())
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) shown.push_back(i);
+  attn::render_text_header(trace, std::cout, t);
+  std::size_t at = 0;
+  while (at < shown.size()) {
+    attn::render_text_step(trace, shown[at], std::cout, t);
+    if (at + 1 == shown.size()) break;
+    std::cout << fmt::format("\n── step {}/{} · Enter: next · b: back · q: quit ── ", at + 1, shown.size()) << std::flush;
+    std::string answer;
+    if (!std::getline(std::cin, answer) || answer == "q") break;
+    if (answer == "b") at = at > 0 ? at - 1 : 0;
+    else ++at;
+  }
+  std::cout << std::flush;
+}
+
 int run_run(const RunOptions& o) {
   const attn::Spec spec = attn::load_spec(o.file);
   auto backend = make_backend(o.backend);
@@ -143,12 +205,44 @@ int run_run(const RunOptions& o) {
     if (o.mistake == m.name) options.mistake = m.mistake;
   const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
   if (!o.dump_dir.empty()) dump_trace(trace, o.dump_dir);
+  attn::TextOptions t;
+  t.precision = o.precision;
+  t.shapes_only = o.shapes_only;
+  t.view.summary_threshold = o.summary_threshold;
+  t.view.head = o.head;
+  t.view.batch = o.batch;
+  attn::check_view(trace, t.view);
+  t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
+  t.heatmaps.clear();
+  for (const auto& h : o.heatmaps) {
+    if (h == "none") continue;
+    attn::select_steps(trace, {h}, "", "");  // refuses ids this trace does not have
+    if (!attn::heatmap_able(*trace.find(h))) {
+      throw attn::InputError(fmt::format("--heatmap {}: not a queries × keys step; heatmaps draw scores, scaled, masked or weights", h));
+    }
+    t.heatmaps.push_back(h);
+  }
+  t.color = color_mode(o.color);
+  t.explain = o.explain;
+  if (!o.svg_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.svg_dir, ec);
+    if (ec) throw attn::InputError(fmt::format("--svg-dir {}: cannot create the directory ({})", o.svg_dir, ec.message()));
+    for (const auto& [name, svg] : attn::render_svg_pictures(trace, t)) {
+      std::ofstream f((std::filesystem::path(o.svg_dir) / name).string(), std::ios::binary | std::ios::trunc);
+      if (!(f << svg)) throw attn::InputError(fmt::format("--svg-dir {}: cannot write {}", o.svg_dir, name));
+    }
+  }
+  if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
   if (o.format == "json") {
     attn::render_json(trace, std::cout);
+  } else if (o.format == "markdown") {
+    attn::render_markdown(trace, std::cout, t);
+  } else if (o.format == "svg") {
+    attn::render_svg(trace, std::cout, t);
+  } else if (o.step && isatty(STDIN_FILENO) && o.file != "-" && !o.shapes_only) {
+    run_paced(trace, t);
   } else {
-    attn::TextOptions t;
-    t.precision = o.precision;
-    t.shapes_only = o.shapes_only;
     attn::render_text(trace, std::cout, t);
   }
   std::cout.flush();

@@ -62,7 +62,7 @@ TEST_CASE("text: large tensors are summarised with edge items", "[render]") {
   // a small tensor of the same run is printed whole
   CHECK_THAT(out, Catch::Contains("[B, H, T, T] = [2, 8, 4, 4]\n    scores[i, j]"));
   TextOptions whole;
-  whole.summary_threshold = 1 << 20;
+  whole.view.summary_threshold = 1 << 20;
   CHECK(text(t, whole).find("summarised") == std::string::npos);
 }
 

@@ -3,25 +3,50 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "attn/render/color.hpp"
+#include "attn/render/layout.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
 
 struct TextOptions {
-  int precision = 4;                   // decimals of every printed number
-  bool shapes_only = false;            // the shape flow alone
-  std::int64_t summary_threshold = 1000;  // tensors with more elements are summarised, numpy-style
-  std::int64_t edge_items = 3;         // entries kept at each edge of a summarised axis
+  int precision = 4;          // decimals of every printed number
+  bool shapes_only = false;   // the shape flow alone
+  ViewOptions view;           // summarising, --head, --batch
+  std::vector<std::size_t> steps;                   // indices into trace.steps to show; empty = all
+  std::vector<std::string> heatmaps = {"weights"};  // step ids also drawn as heatmaps
+  ColorMode color = ColorMode::None;
+  bool explain = false;       // a short explanation after each step
 };
 
+// The whole walkthrough: header, then every selected step.
 void render_text(const Trace& trace, std::ostream& out, const TextOptions& options);
+// The pieces, for --step pacing.
+void render_text_header(const Trace& trace, std::ostream& out, const TextOptions& options);
+void render_text_step(const Trace& trace, std::size_t index, std::ostream& out, const TextOptions& options);
+
 void render_json(const Trace& trace, std::ostream& out);
+
+// A handout: headings per step, formula, shape, tables with token labels (and explanations).
+void render_markdown(const Trace& trace, std::ostream& out, const TextOptions& options);
+
+// Pictures: attention heatmaps per batch row and head (and the mask pattern), as SVG documents.
+// Each is (file name, SVG text): "weights.svg" or "weights.b0.h1.svg", "mask.svg", ...
+std::vector<std::pair<std::string, std::string>> render_svg_pictures(const Trace& trace, const TextOptions& options);
+// All pictures in one SVG document, stacked.
+void render_svg(const Trace& trace, std::ostream& out, const TextOptions& options);
 
 // Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0".
 std::string format_fixed(Scalar v, int precision);
 
 // A JSON string literal (quotes and escapes included), for every JSON writer of the project.
 std::string json_quote(std::string_view s);
+
+// Whether a step can be drawn as a heatmap: its last two axes are tokens (queries x keys).
+bool heatmap_able(const Step& step);
 
 }  // namespace attn

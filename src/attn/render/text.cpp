@@ -1,12 +1,14 @@
 // The terminal walkthrough: header, then each step with its formula, symbolic and concrete shape and
-// its tensor as labelled, aligned matrices (one block per batch row and head). Large tensors are
-// summarised with edge items and "…", as numpy prints them.
+// its tensor as labelled, aligned matrices (one block per batch row and head), heatmaps of the
+// attention pattern, and optional explanations. Large tensors are summarised as numpy prints them.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
+#include <limits>
+#include <sstream>
 
+#include "attn/explain.hpp"
 #include "attn/render/render.hpp"
 
 namespace attn {
@@ -20,30 +22,17 @@ std::string format_fixed(Scalar v, int precision) {
   return s;
 }
 
+bool heatmap_able(const Step& s) {
+  const auto r = s.dims.size();
+  if (r < 2 || s.kind == ValueKind::Mask) return false;
+  const auto& a = s.dims[r - 2];
+  const auto& b = s.dims[r - 1];
+  return (a == "T" || a == "S") && (b == "T" || b == "S");
+}
+
 namespace {
 
 constexpr std::string_view kEllipsis = "…";
-
-// The indices shown along one axis: all, or the edges with a gap (nullopt) between them.
-std::vector<std::optional<std::int64_t>> shown(std::int64_t n, bool summarise, std::int64_t edge) {
-  std::vector<std::optional<std::int64_t>> out;
-  if (!summarise || n <= 2 * edge) {
-    for (std::int64_t i = 0; i < n; ++i) out.push_back(i);
-    return out;
-  }
-  for (std::int64_t i = 0; i < edge; ++i) out.push_back(i);
-  out.push_back(std::nullopt);
-  for (std::int64_t i = n - edge; i < n; ++i) out.push_back(i);
-  return out;
-}
-
-// Display width in terminal cells: counts UTF-8 code points, not bytes.
-std::size_t cells(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xC0) != 0x80) ++n;
-  return n;
-}
 
 std::string pad_left(std::string_view s, std::size_t width) {
   const auto w = cells(s);
@@ -55,20 +44,54 @@ std::string pad_right(std::string_view s, std::size_t width) {
   return std::string(s) + std::string(width > w ? width - w : 0, ' ');
 }
 
+// Cuts a label to `width` cells, ending in "…" when cut.
+std::string fit(const std::string& s, std::size_t width) {
+  if (cells(s) <= width) return s;
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size() && n + 1 < width; ++i) {
+    out += s[i];
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && (i + 1 >= s.size() || (static_cast<unsigned char>(s[i + 1]) & 0xC0) != 0x80)) ++n;
+  }
+  return out + "…";
+}
+
+// Word-wraps a paragraph to `width` cells: the first line starts with `first`, the others with `rest`.
+std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
+  std::istringstream in(text);
+  std::string word, line, out;
+  while (in >> word) {
+    if (!line.empty() && cells(line) + 1 + cells(word) > width) {
+      out += (out.empty() ? first : rest) + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty()) out += (out.empty() ? first : rest) + line + "\n";
+  return out;
+}
+
+struct Scale {
+  double lo = 0, hi = 1;
+  double t(double v) const { return hi > lo ? (v - lo) / (hi - lo) : 0.5; }
+};
+
+// Weights are probabilities: one fixed 0..1 scale, so patterns compare across steps and runs.
+// Other steps: the range of their finite values.
+Scale scale_of(const Step& s) {
+  if (s.id == "weights") return {0, 1};
+  Scale sc{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  for (Scalar v : s.value.values())
+    if (std::isfinite(v)) sc.lo = std::min(sc.lo, double(v)), sc.hi = std::max(sc.hi, double(v));
+  if (!(sc.lo <= sc.hi)) sc = {0, 1};
+  return sc;
+}
+
 class TextRenderer {
  public:
   TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {}
 
-  void render() {
-    header();
-    if (o_.shapes_only) {
-      shape_flow();
-      return;
-    }
-    for (std::size_t i = 0; i < tr_.steps.size(); ++i) step(i + 1, tr_.steps[i]);
-  }
-
- private:
   void header() {
     out_ << "Attention Tracer";
     if (!c_.title.empty()) out_ << " · " << c_.title;
@@ -83,131 +106,163 @@ class TextRenderer {
     for (const auto& n : c_.notes) out_ << "  note: " << n << "\n";
   }
 
-  static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
-
-  void shape_flow() {
+  void shape_flow(const std::vector<std::size_t>& indices) {
     out_ << "\nShape flow\n";
     std::size_t id_w = 2, title_w = 4, sym_w = 0;
-    for (const auto& s : tr_.steps) {
+    for (auto i : indices) {
+      const auto& s = tr_.steps[i];
       id_w = std::max(id_w, cells(s.id));
       title_w = std::max(title_w, cells(s.title));
       sym_w = std::max(sym_w, cells(symbolic(s)));
     }
-    for (std::size_t i = 0; i < tr_.steps.size(); ++i) {
+    for (auto i : indices) {
       const auto& s = tr_.steps[i];
       out_ << fmt::format("{:>3}. {}  {}  {} = {}\n", i + 1, pad_right(s.id, id_w), pad_right(s.title, title_w),
                           pad_left(symbolic(s), sym_w), shape_string(s.value.shape()));
     }
   }
 
-  void step(std::size_t n, const Step& s) {
-    out_ << fmt::format("\n[{}] {} · {}\n", n, s.id, s.title);
+  void step(std::size_t index) {
+    const Step& s = tr_.steps[index];
+    out_ << fmt::format("\n[{}] {} · {}\n", index + 1, s.id, s.title);
     out_ << "    " << s.formula << "\n";
     out_ << fmt::format("    {} = {}\n", symbolic(s), shape_string(s.value.shape()));
     if (!s.note.empty()) out_ << "    " << s.note << "\n";
-    tensor(s);
+    const StepLayout layout = layout_step(s, c_, o_.view);
+    tensor(s, layout);
+    if (heatmap_able(s) && std::find(o_.heatmaps.begin(), o_.heatmaps.end(), s.id) != o_.heatmaps.end()) heatmap(s, layout);
+    if (o_.explain) {
+      const auto text = explain_step(tr_, s);
+      if (!text.empty()) out_ << "\n" << wrap(text, 96, "    ▸ ", "      ");
+    }
   }
+
+ private:
+  static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
 
   std::string label(const std::string& dim, std::int64_t index, std::int64_t b) const { return axis_label(c_, dim, index, b); }
-
-  std::string block_title(const Step& s, const std::vector<std::int64_t>& lead) const {
-    std::vector<std::string> parts;
-    std::int64_t b = 0;
-    for (std::size_t a = 0; a < lead.size(); ++a)
-      if (s.dims[a] == "B") b = lead[a];
-    for (std::size_t a = 0; a < lead.size(); ++a) {
-      const auto& d = s.dims[a];
-      if (d == "B") parts.push_back(fmt::format("batch {}", lead[a]));
-      else if (d == "H") parts.push_back(fmt::format("head {}", lead[a]));
-      else if (d == "T") parts.push_back(fmt::format("query {} \"{}\"", lead[a], label(d, lead[a], b)));
-      else if (d == "S") parts.push_back(fmt::format("key {} \"{}\"", lead[a], label(d, lead[a], b)));
-      else parts.push_back(fmt::format("{} {}", d, lead[a]));
-    }
-    return fmt::format("{}", fmt::join(parts, " · "));
-  }
 
   std::string number(const Step& s, Scalar v) const {
     if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
     return format_fixed(v, o_.precision);
   }
 
-  void tensor(const Step& s) {
-    const auto& shape = s.value.shape();
-    const int r = static_cast<int>(shape.size());
-    const bool summarise = s.value.size() > o_.summary_threshold;
-    std::vector<std::vector<std::optional<std::int64_t>>> axes;
-    for (int a = 0; a < r; ++a) axes.push_back(shown(shape[static_cast<std::size_t>(a)], summarise, o_.edge_items));
-    if (summarise) {
-      out_ << fmt::format("    (summarised: {} values; edges of {} shown)\n", s.value.size(), o_.edge_items);
-    }
-    const std::string row_dim = s.dims[static_cast<std::size_t>(r - 2)];
-    const std::string col_dim = s.dims[static_cast<std::size_t>(r - 1)];
-
+  void tensor(const Step& s, const StepLayout& l) {
+    if (l.summarised) out_ << fmt::format("    (summarised: {} values; edges of {} shown)\n", s.value.size(), o_.view.edge_items);
     // One width for every number column of the step keeps blocks aligned with each other.
     std::size_t num_w = 1;
     for (Scalar v : s.value.values()) num_w = std::max(num_w, number(s, v).size());
     if (s.row_sums)
       for (Scalar v : s.row_sums->values()) num_w = std::max(num_w, number(s, v).size());
-
-    std::vector<std::int64_t> lead;
-    blocks(s, axes, lead, row_dim, col_dim, num_w);
-  }
-
-  // One matrix per combination of the leading (batch, head, ...) indices, in row-major order;
-  // a summarised leading axis prints one line for the blocks it skips.
-  void blocks(const Step& s, const std::vector<std::vector<std::optional<std::int64_t>>>& axes, std::vector<std::int64_t>& lead,
-              const std::string& row_dim, const std::string& col_dim, std::size_t num_w) {
-    const auto& shape = s.value.shape();
-    const std::size_t lead_n = shape.size() - 2;
-    if (lead.size() == lead_n) {
-      std::int64_t block = 0, b = 0;
-      for (std::size_t a = 0; a < lead_n; ++a) {
-        block = block * shape[a] + lead[a];
-        if (s.dims[a] == "B") b = lead[a];
-      }
-      out_ << "\n";
-      if (lead_n > 0) out_ << "    " << block_title(s, lead) << "\n";
-      const auto rows = shape[lead_n], cols = shape[lead_n + 1];
-      matrix(s, block * rows * cols, b, row_dim, col_dim, axes[lead_n], axes[lead_n + 1], num_w, block * rows);
-      return;
-    }
-    const std::size_t axis = lead.size();
-    for (const auto& idx : axes[axis]) {
-      if (!idx) {
-        out_ << fmt::format("\n    {} ({} {} .. {} not shown)\n", kEllipsis, s.dims[axis], o_.edge_items,
-                            shape[axis] - o_.edge_items - 1);
+    for (const auto& b : l.blocks) {
+      if (b.gap) {
+        out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);
         continue;
       }
-      lead.push_back(*idx);
-      blocks(s, axes, lead, row_dim, col_dim, num_w);
-      lead.pop_back();
+      out_ << "\n";
+      if (!b.title.empty()) out_ << "    " << b.title << "\n";
+      matrix(s, l, b, num_w);
     }
   }
 
-  void matrix(const Step& s, std::int64_t base, std::int64_t b, const std::string& row_dim, const std::string& col_dim,
-              const std::vector<std::optional<std::int64_t>>& row_axis, const std::vector<std::optional<std::int64_t>>& col_axis,
-              std::size_t num_w, std::int64_t sum_base) {
-    const auto cols = s.value.shape().back();
+  void matrix(const Step& s, const StepLayout& l, const Block& b, std::size_t num_w) {
     std::size_t label_w = 0;
-    for (const auto& i : row_axis) label_w = std::max(label_w, i ? cells(label(row_dim, *i, b)) : cells(kEllipsis));
+    for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : cells(kEllipsis));
     std::vector<std::size_t> col_w;
-    for (const auto& j : col_axis) col_w.push_back(std::max(num_w, j ? cells(label(col_dim, *j, b)) : cells(kEllipsis)));
+    for (const auto& j : l.cols) col_w.push_back(std::max(num_w, j ? cells(label(l.col_dim, *j, b.batch)) : cells(kEllipsis)));
     const bool sums = s.row_sums.has_value();
-
     std::string head = "    " + std::string(label_w, ' ');
-    for (std::size_t c = 0; c < col_axis.size(); ++c)
-      head += "  " + pad_left(col_axis[c] ? label(col_dim, *col_axis[c], b) : std::string(kEllipsis), col_w[c]);
+    for (std::size_t c = 0; c < l.cols.size(); ++c)
+      head += "  " + pad_left(l.cols[c] ? label(l.col_dim, *l.cols[c], b.batch) : std::string(kEllipsis), col_w[c]);
     if (sums) head += "  │ " + pad_left("sum", num_w);
     out_ << head << "\n";
-    for (const auto& i : row_axis) {
-      std::string line = "    " + pad_right(i ? label(row_dim, *i, b) : std::string(kEllipsis), label_w);
-      for (std::size_t c = 0; c < col_axis.size(); ++c) {
-        std::string cell = (i && col_axis[c]) ? number(s, s.value.data()[base + *i * cols + *col_axis[c]]) : std::string(kEllipsis);
+    for (const auto& i : l.rows) {
+      std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w);
+      for (std::size_t c = 0; c < l.cols.size(); ++c) {
+        std::string cell = (i && l.cols[c]) ? number(s, s.value.data()[b.offset + *i * l.col_count + *l.cols[c]]) : std::string(kEllipsis);
         line += "  " + pad_left(cell, col_w[c]);
       }
-      if (sums) line += "  │ " + pad_left(i ? number(s, s.row_sums->data()[sum_base + *i]) : std::string(kEllipsis), num_w);
+      if (sums) line += "  │ " + pad_left(i ? number(s, s.row_sums->data()[b.row_offset + *i]) : std::string(kEllipsis), num_w);
       out_ << line << "\n";
     }
+  }
+
+  // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
+  // Blocked (-inf) cells are "··", never a colour, so they cannot be mistaken for small weights.
+  void heatmap(const Step& s, const StepLayout& l) {
+    const Scale sc = scale_of(s);
+    const bool colour = o_.color != ColorMode::None;
+    // Blocked positions are -inf in the masked step; the weights there are exactly 0, which alone
+    // would look like a small weight.
+    const Step* masked = tr_.find("masked");
+    if (masked != nullptr && masked->value.shape() != s.value.shape()) masked = nullptr;
+    out_ << fmt::format("\n    heatmap of {} · ", s.id);
+    legend(sc);
+    for (const auto& b : l.blocks) {
+      if (b.gap) {
+        out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);
+        continue;
+      }
+      out_ << "\n";
+      if (!b.title.empty()) out_ << "    " << b.title << "\n";
+      std::size_t label_w = 0, cell_w = 2;
+      for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : 1);
+      for (const auto& j : l.cols) cell_w = std::max(cell_w, j ? std::min<std::size_t>(6, cells(label(l.col_dim, *j, b.batch))) : 1);
+      std::string head = "    " + std::string(label_w + 1, ' ');
+      for (const auto& j : l.cols) {
+        head += ' ';
+        head += pad_right(j ? fit(label(l.col_dim, *j, b.batch), cell_w) : std::string(kEllipsis), cell_w);
+      }
+      out_ << head << "\n";
+      for (const auto& i : l.rows) {
+        std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w) + " ";
+        for (const auto& j : l.cols) {
+          line += " ";
+          if (!i || !j) {
+            line += pad_right(kEllipsis, cell_w);
+            continue;
+          }
+          const auto at = b.offset + *i * l.col_count + *j;
+          Scalar v = s.value.data()[at];
+          if (masked != nullptr && masked->value.data()[at] == -std::numeric_limits<Scalar>::infinity()) v = masked->value.data()[at];
+          if (!std::isfinite(v)) {
+            // -inf (blocked) as "··"; +inf or nan, which a mistaken trace can hold, as "??"
+            const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
+            line += colour ? std::string(kAnsiDim) + mark + kAnsiReset : mark;
+          } else if (colour) {
+            line += ansi_background(o_.color, viridis(sc.t(v))) + std::string(cell_w, ' ') + kAnsiReset;
+          } else {
+            line += repeat(shade(sc.t(v)), cell_w);
+          }
+        }
+        out_ << line << "\n";
+      }
+    }
+  }
+
+  void legend(const Scale& sc) {
+    const auto lo = format_fixed(static_cast<Scalar>(sc.lo), o_.precision);
+    const auto hi = format_fixed(static_cast<Scalar>(sc.hi), o_.precision);
+    if (o_.color == ColorMode::None) {
+      // The five shades and the value bands they stand for.
+      std::vector<std::string> bands;
+      for (int k = 0; k < 5; ++k) {
+        const double a = sc.lo + (sc.hi - sc.lo) * k / 5.0, z = sc.lo + (sc.hi - sc.lo) * (k + 1) / 5.0;
+        bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((k + 0.5) / 5.0), k == 0 ? "'" : "",
+                                    format_fixed(static_cast<Scalar>(a), 2), format_fixed(static_cast<Scalar>(z), 2)));
+      }
+      out_ << fmt::format("{} · ·· masked\n", fmt::join(bands, "  "));
+      return;
+    }
+    std::string bar;
+    for (int k = 0; k < 10; ++k) bar += ansi_background(o_.color, viridis(k / 9.0)) + " " + kAnsiReset;
+    out_ << fmt::format("{} {} {} · {}··{} masked\n", lo, bar, hi, kAnsiDim, kAnsiReset);
+  }
+
+  static std::string repeat(const std::string& s, std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += s;
+    return out;
   }
 
   const Trace& tr_;
@@ -216,10 +271,32 @@ class TextRenderer {
   const TextOptions& o_;
 };
 
+std::vector<std::size_t> shown_steps(const Trace& t, const TextOptions& o) {
+  if (!o.steps.empty()) return o.steps;
+  std::vector<std::size_t> all(t.steps.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return all;
+}
+
 }  // namespace
 
+void render_text_header(const Trace& trace, std::ostream& out, const TextOptions& options) {
+  TextRenderer(trace, out, options).header();
+}
+
+void render_text_step(const Trace& trace, std::size_t index, std::ostream& out, const TextOptions& options) {
+  TextRenderer(trace, out, options).step(index);
+}
+
 void render_text(const Trace& trace, std::ostream& out, const TextOptions& options) {
-  TextRenderer(trace, out, options).render();
+  TextRenderer r(trace, out, options);
+  r.header();
+  const auto indices = shown_steps(trace, options);
+  if (options.shapes_only) {
+    r.shape_flow(indices);
+    return;
+  }
+  for (auto i : indices) r.step(i);
 }
 
 }  // namespace attn

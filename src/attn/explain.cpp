@@ -1,0 +1,202 @@
+// The explanations, one per step id. The ideas come from the seed documents (why Kᵀ, why 1/√d_k,
+// what a row of weights means, why -inf, why heads are split and merged, what cross-attention
+// means); the words are ours and the numbers are this run's.
+#include "attn/explain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace attn {
+namespace {
+
+std::string q(const std::string& s) { return fmt::format("\"{}\"", s); }
+
+struct Row {
+  std::int64_t batch = 0, head = 0, query = 0;
+  const Scalar* values = nullptr;  // S entries
+};
+
+// The row of a [.., T, S] step to talk about: the first query of block 0 whose largest entry is
+// below 1 (a row that actually spreads its attention), else query 0.
+Row pick_row(const Step& s) {
+  const auto& shape = s.value.shape();
+  const auto S = shape.back(), T = shape[shape.size() - 2];
+  Row r;
+  r.values = s.value.data();
+  for (std::int64_t i = 0; i < T; ++i) {
+    const Scalar* row = s.value.data() + i * S;
+    if (*std::max_element(row, row + S) < 0.999f) {
+      r.query = i;
+      r.values = row;
+      break;
+    }
+  }
+  return r;
+}
+
+// "In batch row 0, head 0, " or "": which block a sentence about block 0 speaks of.
+std::string block_prefix(const Step& s) {
+  std::vector<std::string> parts;
+  for (const auto& d : s.dims) {
+    if (d == "B") parts.push_back("batch row 0");
+    if (d == "H") parts.push_back("head 0");
+  }
+  return parts.empty() ? "" : fmt::format("In {}, ", fmt::join(parts, ", "));
+}
+
+// "In batch row 0, head 0, row" or "Row": how a sentence about one row of block 0 begins.
+std::string row_words(const Step& s) {
+  const auto prefix = block_prefix(s);
+  return prefix.empty() ? "Row" : prefix + "row";
+}
+
+std::string key_name(const TraceConfig& c, const std::string& key_dim, std::int64_t j, std::int64_t i, bool self_keys) {
+  if (self_keys && j == i) return "itself";
+  return q(axis_label(c, key_dim, j, 0));
+}
+
+// "0.64 of its attention on itself and 0.36 on "sat"": the largest entries of a weights row.
+std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
+  const auto S = s.value.shape().back();
+  const std::string key_dim = s.dims.back();
+  const bool self_keys = key_dim == "T";
+  std::vector<std::int64_t> order(static_cast<std::size_t>(S));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return r.values[a] > r.values[b]; });
+  std::vector<std::string> parts;
+  for (std::size_t k = 0; k < order.size() && k < 3; ++k) {
+    const auto j = order[k];
+    if (r.values[j] < 0.005f) break;
+    parts.push_back(fmt::format("{:.2f} {}on {}", r.values[j], k == 0 ? "of its attention " : "", key_name(c, key_dim, j, r.query, self_keys)));
+  }
+  if (parts.size() == 1) return parts[0];
+  const auto last = parts.back();
+  parts.pop_back();
+  return fmt::format("{} and {}", fmt::join(parts, ", "), last);
+}
+
+}  // namespace
+
+std::string explain_step(const Trace& t, const Step& s) {
+  const auto& c = t.config;
+  const bool cross = c.mode == "cross";
+  const auto tok = [&](std::int64_t i) { return q(axis_label(c, "T", i, 0)); };
+  const auto& id = s.id;
+  if (id == "x") {
+    return fmt::format("Each row is one token's embedding: C = {} numbers that stand for that token. Attention will replace each row "
+                       "by a mixture of rows, weighted by how relevant the other tokens are.",
+                       c.C);
+  }
+  if (id == "source") {
+    return fmt::format("Cross-attention: the queries come from the target sequence (x, T = {}), the keys and values from this source "
+                       "sequence (S = {}). Each target token asks a question; the source tokens answer it.",
+                       c.T, c.S);
+  }
+  if (id == "qkv") {
+    return fmt::format("One matrix product computes q, k and v side by side: W_qkv is [C, 3C] = [{}, {}]. The next steps split it "
+                       "into three blocks of C = {} columns: the same numbers as three separate projections, one product instead of three.",
+                       c.C, 3 * c.C, c.C);
+  }
+  if (id == "q") {
+    if (c.entry == "q, k, v") return "The queries, given directly: row i is what token i is looking for.";
+    return std::string("Row i is token i's query: what it is looking for. It is x times W_q, a learned projection, so a token can "
+                       "look for something different from what it is.") +
+           (cross ? " In cross-attention the queries come from the target sequence." : "");
+  }
+  if (id == "k") {
+    return std::string("Row j is token j's key: what it offers to be found by. Comparing every query with every key decides who "
+                       "attends to whom.") +
+           (cross ? " The keys come from the source sequence." : "");
+  }
+  if (id == "v") {
+    return "Row j is token j's value: what it passes on when attended to. Each output row will be a weighted average of these rows.";
+  }
+  if (id.ends_with(".view")) {
+    return fmt::format("Splitting C = {} features into H = {} heads of hs = {} is only a view: the same numbers read as [.., H, hs]. "
+                       "Nothing moves in memory; head h owns features h·{} .. h·{}+{}.",
+                       c.C, c.H, c.hs, c.hs, c.hs, c.hs - 1);
+  }
+  if (id.ends_with(".heads")) {
+    return fmt::format("The transpose puts the head axis before the tokens, so each of the H = {} heads is its own [{}, hs = {}] "
+                       "matrix and all heads run in one batched product. Each head has its own slice of q, k and v, so it can "
+                       "attend to something different.",
+                       c.H, id.starts_with("q") ? "T" : (cross ? "S" : "T"), c.hs);
+  }
+  if (id == "k.T") {
+    return "Kᵀ turns each key into a column, so one matrix product q · kᵀ compares every query with every key: entry [i, j] is "
+           "the dot product q_i · k_j. The context step needs no transpose: weights · v already sums rows of v.";
+  }
+  if (id == "scores") {
+    if (c.entry == "scores") return "The scores, given directly: entry [i, j] is how well query i matches key j.";
+    const Row r = pick_row(s);
+    const auto S = s.value.shape().back();
+    const auto best = std::max_element(r.values, r.values + S) - r.values;
+    return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores "
+                       "highest against {} ({:.2f}).",
+                       row_words(s), tok(r.query), key_name(c, s.dims.back(), best, r.query, s.dims.back() == "T"), r.values[best]);
+  }
+  if (id == "scaled") {
+    if (c.hs > 0 && c.scale.starts_with("1/√")) {
+      return fmt::format("Why divide by √d_k: if the entries of q and k have mean 0 and variance 1, q · k is a sum of d_k = {} products, "
+                         "so its variance is {} (a spread of about ±{:.2f}). Multiplying by 1/√{} = {:.4f} brings the variance back "
+                         "to 1, so softmax gets moderate inputs and does not put nearly all the weight on the largest score.",
+                         c.hs, c.hs, std::sqrt(static_cast<double>(c.hs)), c.hs, c.scale_factor);
+    }
+    return fmt::format("The scores are multiplied by the given factor {}.", c.scale_factor);
+  }
+  if (id == "mask") {
+    std::string words;
+    if (c.causal) {
+      const auto i = std::min<std::int64_t>(1, c.T - 1);
+      words = fmt::format("A causal (look-ahead) mask: query i may attend to keys 0 .. i only, so no token sees the future. Row {} may "
+                          "look at {}{}.",
+                          tok(i), i == 0 ? "itself" : fmt::format("{} and itself", tok(0)),
+                          c.T > i + 1 ? fmt::format(" but not at {}", tok(i + 1)) : "");
+    }
+    if (!c.lengths.empty()) {
+      if (!words.empty()) words += " ";
+      words += fmt::format("Padding: keys at or past a batch row's length (lengths {}) are padding, and nobody attends to them.",
+                           fmt::format("[{}]", fmt::join(c.lengths, ", ")));
+    }
+    return words;
+  }
+  if (id == "masked") {
+    return "Blocked scores become −inf before softmax. exp(−inf) is exactly 0, so blocked keys get exactly zero weight and the "
+           "other weights of the row still sum to 1. A large negative number such as −1e9 gives the same weights here, but "
+           "would turn a fully blocked row into a uniform one instead of an error.";
+  }
+  if (id == "weights") {
+    const Row r = pick_row(s);
+    return fmt::format("Softmax turns each row of scores into a probability distribution over the keys: every weight is between "
+                       "0 and 1 and each row sums to 1 (the row maximum is subtracted first, which changes nothing but keeps exp "
+                       "from overflowing). {} {} puts {}.",
+                       row_words(s), tok(r.query), attention_words(c, s, r));
+  }
+  if (id == "context") {
+    const Step* w = t.find("weights");
+    if (w == nullptr) return "";
+    const Row r = pick_row(*w);
+    const auto S = w->value.shape().back();
+    std::vector<std::string> terms;
+    for (std::int64_t j = 0; j < S && terms.size() < 4; ++j) {
+      if (r.values[j] >= 0.005f) terms.push_back(fmt::format("{:.2f} · v[{}]", r.values[j], q(axis_label(c, w->dims.back(), j, 0))));
+    }
+    return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.",
+                       block_prefix(*w), tok(r.query), fmt::join(terms, " + "), terms.size() < static_cast<std::size_t>(S) ? " + …" : "");
+  }
+  if (id == "merged") {
+    return fmt::format("Transpose back to [.., T, H, hs] and read as [.., T, C]: head h's hs = {} features land in columns h·{} .. "
+                       "h·{}+{}, so the result has the input's shape again, with every head's findings side by side.",
+                       c.hs, c.hs, c.hs, c.hs - 1);
+  }
+  if (id == "output") {
+    return c.H > 1 ? "W_o mixes the concatenated heads' features, so what one head found can combine with what another found."
+                   : "W_o projects the context vectors back into the model's space, ready for the next layer.";
+  }
+  return "";
+}
+
+}  // namespace attn

@@ -1,0 +1,132 @@
+// Step layout (blocks, summarising, head/batch filters) and step selection.
+#include "attn/render/layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "attn/error.hpp"
+#include "attn/suggest.hpp"
+
+namespace attn {
+namespace {
+
+ShownIndices shown(std::int64_t n, bool summarise, std::int64_t edge) {
+  ShownIndices out;
+  if (!summarise || n <= 2 * edge) {
+    for (std::int64_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  for (std::int64_t i = 0; i < edge; ++i) out.push_back(i);
+  out.push_back(std::nullopt);
+  for (std::int64_t i = n - edge; i < n; ++i) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+std::size_t cells(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptions& o) {
+  StepLayout l;
+  const auto& shape = s.value.shape();
+  const std::size_t r = shape.size();
+  l.summarised = s.value.size() > o.summary_threshold;
+  std::vector<ShownIndices> axes;
+  for (std::size_t a = 0; a < r; ++a) {
+    const auto& d = s.dims[a];
+    if (d == "H" && o.head) axes.push_back({*o.head});
+    else if (d == "B" && o.batch) axes.push_back({*o.batch});
+    else axes.push_back(shown(shape[a], l.summarised, o.edge_items));
+  }
+  l.row_dim = s.dims[r - 2];
+  l.col_dim = s.dims[r - 1];
+  l.row_count = shape[r - 2];
+  l.col_count = shape[r - 1];
+  l.rows = axes[r - 2];
+  l.cols = axes[r - 1];
+
+  // Leading (batch, head, ...) indices in row-major order; a gap stands for the blocks it skips.
+  std::vector<std::int64_t> lead;
+  auto walk = [&](auto&& self, std::size_t axis) -> void {
+    if (axis + 2 == r) {
+      Block b;
+      std::int64_t block = 0;
+      std::vector<std::string> parts, keys;
+      for (std::size_t a = 0; a < lead.size(); ++a) {
+        block = block * shape[a] + lead[a];
+        const auto& d = s.dims[a];
+        if (d == "B") b.batch = lead[a];
+      }
+      for (std::size_t a = 0; a < lead.size(); ++a) {
+        const auto& d = s.dims[a];
+        if (d == "B") parts.push_back(fmt::format("batch {}", lead[a])), keys.push_back(fmt::format("b{}", lead[a]));
+        else if (d == "H") parts.push_back(fmt::format("head {}", lead[a])), keys.push_back(fmt::format("h{}", lead[a]));
+        else if (d == "T" || d == "S") {
+          // a [.., T, H, hs] view: one block per token
+          parts.push_back(fmt::format("token {} \"{}\"", lead[a], axis_label(config, d, lead[a], b.batch)));
+          keys.push_back(fmt::format("t{}", lead[a]));
+        } else {
+          parts.push_back(fmt::format("{} {}", d, lead[a])), keys.push_back(fmt::format("{}{}", d, lead[a]));
+        }
+      }
+      b.title = fmt::format("{}", fmt::join(parts, " · "));
+      b.key = fmt::format("{}", fmt::join(keys, "."));
+      b.offset = block * l.row_count * l.col_count;
+      b.row_offset = block * l.row_count;
+      l.blocks.push_back(std::move(b));
+      return;
+    }
+    for (const auto& idx : axes[axis]) {
+      if (!idx) {
+        Block gap;
+        gap.gap = true;
+        gap.title = fmt::format("{} {} .. {} not shown", s.dims[axis], o.edge_items, shape[axis] - o.edge_items - 1);
+        l.blocks.push_back(std::move(gap));
+        continue;
+      }
+      lead.push_back(*idx);
+      self(self, axis + 1);
+      lead.pop_back();
+    }
+  };
+  walk(walk, 0);
+  return l;
+}
+
+std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,
+                                      const std::string& to) {
+  std::vector<std::string_view> all;
+  for (const auto& s : trace.steps) all.push_back(s.id);
+  auto index_of = [&](const std::string& id, const char* option) {
+    for (std::size_t i = 0; i < trace.steps.size(); ++i)
+      if (trace.steps[i].id == id) return i;
+    throw InputError(fmt::format("{} {}: this trace has no step \"{}\"{}; its steps: {}", option, id, id, did_you_mean(id, all),
+                                 fmt::join(all, ", ")));
+  };
+  std::vector<bool> keep(trace.steps.size(), ids.empty());
+  for (const auto& id : ids) keep[index_of(id, "--steps")] = true;
+  const std::size_t lo = from.empty() ? 0 : index_of(from, "--from");
+  const std::size_t hi = to.empty() ? trace.steps.size() - 1 : index_of(to, "--to");
+  if (lo > hi) throw InputError(fmt::format("--from {} comes after --to {} in this trace", from, to));
+  std::vector<std::size_t> out;
+  for (std::size_t i = lo; i <= hi; ++i)
+    if (keep[i]) out.push_back(i);
+  return out;
+}
+
+void check_view(const Trace& trace, const ViewOptions& o) {
+  if (o.head && (*o.head < 0 || *o.head >= trace.config.H)) {
+    throw InputError(fmt::format("--head {}: this trace has H = {} (heads 0 .. {})", *o.head, trace.config.H, trace.config.H - 1));
+  }
+  if (o.batch && (*o.batch < 0 || *o.batch >= trace.config.B)) {
+    throw InputError(fmt::format("--batch {}: this trace has B = {} (batch rows 0 .. {})", *o.batch, trace.config.B, trace.config.B - 1));
+  }
+}
+
+}  // namespace attn

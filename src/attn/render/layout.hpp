@@ -1,0 +1,53 @@
+// Which entries of a step are shown, and how they group into matrices (one per batch row and head):
+// shared by the text, markdown and heatmap renderers. Selection and layout only; no arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/trace.hpp"
+
+namespace attn {
+
+struct ViewOptions {
+  std::int64_t summary_threshold = 1000;  // tensors with more elements are summarised, numpy-style
+  std::int64_t edge_items = 3;            // entries kept at each edge of a summarised axis
+  std::optional<std::int64_t> head;       // show only this head (steps with an H axis)
+  std::optional<std::int64_t> batch;      // show only this batch row (steps with a B axis)
+};
+
+using ShownIndices = std::vector<std::optional<std::int64_t>>;  // nullopt: a gap ("…")
+
+struct Block {
+  bool gap = false;          // stands for a run of skipped blocks
+  std::string title;         // "batch 0 · head 1"; for a gap "H 3 .. 4 not shown"; "" for 2-D steps
+  std::string key;           // "b0.h1": the block in file names; "" for 2-D steps
+  std::int64_t batch = 0;    // for labels
+  std::int64_t offset = 0;   // flat index of the block's [0, 0]
+  std::int64_t row_offset = 0;  // flat index of the block's first row, into row_sums
+};
+
+struct StepLayout {
+  bool summarised = false;
+  std::string row_dim, col_dim;   // "T", "S", "C", "hs", ...
+  std::int64_t row_count = 0, col_count = 0;
+  ShownIndices rows, cols;
+  std::vector<Block> blocks;
+};
+
+StepLayout layout_step(const Step& step, const TraceConfig& config, const ViewOptions& options);
+
+// Steps to show: ids (all when empty), then the range from..to (inclusive, by trace order).
+// Unknown ids are an InputError naming the option and the trace's steps.
+std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,
+                                      const std::string& to);
+
+// Refuses --head / --batch beyond the trace's H / B.
+void check_view(const Trace& trace, const ViewOptions& options);
+
+// Display width in terminal cells: counts UTF-8 code points, not bytes.
+std::size_t cells(std::string_view s);
+
+}  // namespace attn

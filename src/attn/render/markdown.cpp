@@ -1,0 +1,80 @@
+// --format markdown: a handout. A heading per step, its formula and shape, the tensor as markdown
+// tables with token labels (one per batch row and head), and the explanation when asked.
+#include <fmt/format.h>
+
+#include "attn/explain.hpp"
+#include "attn/render/render.hpp"
+
+namespace attn {
+namespace {
+
+std::string cell_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string number(const Step& s, Scalar v, int precision) {
+  if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
+  return format_fixed(v, precision);
+}
+
+void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l, const Block& b, int precision) {
+  const auto& c = t.config;
+  out << "| |";
+  for (const auto& j : l.cols) out << " " << (j ? cell_text(axis_label(c, l.col_dim, *j, b.batch)) : "…") << " |";
+  if (s.row_sums) out << " sum |";
+  out << "\n|---|";
+  for (std::size_t k = 0; k < l.cols.size(); ++k) out << "---:|";
+  if (s.row_sums) out << "---:|";
+  out << "\n";
+  for (const auto& i : l.rows) {
+    out << "| **" << (i ? cell_text(axis_label(c, l.row_dim, *i, b.batch)) : "…") << "** |";
+    for (const auto& j : l.cols) {
+      out << " " << ((i && j) ? number(s, s.value.data()[b.offset + *i * l.col_count + *j], precision) : "…") << " |";
+    }
+    if (s.row_sums) out << " " << (i ? number(s, s.row_sums->data()[b.row_offset + *i], precision) : "…") << " |";
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
+  const auto& c = t.config;
+  out << "# Attention Tracer" << (c.title.empty() ? "" : " · " + c.title) << "\n\n";
+  out << fmt::format("- mode: **{}**\n", c.mode);
+  out << fmt::format("- sizes: {}T = {}, S = {}{}\n", c.batched ? fmt::format("B = {}, ", c.B) : "no batch dimension, ", c.T, c.S,
+                     c.C > 0 ? fmt::format(", C = {}, H = {}, hs = {}", c.C, c.H, c.hs) : fmt::format(", H = {}", c.H));
+  out << fmt::format("- scale: {}\n", c.scale);
+  for (const auto& n : c.notes) out << "- note: " << n << "\n";
+  std::vector<std::size_t> indices = o.steps;
+  if (indices.empty())
+    for (std::size_t i = 0; i < t.steps.size(); ++i) indices.push_back(i);
+  for (auto idx : indices) {
+    const Step& s = t.steps[idx];
+    out << fmt::format("\n## {}. {} (`{}`)\n\n", idx + 1, s.title, s.id);
+    out << fmt::format("`{}` · shape `[{}] = {}`\n", s.formula, fmt::join(s.dims, ", "), shape_string(s.value.shape()));
+    if (!s.note.empty()) out << "\n*" << s.note << "*\n";
+    const StepLayout l = layout_step(s, t.config, o.view);
+    if (l.summarised) out << fmt::format("\n(summarised: {} values; edges of {} shown)\n", s.value.size(), o.view.edge_items);
+    for (const auto& b : l.blocks) {
+      if (b.gap) {
+        out << "\n… (" << b.title << ")\n";
+        continue;
+      }
+      out << "\n";
+      if (!b.title.empty()) out << "**" << b.title << "**\n\n";
+      table(out, t, s, l, b, o.precision);
+    }
+    if (o.explain) {
+      const auto text = explain_step(t, s);
+      if (!text.empty()) out << "\n> " << text << "\n";
+    }
+  }
+}
+
+}  // namespace attn

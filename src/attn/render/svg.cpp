@@ -1,0 +1,209 @@
+// --format svg / --svg-dir: attention heatmaps per batch row and head, with token labels, the values
+// in the cells when they fit and a colour legend, and the mask pattern as its own picture.
+// Plain, deterministic SVG text: fixed sizes and number formats, no timestamps or ids from memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "attn/render/render.hpp"
+
+namespace attn {
+namespace {
+
+constexpr int kCell = 44;       // px per cell
+constexpr int kFont = 11;       // px, values and labels
+constexpr double kCharW = 6.6;  // px per character at kFont, a conservative estimate for DejaVu Sans
+constexpr const char* kFontFamily = "DejaVu Sans, Verdana, sans-serif";
+constexpr const char* kBlocked = "#e6e6e6";
+
+std::string esc(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string clip(const std::string& s, std::size_t max_chars) {
+  if (cells(s) <= max_chars) return s;
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const bool lead = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    if (lead && ++n > max_chars - 1) break;
+    out += s[i];
+  }
+  return out + "…";
+}
+
+struct Picture {
+  std::string name;  // file name
+  int width = 0, height = 0;
+  std::string body;  // SVG elements, origin at the picture's top left
+};
+
+struct Range {
+  double lo = 0, hi = 1;
+};
+
+Range range_of(const Step& s) {
+  if (s.id == "weights" || s.kind == ValueKind::Mask) return {0, 1};
+  Range r{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  for (Scalar v : s.value.values())
+    if (std::isfinite(v)) r.lo = std::min(r.lo, double(v)), r.hi = std::max(r.hi, double(v));
+  if (!(r.lo <= r.hi)) r = {0, 1};
+  return r;
+}
+
+Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block& b, const TextOptions& o, bool many) {
+  const auto& c = t.config;
+  const bool mask = s.kind == ValueKind::Mask;
+  const Range rg = range_of(s);
+  // Blocked positions (-inf in the masked step) are drawn as blocked, not as a weight of 0.
+  const Step* masked = t.find("masked");
+  if (masked != nullptr && masked->value.shape() != s.value.shape()) masked = nullptr;
+  std::vector<std::int64_t> rows, cols;
+  for (const auto& i : l.rows)
+    if (i) rows.push_back(*i);
+  for (const auto& j : l.cols)
+    if (j) cols.push_back(*j);
+  std::size_t label_chars = 1;
+  for (auto i : rows) label_chars = std::max(label_chars, cells(axis_label(c, l.row_dim, i, b.batch)));
+  label_chars = std::min<std::size_t>(label_chars, 14);
+  const int left = 12 + static_cast<int>(std::ceil(label_chars * kCharW));
+  const int top = 56;
+  const int grid_w = static_cast<int>(cols.size()) * kCell, grid_h = static_cast<int>(rows.size()) * kCell;
+  const int legend_h = 44;
+  Picture p;
+  p.width = std::max(left + grid_w + 16, 340);
+  p.height = top + grid_h + legend_h;
+  std::string title = fmt::format("{} · {}", s.id, s.title);
+  if (!b.title.empty()) title += " · " + b.title;
+  p.name = s.id + (many && !b.key.empty() ? "." + b.key : "");
+  p.name += ".svg";
+
+  std::ostringstream o_;
+  o_ << fmt::format("  <text x=\"8\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", esc(title));
+  o_ << fmt::format("  <text x=\"8\" y=\"36\" font-size=\"{}\" fill=\"#555555\">{} · [{}] = {}</text>\n", kFont, esc(s.formula),
+                    esc(fmt::format("{}", fmt::join(s.dims, ", "))), shape_string(s.value.shape()));
+  // column labels (keys) above the grid, row labels (queries) on the left
+  for (std::size_t k = 0; k < cols.size(); ++k) {
+    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\">{}</text>\n", left + static_cast<int>(k) * kCell + kCell / 2,
+                      top - 6, kFont, esc(clip(axis_label(c, l.col_dim, cols[k], b.batch), 6)));
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6,
+                      top + static_cast<int>(r) * kCell + kCell / 2 + 4, kFont, esc(clip(axis_label(c, l.row_dim, rows[r], b.batch), 14)));
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+      const auto at = b.offset + rows[r] * l.col_count + cols[k];
+      Scalar v = s.value.data()[at];
+      if (masked != nullptr && !mask && masked->value.data()[at] == -std::numeric_limits<Scalar>::infinity()) v = masked->value.data()[at];
+      const int x = left + static_cast<int>(k) * kCell, y = top + static_cast<int>(r) * kCell;
+      std::string fill, text, text_fill = "#000000";
+      if (mask) {
+        fill = v != 0 ? svg_hex(viridis(0.5)) : kBlocked;
+        text = v != 0 ? "1" : "0";
+        text_fill = v != 0 ? "#ffffff" : "#777777";
+      } else if (!std::isfinite(v)) {
+        fill = kBlocked;
+        // A blocked weight is exactly 0 (grey says why); the masked step itself holds -inf.
+        const bool blocked_weight = std::isfinite(s.value.data()[at]);
+        text = blocked_weight ? format_fixed(s.value.data()[at], 0) : (v < 0 ? "−∞" : (v > 0 ? "+∞" : "nan"));
+        text_fill = "#777777";
+      } else {
+        const Rgb col = viridis(rg.hi > rg.lo ? (v - rg.lo) / (rg.hi - rg.lo) : 0.5);
+        fill = svg_hex(col);
+        text = format_fixed(v, o.precision);
+        text_fill = is_light(col) ? "#000000" : "#ffffff";
+        if (text.size() * kCharW > kCell - 4) text.clear();  // values only where they fit
+      }
+      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"1\"/>\n", x, y, kCell,
+                        kCell, fill);
+      if (!text.empty()) {
+        o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n", x + kCell / 2,
+                          y + kCell / 2 + 4, kFont, text_fill, esc(text));
+      }
+    }
+  }
+  // legend
+  const int ly = top + grid_h + 14;
+  if (mask) {
+    o_ << fmt::format("  <rect x=\"8\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, svg_hex(viridis(0.5)));
+    o_ << fmt::format("  <text x=\"28\" y=\"{}\" font-size=\"{}\">1 may attend</text>\n", ly + 11, kFont);
+    o_ << fmt::format("  <rect x=\"120\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, kBlocked);
+    o_ << fmt::format("  <text x=\"140\" y=\"{}\" font-size=\"{}\">0 blocked</text>\n", ly + 11, kFont);
+  } else {
+    o_ << fmt::format("  <text x=\"8\" y=\"{}\" font-size=\"{}\" text-anchor=\"start\">{}</text>\n", ly + 11, kFont,
+                      format_fixed(static_cast<Scalar>(rg.lo), o.precision));
+    const int bx = 60;
+    for (int k = 0; k < 10; ++k) {
+      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"16\" height=\"14\" fill=\"{}\"/>\n", bx + k * 16, ly, svg_hex(viridis(k / 9.0)));
+    }
+    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", bx + 166, ly + 11, kFont,
+                      format_fixed(static_cast<Scalar>(rg.hi), o.precision));
+    o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", bx + 220, ly, kBlocked);
+    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">masked</text>\n", bx + 238, ly + 11, kFont);
+    p.width = std::max(p.width, bx + 290);
+  }
+  p.body = o_.str();
+  return p;
+}
+
+std::string document(int width, int height, const std::string& body) {
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n"
+      "  <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n{3}</svg>\n",
+      width, height, kFontFamily, body);
+}
+
+std::vector<Picture> pictures(const Trace& t, const TextOptions& o) {
+  std::vector<Picture> out;
+  std::vector<std::size_t> indices = o.steps;
+  if (indices.empty())
+    for (std::size_t i = 0; i < t.steps.size(); ++i) indices.push_back(i);
+  for (auto idx : indices) {
+    const Step& s = t.steps[idx];
+    const bool wanted = s.kind == ValueKind::Mask ||
+                        (heatmap_able(s) && std::find(o.heatmaps.begin(), o.heatmaps.end(), s.id) != o.heatmaps.end());
+    if (!wanted) continue;
+    const StepLayout l = layout_step(s, t.config, o.view);
+    std::size_t real = 0;
+    for (const auto& b : l.blocks) real += b.gap ? 0 : 1;
+    for (const auto& b : l.blocks)
+      if (!b.gap) out.push_back(picture(t, s, l, b, o, real > 1 || !b.title.empty()));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> render_svg_pictures(const Trace& t, const TextOptions& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : pictures(t, o)) out.emplace_back(p.name, document(p.width, p.height, p.body));
+  return out;
+}
+
+void render_svg(const Trace& t, std::ostream& out, const TextOptions& o) {
+  int width = 0, height = 0;
+  std::string body;
+  for (const auto& p : pictures(t, o)) {
+    body += fmt::format(" <g transform=\"translate(0,{})\">\n{} </g>\n", height, p.body);
+    height += p.height + 16;
+    width = std::max(width, p.width);
+  }
+  out << document(width, height, body);
+}
+
+}  // namespace attn

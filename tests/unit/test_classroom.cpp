@@ -1,0 +1,107 @@
+// Heatmaps, colour, explanations, selection, markdown and SVG: what a class sees.
+#include <sstream>
+
+#include "attn/explain.hpp"
+#include "attn/render/render.hpp"
+#include "helpers.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+const std::string kCatSat = R"({"tokens": ["cat", "sat"], "embeddings": [[1, 0, 1], [0, 1, 1]],
+  "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}})";
+const std::string kMasked = R"({"mode": "causal", "scores": [[0.2, 0.3, 0.1, 0.4], [0.5, 0.2, 0.1, 0.2], [0.3, 0.4, 0.2, 0.1], [0.1, 0.3, 0.4, 0.2]]})";
+
+std::string text(const Trace& t, TextOptions o = {}) {
+  std::ostringstream out;
+  render_text(t, out, o);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("viridis runs from dark purple to yellow; shades from blank to full", "[classroom]") {
+  CHECK(svg_hex(viridis(0)) == "#440154");
+  CHECK(svg_hex(viridis(1)) == "#fde725");
+  CHECK(svg_hex(viridis(0.5)) == "#21918c");
+  CHECK(shade(0) == " ");
+  CHECK(shade(0.5) == "▒");
+  CHECK(shade(1) == "█");
+  CHECK(ansi_background(ColorMode::TrueColor, {1, 2, 3}) == "\x1b[48;2;1;2;3m");
+  CHECK(ansi_background(ColorMode::Ansi256, {253, 231, 37}) == "\x1b[48;5;220m");  // nearest cube colour
+  CHECK(ansi_background(ColorMode::None, {1, 2, 3}).empty());
+}
+
+TEST_CASE("the weights heatmap marks blocked cells apart from small weights", "[classroom]") {
+  const auto out = text(trace_of(kMasked));
+  CHECK_THAT(out, Catch::Contains("    t0  ██ ·· ·· ··\n    t1  ▒▒ ▒▒ ·· ··\n    t2  ░░ ░░ ░░ ··\n    t3  ░░ ░░ ░░ ░░\n"));
+  CHECK_THAT(out, Catch::Contains("heatmap of weights · ' ' 0.00–0.20  ░ 0.20–0.40  ▒ 0.40–0.60  ▓ 0.60–0.80  █ 0.80–1.00 · ·· masked"));
+  TextOptions colour;
+  colour.color = ColorMode::TrueColor;
+  const auto c = text(trace_of(kMasked), colour);
+  CHECK_THAT(c, Catch::Contains("    t0  \x1b[48;2;253;231;37m  \x1b[0m \x1b[2m··\x1b[0m \x1b[2m··\x1b[0m"));
+  TextOptions none;
+  none.heatmaps.clear();
+  CHECK(text(trace_of(kMasked), none).find("heatmap") == std::string::npos);
+}
+
+TEST_CASE("selection: --steps, --from/--to, --head, --batch", "[classroom]") {
+  const Trace t = trace_of(R"({"mode": "multi-head", "heads": 2, "random": {"seed": 1, "B": 2, "T": 3, "C": 4}})");
+  CHECK(select_steps(t, {"weights", "scores"}, "", "").size() == 2);
+  const auto range = select_steps(t, {}, "scores", "weights");
+  REQUIRE(range.size() == 3);
+  CHECK(t.steps[range[0]].id == "scores");
+  CHECK(t.steps[range[2]].id == "weights");
+  TextOptions o;
+  o.steps = select_steps(t, {"weights"}, "", "");
+  o.view.head = 1;
+  o.view.batch = 0;
+  const auto out = text(t, o);
+  CHECK_THAT(out, Catch::Contains("batch 0 · head 1"));
+  CHECK(out.find("head 0") == std::string::npos);
+  CHECK(out.find("batch 1") == std::string::npos);
+  CHECK(out.find("[10] scores") == std::string::npos);
+  ViewOptions bad;
+  bad.head = 2;
+  CHECK_THROWS_WITH(check_view(t, bad), "--head 2: this trace has H = 2 (heads 0 .. 1)");
+  CHECK_THROWS_WITH(select_steps(t, {}, "weights", "q"), "--from weights comes after --to q in this trace");
+}
+
+TEST_CASE("explanations use this run's numbers", "[classroom]") {
+  const Trace t = trace_of(kCatSat);
+  CHECK_THAT(explain_step(t, step(t, "weights")), Catch::Contains("Row \"cat\" puts 0.64 of its attention on itself and 0.36 on \"sat\"."));
+  CHECK_THAT(explain_step(t, step(t, "scaled")), Catch::Contains("d_k = 3 products, so its variance is 3 (a spread of about ±1.73)"));
+  CHECK_THAT(explain_step(t, step(t, "scaled")), Catch::Contains("1/√3 = 0.5774"));
+  CHECK_THAT(explain_step(t, step(t, "context")), Catch::Contains("context[\"cat\"] = 0.64 · v[\"cat\"] + 0.36 · v[\"sat\"]."));
+  const Trace m = trace_of(kMasked);
+  CHECK_THAT(explain_step(m, step(m, "mask")), Catch::Contains("Row \"t1\" may look at \"t0\" and itself but not at \"t2\"."));
+  CHECK_THAT(explain_step(m, step(m, "masked")), Catch::Contains("exp(−inf) is exactly 0"));
+  const Trace x = trace_of(R"({"mode": "cross", "heads": 2, "random": {"seed": 1, "T": 2, "S": 3, "C": 4}})");
+  CHECK_THAT(explain_step(x, step(x, "source")), Catch::Contains("the queries come from the target sequence (x, T = 2), the keys and values from this source sequence (S = 3)"));
+  CHECK_THAT(explain_step(x, step(x, "q.heads")), Catch::Contains("each of the H = 2 heads is its own [T, hs = 2] matrix"));
+  for (const auto& s : t.steps) CHECK_FALSE(explain_step(t, s).empty());
+}
+
+TEST_CASE("markdown handout: a heading per step and tables with token labels", "[classroom]") {
+  std::ostringstream out;
+  render_markdown(trace_of(kCatSat), out, {});
+  const auto md = out.str();
+  CHECK_THAT(md, Catch::Contains("## 8. Attention weights (`weights`)\n\n`weights = softmax(scaled, dim=-1)` · shape `[T, T] = [2, 2]`\n"));
+  CHECK_THAT(md, Catch::Contains("| | cat | sat | sum |\n|---|---:|---:|---:|\n| **cat** | 0.6405 | 0.3595 | 1.0000 |\n"));
+}
+
+TEST_CASE("SVG pictures: one per head, the mask as its own, blocked cells grey", "[classroom]") {
+  TextOptions o;
+  const auto pics = render_svg_pictures(trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})"), o);
+  std::vector<std::string> names;
+  for (const auto& p : pics) names.push_back(p.first);
+  CHECK(names == std::vector<std::string>{"mask.svg", "weights.h0.svg", "weights.h1.svg"});
+  const auto& w = pics[1].second;
+  CHECK_THAT(w, Catch::StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK_THAT(w, Catch::Contains("fill=\"#e6e6e6\""));  // blocked cells
+  CHECK_THAT(w, Catch::Contains(">masked</text>"));    // the legend says so
+  CHECK_THAT(w, Catch::EndsWith("</svg>\n"));
+  CHECK(pics == render_svg_pictures(trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})"), o));
+}
