@@ -162,7 +162,7 @@ void dump_trace(const attn::Trace& trace, const std::string& dir) {
   for (const auto& step : trace.steps) attn::write_npy((std::filesystem::path(dir) / (step.id + ".npy")).string(), step.value);
   std::ofstream json((std::filesystem::path(dir) / "trace.json").string(), std::ios::binary | std::ios::trunc);
   if (!json) throw attn::InputError(fmt::format("--dump {}: cannot write trace.json", dir));
-  attn::render_json(trace, json);
+  attn::render_json(trace, json, /*data_in_npy_files=*/true);
 }
 
 attn::ColorMode color_mode(const std::string& choice) {

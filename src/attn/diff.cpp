@@ -51,7 +51,9 @@ Labels labels_of(const json& j) {
   return {j.get<std::vector<std::string>>()};
 }
 
-LoadedTrace load_json_trace(const std::string& path) {
+// metadata_only: ids, order and labels, no values (a dump directory's trace.json, whose .npy files
+// are read one by one).
+LoadedTrace load_json_trace(const std::string& path, bool metadata_only = false) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the trace ({})", path, std::strerror(errno)));
   json doc;
@@ -76,9 +78,23 @@ LoadedTrace load_json_trace(const std::string& path) {
   for (const auto& s : doc["steps"]) {
     const auto id = s.value("id", "");
     const auto where = fmt::format("{}: step {}", path, id);
+    Shape shape = s.value("shape", Shape{});
+    if (metadata_only) {
+      t.steps.push_back({id, Tensor(), s.value("dims", std::vector<std::string>{})});
+      continue;
+    }
+    if (s.contains("npy") && s["npy"].is_string()) {
+      // a --dump trace.json: the values are in the .npy file beside it
+      const auto file = (fs::path(path).parent_path() / s["npy"].get<std::string>()).string();
+      Tensor value = read_npy(file, where, NonFinite::Allow);
+      if (value.shape() != shape) {
+        throw InputError(fmt::format("{}: {} holds {}, the trace says {}", where, file, shape_string(value.shape()), shape_string(shape)));
+      }
+      t.steps.push_back({id, std::move(value), s.value("dims", std::vector<std::string>{})});
+      continue;
+    }
     std::vector<Scalar> values;
     flatten(s.value("data", json()), values, where);
-    Shape shape = s.value("shape", Shape{});
     if (element_count(shape) != static_cast<std::int64_t>(values.size())) {
       throw InputError(fmt::format("{}: shape {} does not hold {} values", where, shape_string(shape), values.size()));
     }
@@ -94,7 +110,7 @@ LoadedTrace load_npy_dir(const std::string& path) {
   const fs::path trace_json = fs::path(path) / "trace.json";
   if (fs::exists(trace_json)) {
     // A dump from attn run --dump: take its order and labels; the .npy files hold the values.
-    const LoadedTrace j = load_json_trace(trace_json.string());
+    const LoadedTrace j = load_json_trace(trace_json.string(), /*metadata_only=*/true);
     t.config = j.config;
     for (const auto& s : j.steps) order.push_back(s.id);
   }

@@ -1,5 +1,13 @@
-// The CPU backend: the numeric primitives of backend.hpp on host memory, with Eigen.
-// Its buffers are host Tensors, so download() is a view, not a copy.
+// The CPU backend: the numeric primitives of backend.hpp on host memory, with Eigen, in parallel
+// with OpenMP. Its buffers are host Tensors, so download() is a view, not a copy.
+//
+// Determinism: every output element is computed the same way whatever the thread count and the
+// machine's caches. Work is cut into fixed chunks (one matrix product per batch row and head, or
+// blocks of kRowChunk rows), each chunk runs single-threaded Eigen, and Eigen's blocking is fixed
+// (setCpuCacheSizes) instead of derived from the caches it detects. Eigen's own GEMM threading is
+// off (EIGEN_DONT_PARALLELIZE, set in CMakeLists.txt): it re-blocks by thread count.
+#include <omp.h>
+
 #include <Eigen/Core>
 #include <cmath>
 #include <limits>
@@ -9,6 +17,14 @@
 
 namespace attn {
 namespace {
+
+constexpr std::int64_t kRowChunk = 64;  // rows per parallel block of a shared-weight product
+
+// Fixed cache sizes for Eigen's product blocking: the same blocking, so the same rounding, on every
+// machine. Values of a typical current x86 core.
+struct FixedBlocking {
+  FixedBlocking() { Eigen::setCpuCacheSizes(32 * 1024, 1024 * 1024, 8 * 1024 * 1024); }
+};
 
 using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapC = Eigen::Map<const Matrix>;
@@ -54,9 +70,16 @@ class CpuBackend final : public Backend {
     const Scalar* pb = host(b).data();
     Scalar* po = out.mutable_data();
     if (shared_b) {
-      // One product covers all N: (N·m, k) · (k, n).
-      Map(po, n_batch * m, n).noalias() = MapC(pa, n_batch * m, k) * MapC(pb, k, n);
+      // (N·m, k) · (k, n), in fixed blocks of kRowChunk rows.
+      const std::int64_t rows = n_batch * m;
+      const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
+#pragma omp parallel for schedule(static)
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);
+        Map(po + r0 * n, nr, n).noalias() = MapC(pa + r0 * k, nr, k) * MapC(pb, k, n);
+      }
     } else {
+#pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < n_batch; ++i) {
         Map(po + i * m * n, m, n).noalias() = MapC(pa + i * m * k, m, k) * MapC(pb + i * k * n, k, n);
       }
@@ -70,8 +93,12 @@ class CpuBackend final : public Backend {
     const auto n = bias.shape[0];
     const auto rows = element_count(a.shape) / n;
     Tensor out(a.shape);
-    Map(out.mutable_data(), rows, n) =
-        MapC(host(a).data(), rows, n).rowwise() + Eigen::Map<const Eigen::RowVectorXf>(host(bias).data(), n);
+    const Scalar* src = host(a).data();
+    const Scalar* pb = host(bias).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < n; ++j) dst[r * n + j] = src[r * n + j] + pb[j];
     return wrap(std::move(out));
   }
 
@@ -80,6 +107,7 @@ class CpuBackend final : public Backend {
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
     const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
     Tensor out({n_batch, n, m});
+#pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < n_batch; ++i) {
       Map(out.mutable_data() + i * m * n, n, m) = MapC(host(a).data() + i * m * n, m, n).transpose();
     }
@@ -93,6 +121,7 @@ class CpuBackend final : public Backend {
     Tensor out({d0, d2, d1, d3});
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
+#pragma omp parallel for collapse(2) schedule(static)
     for (std::int64_t i = 0; i < d0; ++i)
       for (std::int64_t j = 0; j < d1; ++j)
         for (std::int64_t l = 0; l < d2; ++l) {
@@ -115,7 +144,10 @@ class CpuBackend final : public Backend {
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
     Tensor out(a.shape);
     const auto n = element_count(a.shape);
-    Eigen::Map<Eigen::ArrayXf>(out.mutable_data(), n) = Eigen::Map<const Eigen::ArrayXf>(host(a).data(), n) * factor;
+    const Scalar* src = host(a).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i] * factor;
     return wrap(std::move(out));
   }
 
@@ -130,6 +162,7 @@ class CpuBackend final : public Backend {
     const Scalar* src = host(scores).data();
     const Scalar* k = host(keep).data();
     Scalar* dst = out.mutable_data();
+#pragma omp parallel for collapse(2) schedule(static)
     for (std::int64_t b = 0; b < b_count; ++b)
       for (std::int64_t g = 0; g < groups; ++g) {
         const std::int64_t base = (b * groups + g) * plane;
@@ -146,6 +179,7 @@ class CpuBackend final : public Backend {
     Tensor out(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
+#pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
       const Scalar* x = src + r * n;
       Scalar* y = dst + r * n;
@@ -169,6 +203,7 @@ class CpuBackend final : public Backend {
     const auto rows = a.shape[0], n = a.shape[1];
     Tensor out({rows});
     const Scalar* src = host(a).data();
+#pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
       double s = 0.0;
       for (std::int64_t j = 0; j < n; ++j) s += src[r * n + j];
@@ -180,6 +215,9 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() {
+  static const FixedBlocking fixed;  // once, before the first product
+  return std::make_unique<CpuBackend>();
+}
 
 }  // namespace attn

@@ -77,7 +77,7 @@ void nested(std::ostream& out, const Tensor& t, std::size_t axis, std::int64_t& 
 
 }  // namespace
 
-void render_json(const Trace& trace, std::ostream& out) {
+void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) {
   const auto& c = trace.config;
   out << "{\n  \"format\": \"attn-trace\",\n  \"format_version\": 1,\n  \"config\": {\n";
   out << "    \"title\": " << quote(c.title) << ",\n";
@@ -107,9 +107,13 @@ void render_json(const Trace& trace, std::ostream& out) {
     out << fmt::format("      \"shape\": [{}],\n", fmt::join(s.value.shape(), ", "));
     out << "      \"note\": " << quote(s.note) << ",\n";
     out << "      \"kind\": " << (s.kind == ValueKind::Mask ? "\"mask\"" : "\"real\"") << ",\n";
-    out << "      \"data\": ";
     std::int64_t at = 0;
-    nested(out, s.value, 0, at, 6);
+    if (data_in_npy_files) {
+      out << "      \"npy\": " << quote(s.id + ".npy");
+    } else {
+      out << "      \"data\": ";
+      nested(out, s.value, 0, at, 6);
+    }
     if (s.row_sums) {
       out << ",\n      \"row_sums\": ";
       at = 0;

@@ -29,7 +29,8 @@ void render_text(const Trace& trace, std::ostream& out, const TextOptions& optio
 void render_text_header(const Trace& trace, std::ostream& out, const TextOptions& options);
 void render_text_step(const Trace& trace, std::size_t index, std::ostream& out, const TextOptions& options);
 
-void render_json(const Trace& trace, std::ostream& out);
+// data_in_npy_files: each step says "npy": "<id>.npy" instead of holding its data (attn run --dump).
+void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files = false);
 
 // A handout: headings per step, formula, shape, tables with token labels (and explanations).
 void render_markdown(const Trace& trace, std::ostream& out, const TextOptions& options);
