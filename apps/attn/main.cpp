@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +17,7 @@
 
 #include "attn/backend.hpp"
 #include "attn/check.hpp"
+#include "attn/cost.hpp"
 #include "attn/diagnose.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
@@ -56,7 +58,37 @@ Checking a document's printed numbers (the input's "expect" block):
 Input format and every option: README.md.
 Exit codes: 0 ok, 1 a check or diff found differences, 2 bad input or usage, 3 internal error.)";
 
+// Options every command that runs the pipeline takes.
+struct Resources {
+  std::string max_memory;  // "" = half of physical memory
+  int threads = 0;         // 0 = all cores
+
+  std::int64_t max_bytes() const {
+    return max_memory.empty() ? attn::default_max_memory() : attn::parse_bytes(max_memory, "--max-memory");
+  }
+  std::string why() const { return max_memory.empty() ? "half of physical memory" : "as given"; }
+  void apply() const {
+    if (threads > 0) omp_set_num_threads(threads);
+  }
+};
+
+void add_resources(CLI::App* cmd, Resources& r) {
+  cmd->add_option("--max-memory", r.max_memory, "refuse runs whose kept tensors exceed this (e.g. 8G; default half of physical memory)");
+  cmd->add_option("--threads", r.threads, "threads for the CPU backend (default: all cores); results are the same for any count")
+      ->check(CLI::PositiveNumber);
+}
+
+// Reads the spec and refuses it, with the estimate, when its trace would not fit in memory.
+attn::Spec load_checked(const std::string& file, const Resources& r) {
+  r.apply();
+  const auto max = r.max_bytes();
+  attn::Spec spec = attn::load_spec(file, max);
+  attn::require_fits(attn::plan_trace(spec), max, r.why());
+  return spec;
+}
+
 struct RunOptions {
+  Resources resources;
   std::string file;
   std::string format = "text";
   std::string backend = "cpu";
@@ -98,6 +130,7 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_option("--summary-threshold", o.summary_threshold, "summarise tensors with more values than this (default 1000)")
       ->check(CLI::PositiveNumber);
   run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
+  add_resources(run, o.resources);
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json");
   std::vector<std::string> names;
@@ -128,6 +161,7 @@ void setup_diff(CLI::App& app, DiffOptions& o) {
 }
 
 struct DiagnoseOptions {
+  Resources resources;
   std::string spec, student;
   Tolerances tol;
 };
@@ -137,9 +171,11 @@ void setup_diagnose(CLI::App& app, DiagnoseOptions& o) {
   d->add_option("spec", o.spec, "the problem (input JSON)")->required();
   d->add_option("student", o.student, "the student's tensors: a directory of <step id>.npy files, or a JSON trace")->required();
   add_tolerances(d, o.tol);
+  add_resources(d, o.resources);
 }
 
 struct CheckOptions {
+  Resources resources;
   std::string file;
   std::string format = "text";
 };
@@ -148,6 +184,27 @@ void setup_check(CLI::App& app, CheckOptions& o) {
   auto* check = app.add_subcommand("check", "Compare the numbers a document printed (the input's expect) with the computed ones");
   check->add_option("file", o.file, "input JSON file with an expect block (- reads standard input)")->required();
   check->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
+  add_resources(check, o.resources);
+}
+
+struct CostOptions {
+  std::string file;
+  attn::SizeArgs sizes;
+  std::string mode = "self";
+  bool no_output_projection = false;
+};
+
+void setup_cost(CLI::App& app, CostOptions& o) {
+  auto* cost = app.add_subcommand("cost", "FLOPs and bytes of every step before running, and how they grow with T");
+  cost->add_option("file", o.file, "an input JSON (or give the sizes below)");
+  cost->add_option("--B", o.sizes.B, "batch size (default 1)");
+  cost->add_option("--T", o.sizes.T, "query length");
+  cost->add_option("--S", o.sizes.S, "key/value length (cross; default T)");
+  cost->add_option("--C", o.sizes.C, "model width");
+  cost->add_option("--H", o.sizes.H, "heads (default 1)");
+  cost->add_option("--mode", o.mode, "self (default), causal, cross or multi-head")->check(CLI::IsMember({"self", "causal", "cross", "multi-head"}));
+  cost->add_flag("--fused", o.sizes.fused, "one fused W_qkv projection");
+  cost->add_flag("--no-output-projection", o.no_output_projection, "leave out W_o");
 }
 
 std::unique_ptr<attn::Backend> make_backend(const std::string& name) {
@@ -198,7 +255,7 @@ void run_paced(const attn::Trace& trace, const attn::TextOptions& t) {
 }
 
 int run_run(const RunOptions& o) {
-  const attn::Spec spec = attn::load_spec(o.file);
+  const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = make_backend(o.backend);
   attn::PipelineOptions options;
   for (const auto& m : attn::all_mistakes())
@@ -250,7 +307,7 @@ int run_run(const RunOptions& o) {
 }
 
 int run_check(const CheckOptions& o) {
-  const attn::Spec spec = attn::load_spec(o.file);
+  const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_cpu_backend();
   const attn::CheckReport report = attn::check_trace(spec, attn::run_pipeline(spec, *backend));
   if (o.format == "json") attn::render_check_json(report, std::cout);
@@ -265,8 +322,22 @@ int run_diff(const DiffOptions& o) {
   return report.same() ? kExitOk : kExitDiffers;
 }
 
+int run_cost(const CostOptions& o) {
+  if (!o.file.empty()) {
+    attn::render_cost(attn::load_spec(o.file), std::cout);
+    return kExitOk;
+  }
+  if (o.sizes.T <= 0 || o.sizes.C <= 0) throw attn::InputError("cost: give an input file, or at least --T and --C (and --B, --S, --H, --mode)");
+  attn::SizeArgs sizes = o.sizes;
+  sizes.mode = o.mode == "causal" ? attn::Mode::Causal : o.mode == "cross" ? attn::Mode::Cross
+               : o.mode == "multi-head" ? attn::Mode::MultiHead : attn::Mode::Self;
+  sizes.output_projection = !o.no_output_projection;
+  attn::render_cost(attn::spec_from_sizes(sizes), std::cout);
+  return kExitOk;
+}
+
 int run_diagnose(const DiagnoseOptions& o) {
-  const attn::Spec spec = attn::load_spec(o.spec);
+  const attn::Spec spec = load_checked(o.spec, o.resources);
   const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), {o.tol.atol, o.tol.rtol});
   attn::render_diagnosis_text(d, std::cout);
   return d.correct ? kExitOk : kExitDiffers;
@@ -287,6 +358,8 @@ int main(int argc, char** argv) {
   setup_diff(app, diff);
   DiagnoseOptions diag;
   setup_diagnose(app, diag);
+  CostOptions cost;
+  setup_cost(app, cost);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -298,6 +371,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("check")) return run_check(check);
     if (app.got_subcommand("diff")) return run_diff(diff);
     if (app.got_subcommand("diagnose")) return run_diagnose(diag);
+    if (app.got_subcommand("cost")) return run_cost(cost);
     return kExitBadInput;
   } catch (const attn::InputError& e) {
     std::cerr << "attn: " << e.what() << "\n";

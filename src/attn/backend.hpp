@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "attn/tensor.hpp"
 
@@ -48,7 +49,18 @@ class Backend {
   virtual BackendTensor softmax_rows(const BackendTensor& a) = 0;
   // a (N, n) -> (N): each row's sum
   virtual BackendTensor row_sums(const BackendTensor& a) = 0;
+  // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i when causal, j < lengths[b]
+  // when lengths are given; flipped inverts it (the mask-flipped mistake).
+  virtual BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal,
+                                  const std::vector<std::int64_t>& lengths, bool flipped) = 0;
+
+  // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
+  virtual double take_flops() { return 0; }
 };
+
+// A backend that computes nothing: shapes only, and the floating-point operations each primitive
+// would do. The pipeline run on it is a dry run: every step's shape and cost, no allocation.
+std::unique_ptr<Backend> make_shape_backend();
 
 std::unique_ptr<Backend> make_cpu_backend();
 

@@ -39,7 +39,7 @@ class Run {
     if (s_.entry == Entry::Scores) {
       scores = emit("scores", "Attention scores (given)", "scores (given)", {"B", "H", "T", "S"}, be_.upload(s_.scores),
                     "taken as given: no projections, no d_k");
-      if (!s_.v.empty()) {
+      if (!s_.v.shape().empty()) {  // shapes, not values: a dry run has no values
         v.flat = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
         v = split_heads("v", "Values", v.flat, s_.S);
         have_v = true;
@@ -49,13 +49,13 @@ class Run {
       if (s_.entry == Entry::QKV) {
         qf = emit("q", "Queries (given)", "q (given)", {"B", "T", "C"}, be_.upload(s_.q));
         kf = emit("k", "Keys (given)", "k (given)", {"B", "S", "C"}, be_.upload(s_.k));
-        if (!s_.v.empty()) vf = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
+        if (!s_.v.shape().empty()) vf = emit("v", "Values (given)", "v (given)", {"B", "S", "C"}, be_.upload(s_.v));
       } else {
         project(qf, kf, vf);
       }
       q = split_heads("q", "Queries", qf, s_.T);
       k = split_heads("k", "Keys", kf, s_.S);
-      have_v = vf.buffer != nullptr;
+      have_v = s_.entry == Entry::Embeddings || !s_.v.shape().empty();
       if (have_v) v = split_heads("v", "Values", vf, s_.S);
       // kᵀ is materialised only so the student can see the transpose the formula talks about.
       const auto kt = be_.transpose_last2(k.heads.view({s_.B * s_.H, s_.S, hs()}));
@@ -222,6 +222,7 @@ class Run {
     step.value = be_.download(t).reshaped(display_shape(full, t.shape));
     step.kind = kind;
     step.note = std::move(note);
+    step.flops = be_.take_flops();
     if (m_ == Mistake::None) require_finite(step);
     tr_.steps.push_back(std::move(step));
     return t;
@@ -295,6 +296,7 @@ class Run {
     const auto view = emit(id + ".view", what + " split into heads", fmt::format("{}.view(B, {}, H, hs)", id, L),
                            {"B", L, "H", "hs"}, split,
                            fmt::format("a view, no copy: the C = {} features read as H = {} heads of hs = {}", s_.C, s_.H, hs()));
+    tr_.steps.back().view = m_ != Mistake::HeadsInterleaved;  // the interleaved split is a real copy
     h.heads = emit(id + ".heads", what + ", heads first", fmt::format("{}.view(B, {}, H, hs).transpose(1, 2)", id, L),
                    {"B", "H", L, "hs"}, be_.swap_axes_1_2(view), "each head now holds its own [" + L + ", hs] matrix");
     return h;
@@ -307,16 +309,7 @@ class Run {
 
   // The mask pattern (shown) and the keep tensor (B, T, S) the backend applies.
   BackendTensor mask_steps() {
-    Tensor keep({s_.B, s_.T, s_.S});
-    for (std::int64_t b = 0; b < s_.B; ++b)
-      for (std::int64_t i = 0; i < s_.T; ++i)
-        for (std::int64_t j = 0; j < s_.S; ++j) {
-          bool ok = true;
-          if (s_.causal && j > i) ok = false;
-          if (!s_.lengths.empty() && j >= s_.lengths[static_cast<std::size_t>(b)]) ok = false;
-          if (m_ == Mistake::MaskFlipped) ok = !ok;
-          keep.mutable_data()[(b * s_.T + i) * s_.S + j] = ok ? 1 : 0;
-        }
+    const bool flipped = m_ == Mistake::MaskFlipped;
     std::string formula, note;
     if (s_.causal && !s_.lengths.empty()) {
       formula = "mask[b, i, j] = 1 if j ≤ i and j < length[b], else 0";
@@ -329,11 +322,11 @@ class Run {
     if (!s_.lengths.empty()) {
       note = fmt::format("lengths = [{}]: keys at or past a row's length are padding", fmt::join(s_.lengths, ", "));
     }
-    const auto k = be_.upload(keep);
+    const auto k = be_.mask_keep(s_.B, s_.T, s_.S, s_.causal, s_.lengths, flipped);
     if (s_.lengths.empty()) {
       // Causal alone: one [T, S] pattern serves every batch row and head, so that is what is shown.
-      Tensor pattern({s_.T, s_.S}, std::vector<Scalar>(keep.data(), keep.data() + s_.T * s_.S));
-      emit("mask", "Mask", formula, {"T", "S"}, be_.upload(pattern), note, ValueKind::Mask);
+      emit("mask", "Mask", formula, {"T", "S"}, be_.mask_keep(1, s_.T, s_.S, true, {}, flipped).view({s_.T, s_.S}), note,
+           ValueKind::Mask);
     } else {
       emit("mask", "Mask", formula, {"B", "T", "S"}, k, note, ValueKind::Mask);
     }

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "attn/cost.hpp"
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
 #include "attn/numpy_random.hpp"
@@ -187,6 +188,19 @@ void fill_values(const json& j, const std::string& base, const Shape& shape, std
 
 // Where {"npy": "path"} tensors are looked up: the directory of the JSON file being parsed.
 thread_local std::string g_base_dir;
+// The most bytes one generated tensor may take (set by parse_spec).
+thread_local std::int64_t g_max_bytes = 0;
+
+// Refuses a tensor the random block would generate when it cannot fit, before allocating it.
+void require_generatable(const std::string& path, const Shape& shape) {
+  double n = 1;
+  for (auto d : shape) n *= static_cast<double>(d);
+  const double bytes = n * sizeof(Scalar);
+  if (bytes > static_cast<double>(g_max_bytes)) {
+    fail(path, fmt::format("generating {} floats would take {}, more than --max-memory {}", shape_string(shape), human_bytes(bytes),
+                           human_bytes(static_cast<double>(g_max_bytes))));
+  }
+}
 
 // Any rectangular nested array of numbers, or {"npy": "path"}; the caller checks the shape it needs.
 Tensor read_tensor(const json& j, const std::string& path, std::string_view expected) {
@@ -425,6 +439,7 @@ Sequence read_sequence(const json& parent, const std::string& parent_path, const
   }
   const bool has_batch = rnd.B.has_value();
   Shape shape{rnd.B.value_or(1), *random_len, *rnd.C};
+  require_generatable(path, shape);
   if (rnd.numpy) {
     const Shape drawn = has_batch ? shape : Shape{shape[1], shape[2]};
     return {rnd.draw_numpy(drawn, path, notes).reshaped(shape), has_batch};
@@ -537,6 +552,7 @@ void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(s.C));  // nn.Linear's default init range
   auto generated = [&](const char* key, Shape shape) {
     const auto path = key_path("weights", key);
+    require_generatable(path, shape);
     if (rnd.numpy) return rnd.draw_numpy(shape, path, s.notes);
     s.notes.push_back(fmt::format("{}: random U(-1/√C, 1/√C), seed {}", path, rnd.seed));
     return random_uniform(rnd.seed, path, std::move(shape), bound);
@@ -723,11 +739,14 @@ const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "he
 
 }  // namespace
 
-Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir) {
-  struct BaseDir {
-    explicit BaseDir(const std::string& d) { g_base_dir = d; }
-    ~BaseDir() { g_base_dir.clear(); }
-  } base(base_dir);
+Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
+  struct Context {
+    Context(const std::string& d, std::int64_t m) {
+      g_base_dir = d;
+      g_max_bytes = m > 0 ? m : default_max_memory();
+    }
+    ~Context() { g_base_dir.clear(); }
+  } context(base_dir, max_bytes);
   const json root = parse_json(text, origin);
   if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
   check_keys(root, "", kRootKeys);
@@ -882,18 +901,18 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   return s;
 }
 
-Spec load_spec(const std::string& path) {
+Spec load_spec(const std::string& path, std::int64_t max_bytes) {
   std::string text;
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
-    return parse_spec(text, "<stdin>");
+    return parse_spec(text, "<stdin>", "", max_bytes);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the file ({})", path, std::strerror(errno)));
   text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (in.bad()) throw InputError(fmt::format("{}: cannot read the file", path));
-  return parse_spec(text, path, std::filesystem::path(path).parent_path().string());
+  return parse_spec(text, path, std::filesystem::path(path).parent_path().string(), max_bytes);
 }
 
 }  // namespace attn

@@ -79,8 +79,11 @@ struct Spec {
 
 // origin names the input in messages ("examples/cat_sat.json", "<stdin>"); base_dir is where
 // {"npy": "path"} tensors are looked up ("" = the working directory).
-Spec parse_spec(std::string_view json_text, const std::string& origin, const std::string& base_dir = "");
+// max_bytes caps each tensor the random block generates (0: half of physical memory), so an
+// absurd size is refused with its estimate instead of failing to allocate.
+Spec parse_spec(std::string_view json_text, const std::string& origin, const std::string& base_dir = "",
+                std::int64_t max_bytes = 0);
 // path "-" reads standard input.
-Spec load_spec(const std::string& path);
+Spec load_spec(const std::string& path, std::int64_t max_bytes = 0);
 
 }  // namespace attn

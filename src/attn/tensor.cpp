@@ -26,6 +26,12 @@ Tensor::Tensor(Shape shape, std::vector<Scalar> values)
   }
 }
 
+Tensor Tensor::shape_only(Shape shape) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 std::int64_t Tensor::dim(int axis) const {
   int r = rank();
   int a = axis < 0 ? axis + r : axis;
@@ -39,6 +45,7 @@ std::span<const Scalar> Tensor::values() const {
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
+  if (!storage_) return shape_only(std::move(shape));
   if (element_count(shape) != element_count(shape_)) {
     throw InternalError(fmt::format("cannot view {} as {}", shape_string(shape_), shape_string(shape)));
   }

@@ -21,6 +21,9 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(Shape shape);                     // zero-filled
   Tensor(Shape shape, std::vector<Scalar> values);  // values.size() == element_count(shape)
+  // A shape with no values: what a cost estimate (a dry run) works with.
+  static Tensor shape_only(Shape shape);
+  bool has_data() const { return storage_ != nullptr; }
 
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }

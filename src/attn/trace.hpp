@@ -25,6 +25,8 @@ struct Step {
   ValueKind kind = ValueKind::Real;
   std::optional<Tensor> row_sums;  // weights: each row's sum, shape = value's without the last axis
   std::string note;                // one line of context: "factor 1/√64 = 0.125"
+  double flops = 0;                // floating-point operations the step took (counted by cost estimates)
+  bool view = false;               // shares its values with an earlier step (q.view): no bytes of its own
 };
 
 struct TraceConfig {

@@ -198,6 +198,20 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, const std::vector<std::int64_t>& lengths,
+                          bool flipped) override {
+    Tensor keep({B, T, S});
+    Scalar* k = keep.mutable_data();
+#pragma omp parallel for collapse(2) schedule(static)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j < S; ++j) {
+          bool ok = !(causal && j > i) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
+          k[(b * T + i) * S + j] = (ok != flipped) ? 1 : 0;
+        }
+    return wrap(std::move(keep));
+  }
+
   BackendTensor row_sums(const BackendTensor& a) override {
     require(a.shape.size() == 2, "row_sums wants (N, n)", a);
     const auto rows = a.shape[0], n = a.shape[1];

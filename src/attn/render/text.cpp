@@ -149,11 +149,18 @@ class TextRenderer {
 
   void tensor(const Step& s, const StepLayout& l) {
     if (l.summarised) out_ << fmt::format("    (summarised: {} values; edges of {} shown)\n", s.value.size(), o_.view.edge_items);
-    // One width for every number column of the step keeps blocks aligned with each other.
+    // One width for every number column of the step keeps blocks aligned with each other; only the
+    // entries shown count (a summarised [12, 2048, 2048] step shows a few hundred of 50 million).
     std::size_t num_w = 1;
-    for (Scalar v : s.value.values()) num_w = std::max(num_w, number(s, v).size());
-    if (s.row_sums)
-      for (Scalar v : s.row_sums->values()) num_w = std::max(num_w, number(s, v).size());
+    for (const auto& b : l.blocks) {
+      if (b.gap) continue;
+      for (const auto& i : l.rows) {
+        if (!i) continue;
+        for (const auto& j : l.cols)
+          if (j) num_w = std::max(num_w, number(s, s.value.data()[b.offset + *i * l.col_count + *j]).size());
+        if (s.row_sums) num_w = std::max(num_w, number(s, s.row_sums->data()[b.row_offset + *i]).size());
+      }
+    }
     for (const auto& b : l.blocks) {
       if (b.gap) {
         out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);

@@ -1,0 +1,169 @@
+// Cost estimates by dry run, the memory guard, and the attn cost report.
+#include "attn/cost.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/backend.hpp"
+#include "attn/error.hpp"
+#include "attn/pipeline.hpp"
+
+namespace attn {
+
+Trace plan_trace(const Spec& spec) {
+  auto backend = make_shape_backend();
+  return run_pipeline(spec, *backend);
+}
+
+double step_bytes(const Step& s) {
+  double b = s.view ? 0 : static_cast<double>(element_count(s.value.shape())) * sizeof(Scalar);
+  if (s.row_sums) b += static_cast<double>(element_count(s.row_sums->shape())) * sizeof(Scalar);
+  return b;
+}
+
+double kept_bytes(const Trace& t) {
+  double total = 0;
+  for (const auto& s : t.steps) total += step_bytes(s);
+  return total;
+}
+
+std::int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : std::int64_t{8} << 30;
+}
+
+std::int64_t default_max_memory() { return physical_memory_bytes() / 2; }
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (b >= 1000 && u < 5) b /= 1000, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
+}
+
+std::int64_t parse_bytes(const std::string& text, const std::string& option) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double mult = 0;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "KB") mult = 1e3;
+  else if (unit == "M" || unit == "MB") mult = 1e6;
+  else if (unit == "G" || unit == "GB") mult = 1e9;
+  else if (unit == "T" || unit == "TB") mult = 1e12;
+  if (used == 0 || mult == 0 || !(v > 0) || v * mult > 9e18) {
+    throw InputError(fmt::format("{} {}: expected a size such as 512M, 8G or 1000000 (bytes)", option, text));
+  }
+  return static_cast<std::int64_t>(v * mult);
+}
+
+void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& why_limit) {
+  const double total = kept_bytes(plan);
+  if (total <= static_cast<double>(max_bytes)) return;
+  const Step* largest = nullptr;
+  for (const auto& s : plan.steps)
+    if (largest == nullptr || step_bytes(s) > step_bytes(*largest)) largest = &s;
+  throw InputError(fmt::format("this trace would keep {} of tensors, more than --max-memory {} ({}); the largest step is {} "
+                               "[{}] = {} = {}. Use a smaller T (attn cost shows how the size grows), or raise --max-memory",
+                               human_bytes(total), human_bytes(static_cast<double>(max_bytes)), why_limit, largest->id,
+                               fmt::join(largest->dims, ", "), shape_string(largest->value.shape()), human_bytes(step_bytes(*largest))));
+}
+
+Spec spec_from_sizes(const SizeArgs& a) {
+  auto positive = [](std::int64_t v, const char* name) {
+    if (v <= 0) throw InputError(fmt::format("--{}: expected a positive size, got {}", name, v));
+  };
+  positive(a.B, "B"), positive(a.T, "T"), positive(a.C, "C"), positive(a.H, "H");
+  if (a.C % a.H != 0) throw InputError(fmt::format("--H: H = {} does not divide C = {}", a.H, a.C));
+  Spec s;
+  s.mode = a.mode;
+  s.causal = a.mode == Mode::Causal;
+  s.H = a.H;
+  s.B = a.B, s.T = a.T, s.C = a.C;
+  s.S = a.mode == Mode::Cross ? (a.S > 0 ? a.S : a.T) : a.T;
+  s.batched = a.batched || a.B > 1;
+  s.x = Tensor::shape_only({s.B, s.T, s.C});
+  if (s.cross()) s.source = Tensor::shape_only({s.B, s.S, s.C});
+  if (a.fused && !s.cross()) s.w.W_qkv = Tensor::shape_only({s.C, 3 * s.C});
+  else s.w.W_q = s.w.W_k = s.w.W_v = Tensor::shape_only({s.C, s.C});
+  if (a.output_projection) s.w.W_o = Tensor::shape_only({s.C, s.C});
+  s.tokens = {{}};
+  s.source_tokens = {{}};
+  return s;
+}
+
+namespace {
+
+std::string human_flops(double f) {
+  const char* units[] = {"", "k", "M", "G", "T", "P", "E"};
+  int u = 0;
+  while (f >= 1000 && u < 6) f /= 1000, ++u;
+  return fmt::format("{:.1f} {}FLOP", f, units[u]);
+}
+
+bool quadratic(const Step& s) {
+  const auto n = s.dims.size();
+  return n >= 2 && (s.dims[n - 1] == "T" || s.dims[n - 1] == "S") && (s.dims[n - 2] == "T" || s.dims[n - 2] == "S");
+}
+
+}  // namespace
+
+void render_cost(const Spec& spec, std::ostream& out) {
+  const Trace plan = plan_trace(spec);
+  const auto& c = plan.config;
+  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · C = {} · H = {} · hs = {}\n", c.mode, c.B, c.T, c.S, c.C, c.H, c.hs);
+  out << "(every intermediate kept, float32; FLOPs count multiply and add as two)\n\n";
+  std::size_t w_id = 4, w_shape = 5;
+  for (const auto& s : plan.steps) {
+    w_id = std::max(w_id, s.id.size());
+    w_shape = std::max(w_shape, shape_string(s.value.shape()).size());
+  }
+  out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}\n", "step", w_id, "shape", w_shape, "FLOPs", "bytes");
+  double flops = 0;
+  for (const auto& s : plan.steps) {
+    flops += s.flops;
+    const std::string bytes = s.view ? "(view)" : human_bytes(step_bytes(s));
+    out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}{}\n", s.id, w_id, shape_string(s.value.shape()), w_shape, human_flops(s.flops), bytes,
+                       quadratic(s) ? "  ← grows with T·S" : "");
+  }
+  out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}\n", "total", w_id, "", w_shape, human_flops(flops), human_bytes(kept_bytes(plan)));
+  out << fmt::format("\none [T, S] attention matrix: {} × {} × 4 bytes = {}\n", c.T, c.S,
+                     human_bytes(static_cast<double>(c.T) * static_cast<double>(c.S) * 4));
+
+  // Growth: the same problem at T / 4 .. T × 8 (S follows T unless cross-attention fixed it).
+  out << "\nas T grows (doubling T doubles the [T, C] steps and quadruples every [T, S] step):\n";
+  out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}\n", "T", "FLOPs", "bytes kept", "one attention matrix");
+  for (int k = -2; k <= 3; ++k) {
+    const double f = std::pow(2.0, k);
+    const auto t = static_cast<std::int64_t>(std::llround(static_cast<double>(c.T) * f));
+    if (t < 1) continue;
+    Spec g = spec;
+    g.T = t;
+    if (!g.cross()) g.S = t;
+    g.x = Tensor::shape_only({g.B, t, g.C});
+    if (g.entry == Entry::QKV) g.q = Tensor::shape_only({g.B, t, g.C}), g.k = Tensor::shape_only({g.B, g.S, g.C}),
+                               g.v = g.v.shape().empty() ? g.v : Tensor::shape_only({g.B, g.S, g.C});
+    if (g.entry == Entry::Scores) {
+      g.scores = Tensor::shape_only({g.B, g.H, t, g.S});
+      if (!g.v.shape().empty()) g.v = Tensor::shape_only({g.B, g.S, g.C});
+    }
+    g.lengths.clear();
+    g.tokens = {{}};
+    g.source_tokens = {{}};
+    const Trace p = plan_trace(g);
+    double pf = 0;
+    for (const auto& s : p.steps) pf += s.flops;
+    out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}{}\n", t, human_flops(pf), human_bytes(kept_bytes(p)),
+                       human_bytes(static_cast<double>(t) * static_cast<double>(g.S) * 4), k == 0 ? "  ← this problem" : "");
+  }
+}
+
+}  // namespace attn

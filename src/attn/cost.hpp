@@ -1,0 +1,46 @@
+// What a trace will cost before it runs: a dry run of the one pipeline on the shape-only backend
+// gives every step's shape and floating-point operations; the bytes follow. Used to refuse runs
+// that would not fit (--max-memory) and by attn cost.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/spec.hpp"
+#include "attn/trace.hpp"
+
+namespace attn {
+
+Trace plan_trace(const Spec& spec);  // every step's shape and flops; no values
+
+// Bytes the trace keeps: every step's values once (views share them) plus the row sums.
+double kept_bytes(const Trace& trace);
+double step_bytes(const Step& step);
+
+std::int64_t physical_memory_bytes();
+std::int64_t default_max_memory();  // half of physical memory
+std::string human_bytes(double bytes);   // "40.0 GB"
+// "8G", "512M", "1.5G", "1000000": bytes (InputError otherwise).
+std::int64_t parse_bytes(const std::string& text, const std::string& option);
+
+// Throws InputError (exit 2) with the estimate and the largest step when the trace would keep more
+// than max_bytes.
+void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& why_limit);
+
+struct SizeArgs {
+  std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1;
+  Mode mode = Mode::Self;
+  bool batched = false;
+  bool fused = false, output_projection = true;
+};
+// A spec of the given sizes whose tensors have shapes only: attn cost without allocating anything.
+Spec spec_from_sizes(const SizeArgs& sizes);
+
+// attn cost: per step FLOPs and bytes, totals, and how they grow with T (doubling T quadruples
+// every [T, S] step).
+void render_cost(const Spec& spec, std::ostream& out);
+
+}  // namespace attn

@@ -1,0 +1,59 @@
+// The shape-only backend: every primitive returns the shape it would produce and counts the
+// floating-point operations it would do. Used for cost estimates before anything is allocated.
+#include <fmt/format.h>
+
+#include "attn/backend.hpp"
+#include "attn/error.hpp"
+
+namespace attn {
+namespace {
+
+class ShapeBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "shapes"; }
+  BackendTensor upload(const Tensor& t) override { return {t.shape(), nullptr}; }
+  Tensor download(const BackendTensor& t) override { return Tensor::shape_only(t.shape); }
+
+  BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
+    const double n_batch = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape.back();
+    flops_ += 2 * n_batch * m * k * n;
+    return {{a.shape[0], a.shape[1], b.shape.back()}, nullptr};
+  }
+  BackendTensor add_bias(const BackendTensor& a, const BackendTensor&) override {
+    flops_ += static_cast<double>(element_count(a.shape));
+    return {a.shape, nullptr};
+  }
+  BackendTensor transpose_last2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1]}, nullptr}; }
+  BackendTensor swap_axes_1_2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, nullptr}; }
+  BackendTensor slice_columns(const BackendTensor& a, std::int64_t, std::int64_t width) override { return {{a.shape[0], width}, nullptr}; }
+  BackendTensor scale(const BackendTensor& a, Scalar) override {
+    flops_ += static_cast<double>(element_count(a.shape));
+    return {a.shape, nullptr};
+  }
+  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor&, Scalar) override { return {scores.shape, nullptr}; }
+  BackendTensor softmax_rows(const BackendTensor& a) override {
+    flops_ += 5.0 * static_cast<double>(element_count(a.shape));  // max, subtract, exp, sum, divide
+    return {a.shape, nullptr};
+  }
+  BackendTensor row_sums(const BackendTensor& a) override {
+    flops_ += static_cast<double>(element_count(a.shape));
+    return {{a.shape[0]}, nullptr};
+  }
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool, const std::vector<std::int64_t>&, bool) override {
+    return {{B, T, S}, nullptr};
+  }
+  double take_flops() override {
+    const double f = flops_;
+    flops_ = 0;
+    return f;
+  }
+
+ private:
+  double flops_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_shape_backend() { return std::make_unique<ShapeBackend>(); }
+
+}  // namespace attn
