@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,29 @@ namespace attn {
 using Scalar = float;  // the one number type of every trace, as in PyTorch's default dtype
 using Shape = std::vector<std::int64_t>;
 
+// Tensor storage: large buffers (2 MB and up) are 2 MB aligned and asked for transparent huge pages,
+// since a T = 4096 trace otherwise spends more time in page faults than in arithmetic; elements are
+// not value-initialised (Tensor(Shape) zeroes explicitly, Tensor::uninitialized does not).
+template <typename T>
+struct StorageAllocator {
+  using value_type = T;
+  StorageAllocator() = default;
+  template <typename U>
+  StorageAllocator(const StorageAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n);
+  void deallocate(T* p, std::size_t n) noexcept;
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-initialise: no zeroing pass over gigabytes
+  }
+  template <typename U, typename... A>
+  void construct(U* p, A&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
+  }
+  bool operator==(const StorageAllocator&) const noexcept { return true; }
+};
+using Storage = std::vector<Scalar, StorageAllocator<Scalar>>;
+
 std::int64_t element_count(const Shape& shape);
 std::string shape_string(const Shape& shape);  // "[2, 4, 512]"
 
@@ -20,7 +44,9 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(Shape shape);                     // zero-filled
-  Tensor(Shape shape, std::vector<Scalar> values);  // values.size() == element_count(shape)
+  Tensor(Shape shape, const std::vector<Scalar>& values);  // values.size() == element_count(shape)
+  // Values left unset: for a producer that writes every element (the backends).
+  static Tensor uninitialized(Shape shape);
   // A shape with no values: what a cost estimate (a dry run) works with.
   static Tensor shape_only(Shape shape);
   bool has_data() const { return storage_ != nullptr; }
@@ -41,7 +67,7 @@ class Tensor {
 
  private:
   Shape shape_;
-  std::shared_ptr<std::vector<Scalar>> storage_;
+  std::shared_ptr<Storage> storage_;
 };
 
 }  // namespace attn

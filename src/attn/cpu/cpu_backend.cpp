@@ -65,7 +65,7 @@ class CpuBackend final : public Backend {
     require(shared_b ? b.shape[0] == k : (b.shape.size() == 3 && b.shape[0] == n_batch && b.shape[1] == k),
             "matmul wants b (k, n) or (N, k, n)", b);
     const auto n = b.shape.back();
-    Tensor out({n_batch, m, n});
+    Tensor out = Tensor::uninitialized({n_batch, m, n});
     const Scalar* pa = host(a).data();
     const Scalar* pb = host(b).data();
     Scalar* po = out.mutable_data();
@@ -92,7 +92,7 @@ class CpuBackend final : public Backend {
     require(bias.shape.size() == 1 && !a.shape.empty() && a.shape.back() == bias.shape[0], "add_bias wants (n)", bias);
     const auto n = bias.shape[0];
     const auto rows = element_count(a.shape) / n;
-    Tensor out(a.shape);
+    Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
     const Scalar* pb = host(bias).data();
     Scalar* dst = out.mutable_data();
@@ -106,7 +106,7 @@ class CpuBackend final : public Backend {
     // a (N, m, n) -> (N, n, m)
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
     const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
-    Tensor out({n_batch, n, m});
+    Tensor out = Tensor::uninitialized({n_batch, n, m});
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < n_batch; ++i) {
       Map(out.mutable_data() + i * m * n, n, m) = MapC(host(a).data() + i * m * n, m, n).transpose();
@@ -118,7 +118,7 @@ class CpuBackend final : public Backend {
     // a (A, B, C, D) -> (A, C, B, D): rows of D contiguous values move as blocks.
     require(a.shape.size() == 4, "swap_axes_1_2 wants (A, B, C, D)", a);
     const auto d0 = a.shape[0], d1 = a.shape[1], d2 = a.shape[2], d3 = a.shape[3];
-    Tensor out({d0, d2, d1, d3});
+    Tensor out = Tensor::uninitialized({d0, d2, d1, d3});
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for collapse(2) schedule(static)
@@ -136,13 +136,13 @@ class CpuBackend final : public Backend {
     require(a.shape.size() == 2 && offset >= 0 && width >= 0 && offset + width <= a.shape[1],
             "slice_columns out of range", a);
     const auto rows = a.shape[0], n = a.shape[1];
-    Tensor out({rows, width});
+    Tensor out = Tensor::uninitialized({rows, width});
     Map(out.mutable_data(), rows, width) = MapC(host(a).data(), rows, n).middleCols(offset, width);
     return wrap(std::move(out));
   }
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
-    Tensor out(a.shape);
+    Tensor out = Tensor::uninitialized(a.shape);
     const auto n = element_count(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
@@ -158,7 +158,7 @@ class CpuBackend final : public Backend {
                 keep.shape[2] == scores.shape[3],
             "masked_fill wants keep (B, T, S)", keep);
     const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
-    Tensor out(scores.shape);
+    Tensor out = Tensor::uninitialized(scores.shape);
     const Scalar* src = host(scores).data();
     const Scalar* k = host(keep).data();
     Scalar* dst = out.mutable_data();
@@ -176,7 +176,7 @@ class CpuBackend final : public Backend {
     // a -inf entry becomes exp(-inf) = 0 exactly.
     require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
     const auto rows = a.shape[0], n = a.shape[1];
-    Tensor out(a.shape);
+    Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for schedule(static)
@@ -200,7 +200,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, const std::vector<std::int64_t>& lengths,
                           bool flipped) override {
-    Tensor keep({B, T, S});
+    Tensor keep = Tensor::uninitialized({B, T, S});
     Scalar* k = keep.mutable_data();
 #pragma omp parallel for collapse(2) schedule(static)
     for (std::int64_t b = 0; b < B; ++b)
@@ -215,7 +215,7 @@ class CpuBackend final : public Backend {
   BackendTensor row_sums(const BackendTensor& a) override {
     require(a.shape.size() == 2, "row_sums wants (N, n)", a);
     const auto rows = a.shape[0], n = a.shape[1];
-    Tensor out({rows});
+    Tensor out = Tensor::uninitialized({rows});
     const Scalar* src = host(a).data();
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
