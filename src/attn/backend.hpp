@@ -45,14 +45,20 @@ class Backend {
   virtual BackendTensor scale(const BackendTensor& a, Scalar factor) = 0;
   // scores (B, G, T, S), keep (B, T, S) of 1 (keep) / 0 (block) -> blocked entries set to fill
   virtual BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) = 0;
+  // What softmax gives a row whose entries are all -inf (it has no distribution).
+  enum class EmptyRow { Nan, Zeros, Uniform };
   // a (N, n) -> softmax along n, row max subtracted first
-  virtual BackendTensor softmax_rows(const BackendTensor& a) = 0;
+  virtual BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty = EmptyRow::Nan) = 0;
   // a (N, n) -> (N): each row's sum
   virtual BackendTensor row_sums(const BackendTensor& a) = 0;
-  // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i when causal, j < lengths[b]
-  // when lengths are given; flipped inverts it (the mask-flipped mistake).
-  virtual BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal,
+  // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i + offset when causal,
+  // j < lengths[b] when lengths are given; flipped inverts it (the mask-flipped mistake).
+  virtual BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
                                   const std::vector<std::int64_t>& lengths, bool flipped) = 0;
+  // keep (B, T, S) and other (1 or B, T, S) -> 1 where both are 1
+  virtual BackendTensor keep_and(const BackendTensor& keep, const BackendTensor& other) = 0;
+  // scores (B, G, T, S) + add (1 or B, T, S), the same add for every group (head)
+  virtual BackendTensor add_mask(const BackendTensor& scores, const BackendTensor& add) = 0;
 
   // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
   virtual double take_flops() { return 0; }

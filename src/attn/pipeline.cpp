@@ -90,17 +90,39 @@ class Run {
     BackendTensor logits = scaled;
     const std::string scaled_name = s_.scale_kind != ScaleKind::None ? "scaled" : "scores";
     std::string softmax_input = scaled_name;
-    const bool masking = s_.causal || !s_.lengths.empty();
+    const bool masking = s_.masking();
+    const bool blocking = s_.causal || !s_.lengths.empty() || !s_.user_keep.shape().empty();  // not an additive mask alone
     BackendTensor keep;
     if (masking) {
-      keep = mask_steps();
+      BackendTensor base = scaled;
+      std::string base_name = scaled_name;
+      if (blocking) keep = mask_steps();
+      if (!s_.user_add.shape().empty()) {
+        // the additive mask, as given: one [T, S] for every batch row, or one per batch row
+        const bool shared = s_.user_add.dim(0) == 1;
+        const auto add = emit("mask.add", "Additive mask (given)", "attn_mask.add (given)", shared ? Dims{"T", "S"} : Dims{"B", "T", "S"},
+                              be_.upload(shared ? s_.user_add.reshaped({s_.T, s_.S}) : s_.user_add),
+                              "added to the scores before softmax: 0 keeps a score, −inf blocks it, other values bias it");
+        base = be_.add_mask(scaled, add.view({shared ? 1 : s_.B, s_.T, s_.S}));
+        base_name = scaled_name + " + mask.add";
+      }
       if (m_ != Mistake::MaskAfterSoftmax) {
         softmax_input = "masked";
-        const Scalar fill = m_ == Mistake::Fill1e9 ? -1e9f : -std::numeric_limits<Scalar>::infinity();
-        logits = emit("masked", "Masked scores", fmt::format("masked = {} where mask = 1, −inf where mask = 0", scaled_name),
-                      {"B", "H", "T", "S"}, be_.masked_fill(scaled, keep, fill),
-                      "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight");
-        if (m_ == Mistake::None) require_unmasked_rows();
+        Scalar fill = s_.mask_fill ? *s_.mask_fill : -std::numeric_limits<Scalar>::infinity();
+        if (m_ == Mistake::Fill1e9) fill = -1e9f;
+        std::string note = "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight";
+        if (s_.mask_fill) {
+          note = fmt::format("blocked scores are {} (mask_fill), not −inf: exp({} − row max) underflows to 0 wherever the row keeps a "
+                             "key, the same weights; a row with every key blocked gets uniform weights instead of none",
+                             *s_.mask_fill, *s_.mask_fill);
+        }
+        const auto filled = blocking ? be_.masked_fill(base, keep, fill) : base;
+        logits = emit("masked", "Masked scores",
+                      blocking ? fmt::format("masked = {} where mask = 1, {} where mask = 0", base_name, s_.mask_fill ? fmt::format("{}", fill) : "−inf")
+                               : fmt::format("masked = {}", base_name),
+                      {"B", "H", "T", "S"}, filled, blocking ? note : "");
+        empty_rows_ = count_empty_rows();
+        if (m_ == Mistake::None && s_.masked_row == MaskedRow::Error) require_unmasked_rows();
       }
     }
 
@@ -111,13 +133,25 @@ class Run {
       const auto sm = be_.softmax_rows(t.view({s_.B * s_.H * s_.S, s_.T})).view({s_.B * s_.H, s_.S, s_.T});
       weights = be_.transpose_last2(sm).view({s_.B, s_.H, s_.T, s_.S});
     } else {
-      weights = be_.softmax_rows(logits.view({s_.B * s_.H * s_.T, s_.S})).view({s_.B, s_.H, s_.T, s_.S});
+      const auto empty = s_.masked_row == MaskedRow::Zeros     ? Backend::EmptyRow::Zeros
+                         : s_.masked_row == MaskedRow::Uniform ? Backend::EmptyRow::Uniform
+                                                               : Backend::EmptyRow::Nan;
+      weights = be_.softmax_rows(logits.view({s_.B * s_.H * s_.T, s_.S}), empty).view({s_.B, s_.H, s_.T, s_.S});
     }
+    // NaN weights are the stated policy from here on, not an overflow.
+    if (empty_rows_ > 0 && s_.masked_row == MaskedRow::Nan) allow_nan_ = true;
     if (masking && m_ == Mistake::MaskAfterSoftmax) weights = be_.masked_fill(weights, keep, 0);
     const auto sums = be_.row_sums(weights.view({s_.B * s_.H * s_.T, s_.S})).view({s_.B, s_.H, s_.T});
-    emit("weights", "Attention weights",
-         fmt::format("weights = softmax({}, dim=-1)", softmax_input),
-         {"B", "H", "T", "S"}, weights, "row i: how query i spreads its attention over the keys; each row sums to 1 (row max subtracted before exp)");
+    std::string weights_note = "row i: how query i spreads its attention over the keys; each row sums to 1 (row max subtracted before exp)";
+    if (empty_rows_ > 0) {
+      static constexpr const char* kPolicy[] = {"", "0 (masked_row \"zeros\", as PyTorch's scaled_dot_product_attention)",
+                                                "NaN (masked_row \"nan\", as nn.MultiheadAttention with need_weights)",
+                                                "uniform, 1/S (masked_row \"uniform\", what a −1e9 fill gives)"};
+      weights_note += fmt::format("; {} row{} with every key masked: weights {}", empty_rows_, empty_rows_ == 1 ? "" : "s",
+                                  kPolicy[static_cast<int>(s_.masked_row)]);
+    }
+    emit("weights", "Attention weights", fmt::format("weights = softmax({}, dim=-1)", softmax_input), {"B", "H", "T", "S"}, weights,
+         weights_note);
     tr_.steps.back().row_sums = be_.download(sums).reshaped(display_shape({"B", "H", "T"}, sums.shape));
 
     if (!have_v) return std::move(tr_);
@@ -223,14 +257,14 @@ class Run {
     step.kind = kind;
     step.note = std::move(note);
     step.flops = be_.take_flops();
-    if (m_ == Mistake::None) require_finite(step);
+    if (m_ == Mistake::None && !allow_nan_) require_finite(step);
     tr_.steps.push_back(std::move(step));
     return t;
   }
 
   // A number that left float32's range is reported, never printed as if it were an answer.
   void require_finite(const Step& step) const {
-    const bool minus_inf_allowed = step.id == "masked";
+    const bool minus_inf_allowed = step.id == "masked" || step.id == "mask.add";  // blocked positions
     const auto values = step.value.values();
     for (std::size_t i = 0; i < values.size(); ++i) {
       const Scalar v = values[i];
@@ -310,23 +344,33 @@ class Run {
   // The mask pattern (shown) and the keep tensor (B, T, S) the backend applies.
   BackendTensor mask_steps() {
     const bool flipped = m_ == Mistake::MaskFlipped;
-    std::string formula, note;
-    if (s_.causal && !s_.lengths.empty()) {
-      formula = "mask[b, i, j] = 1 if j ≤ i and j < length[b], else 0";
-    } else if (s_.causal) {
-      formula = "mask[i, j] = 1 if j ≤ i, else 0 (tril)";
-      note = "a query sees itself and earlier positions, never later ones";
-    } else {
-      formula = "mask[b, i, j] = 1 if j < length[b], else 0";
+    std::vector<std::string> rules;
+    if (s_.causal) {
+      const auto off = s_.causal_offset();
+      rules.push_back(off == 0 ? "j ≤ i" : fmt::format("j ≤ i + {} (bottom-right: S − T = {})", off, off));
     }
+    if (!s_.lengths.empty()) rules.push_back("j < length[b]");
+    if (s_.user_mask_kind == "block") rules.push_back("attn_mask.block[i, j] is false");
+    if (s_.user_mask_kind == "keep") rules.push_back("attn_mask.keep[i, j] is true");
+    const bool per_batch = !s_.lengths.empty() || (!s_.user_keep.shape().empty() && s_.user_keep.dim(0) > 1);
+    std::string formula = fmt::format("mask[{}] = 1 if {}, else 0", per_batch ? "b, i, j" : "i, j", fmt::join(rules, " and "));
+    if (s_.causal && rules.size() == 1 && s_.causal_offset() == 0) formula += " (tril)";
+    std::string note;
+    if (s_.causal && rules.size() == 1) note = "a query sees itself and earlier positions, never later ones";
     if (!s_.lengths.empty()) {
       note = fmt::format("lengths = [{}]: keys at or past a row's length are padding", fmt::join(s_.lengths, ", "));
     }
-    const auto k = be_.mask_keep(s_.B, s_.T, s_.S, s_.causal, s_.lengths, flipped);
-    if (s_.lengths.empty()) {
-      // Causal alone: one [T, S] pattern serves every batch row and head, so that is what is shown.
-      emit("mask", "Mask", formula, {"T", "S"}, be_.mask_keep(1, s_.T, s_.S, true, {}, flipped).view({s_.T, s_.S}), note,
-           ValueKind::Mask);
+    auto k = be_.mask_keep(s_.B, s_.T, s_.S, s_.causal, s_.causal_offset(), s_.lengths, flipped);
+    BackendTensor user;
+    if (!s_.user_keep.shape().empty()) {
+      user = be_.upload(s_.user_keep);
+      k = be_.keep_and(k, user);
+    }
+    if (!per_batch) {
+      // One [T, S] pattern serves every batch row and head, so that is what is shown.
+      auto pattern = be_.mask_keep(1, s_.T, s_.S, s_.causal, s_.causal_offset(), {}, flipped);
+      if (user.shape.size() == 3) pattern = be_.keep_and(pattern, user);
+      emit("mask", "Mask", formula, {"T", "S"}, pattern.view({s_.T, s_.S}), note, ValueKind::Mask);
     } else {
       emit("mask", "Mask", formula, {"B", "T", "S"}, k, note, ValueKind::Mask);
     }
@@ -349,10 +393,25 @@ class Run {
     }
   }
 
+  // Query rows of the masked step with every key at -inf (read from its values; 0 in a dry run).
+  std::int64_t count_empty_rows() const {
+    const Step& masked = tr_.steps.back();
+    const auto values = masked.value.values();
+    std::int64_t empty = 0;
+    for (std::size_t r = 0; r + static_cast<std::size_t>(s_.S) <= values.size(); r += static_cast<std::size_t>(s_.S)) {
+      bool any = false;
+      for (std::int64_t j = 0; j < s_.S && !any; ++j) any = values[r + static_cast<std::size_t>(j)] != -std::numeric_limits<Scalar>::infinity();
+      empty += any ? 0 : 1;
+    }
+    return empty;
+  }
+
   const Spec& s_;
   Backend& be_;
   Mistake m_;
   Trace tr_;
+  std::int64_t empty_rows_ = 0;
+  bool allow_nan_ = false;
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ class ShapeBackend final : public Backend {
     return {a.shape, nullptr};
   }
   BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor&, Scalar) override { return {scores.shape, nullptr}; }
-  BackendTensor softmax_rows(const BackendTensor& a) override {
+  BackendTensor softmax_rows(const BackendTensor& a, EmptyRow) override {
     flops_ += 5.0 * static_cast<double>(element_count(a.shape));  // max, subtract, exp, sum, divide
     return {a.shape, nullptr};
   }
@@ -39,8 +39,14 @@ class ShapeBackend final : public Backend {
     flops_ += static_cast<double>(element_count(a.shape));
     return {{a.shape[0]}, nullptr};
   }
-  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool, const std::vector<std::int64_t>&, bool) override {
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool, std::int64_t, const std::vector<std::int64_t>&,
+                          bool) override {
     return {{B, T, S}, nullptr};
+  }
+  BackendTensor keep_and(const BackendTensor& keep, const BackendTensor&) override { return {keep.shape, nullptr}; }
+  BackendTensor add_mask(const BackendTensor& scores, const BackendTensor&) override {
+    flops_ += static_cast<double>(element_count(scores.shape));
+    return {scores.shape, nullptr};
   }
   double take_flops() override {
     const double f = flops_;

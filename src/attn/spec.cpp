@@ -735,7 +735,74 @@ void read_expect(const json& root, std::string_view text, Spec& s) {
 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
-                                                 "padding", "q", "k", "v", "scores", "random", "expect"};
+                                                 "padding", "q", "k", "v", "scores", "random", "expect",
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill"};
+
+// attn_mask: {"block": ...} (true = not allowed, nn.MultiheadAttention), {"keep": ...} (true = may
+// attend, scaled_dot_product_attention), or {"add": ...} (added to the scores); [T, S] or [B, T, S].
+void read_attn_mask(const json& root, Spec& s) {
+  const json& m = root["attn_mask"];
+  if (!m.is_object() || m.size() != 1) {
+    fail("attn_mask", fmt::format("expected an object with one of \"block\", \"keep\" or \"add\" (e.g. {{\"block\": [[false, true], "
+                                  "[false, false]]}}), got {}", describe(m)));
+  }
+  check_keys(m, "attn_mask", {"block", "keep", "add"});
+  const std::string kind = m.begin().key();
+  const std::string path = key_path("attn_mask", kind);
+  const json& j = m.begin().value();
+  const Shape ts{s.T, s.S}, bts{s.B, s.T, s.S};
+  // Shape from the nesting, then the entries: booleans or 0/1 for block and keep; numbers (or
+  // "-inf") for add.
+  if (!j.is_array()) fail(path, fmt::format("expected a [T, S] = {} or [B, T, S] = {} array, got {}", shape_string(ts), shape_string(bts), describe(j)));
+  Shape shape;
+  const json* cur = &j;
+  while (cur->is_array()) {
+    if (cur->empty()) fail(path, "expected a non-empty array");
+    shape.push_back(static_cast<std::int64_t>(cur->size()));
+    cur = &(*cur)[0];
+  }
+  if (shape != ts && shape != bts) {
+    fail(path, fmt::format("expected [T, S] = {} or [B, T, S] = {}, got {}", shape_string(ts), shape_string(bts), shape_string(shape)));
+  }
+  std::vector<Scalar> values;
+  std::vector<std::size_t> idx(shape.size(), 0);
+  std::function<void(const json&, std::size_t)> walk = [&](const json& e, std::size_t axis) {
+    if (axis == shape.size()) {
+      const auto at = index_path(path, idx, axis);
+      if (kind == "add") {
+        if (e.is_number()) {
+          const double d = e.get<double>();
+          if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) fail(at, fmt::format("{} does not fit in float32", e.dump()));
+          values.push_back(static_cast<Scalar>(d));
+        } else if (e == "-inf") {
+          values.push_back(-std::numeric_limits<Scalar>::infinity());
+        } else {
+          fail(at, fmt::format("expected a number or \"-inf\", got {}", describe(e)));
+        }
+        return;
+      }
+      bool flag;
+      if (e.is_boolean()) flag = e.get<bool>();
+      else if (e.is_number_integer() && (e.get<std::int64_t>() == 0 || e.get<std::int64_t>() == 1)) flag = e.get<std::int64_t>() == 1;
+      else fail(at, fmt::format("expected true/false (or 1/0), got {}", describe(e)));
+      const bool keep = kind == "keep" ? flag : !flag;  // block: true means not allowed
+      values.push_back(keep ? 1 : 0);
+      return;
+    }
+    if (!e.is_array() || e.size() != static_cast<std::size_t>(shape[axis])) {
+      fail(index_path(path, idx, axis), fmt::format("expected an array of {} like its siblings, got {}", shape[axis], describe(e)));
+    }
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      idx[axis] = i;
+      walk(e[i], axis + 1);
+    }
+  };
+  walk(j, 0);
+  Tensor t(shape.size() == 2 ? Shape{1, s.T, s.S} : bts, values);
+  s.user_mask_kind = kind;
+  if (kind == "add") s.user_add = t;
+  else s.user_keep = t;
+}
 
 }  // namespace
 
@@ -834,8 +901,10 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     s.B = s.batched ? q.dim(0) : 1, s.T = q.dim(-2), s.C = q.dim(-1);
     Tensor k = read_tensor(root["k"], "k", "a [S, C] or [B, S, C] array of numbers");
     s.S = k.rank() >= 2 ? k.dim(-2) : 0;
-    const Shape want_k = s.batched ? Shape{s.B, s.cross() ? s.S : s.T, s.C} : Shape{s.cross() ? s.S : s.T, s.C};
-    expect_shape(k, "k", want_k, s.cross() ? " (k is [S, C] with the width C of q)" : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
+    // Cross-attention and causal attention over cached keys have S keys; plain self-attention has T.
+    const bool own_length = s.cross() || s.causal;
+    const Shape want_k = s.batched ? Shape{s.B, own_length ? s.S : s.T, s.C} : Shape{own_length ? s.S : s.T, s.C};
+    expect_shape(k, "k", want_k, own_length ? " (k is [S, C] with the width C of q)" : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
     s.S = k.dim(-2);
     s.q = batched(q, s.batched), s.k = batched(k, s.batched);
     if (has_v) {
@@ -881,6 +950,26 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   else if (s.keys_are_queries()) s.source_tokens = s.tokens;
   else s.source_tokens = {default_labels('s', s.S)};  // given [T, S] scores with S != T
 
+  if (root.contains("attn_mask")) read_attn_mask(root, s);
+  if (root.contains("causal_align")) {
+    s.causal_align = read_choice<CausalAlign>(root["causal_align"], "causal_align",
+                                              {{"top-left", CausalAlign::TopLeft}, {"bottom-right", CausalAlign::BottomRight}});
+    if (!s.causal) fail("causal_align", fmt::format("only a causal mask has an alignment (mode is \"{}\")", mode_name(s.mode)));
+  }
+  if (root.contains("masked_row")) {
+    s.masked_row = read_choice<MaskedRow>(root["masked_row"], "masked_row",
+                                          {{"error", MaskedRow::Error}, {"zeros", MaskedRow::Zeros}, {"nan", MaskedRow::Nan}, {"uniform", MaskedRow::Uniform}});
+  }
+  if (root.contains("mask_fill")) {
+    const json& f = root["mask_fill"];
+    if (f == "-inf") {
+      s.mask_fill.reset();
+    } else if (f.is_number() && std::isfinite(f.get<double>()) && std::fabs(f.get<double>()) <= std::numeric_limits<Scalar>::max()) {
+      s.mask_fill = static_cast<Scalar>(f.get<double>());
+    } else {
+      fail("mask_fill", fmt::format("expected \"-inf\" or a finite number such as -1e9, got {}", describe(f)));
+    }
+  }
   if (root.contains("padding")) {
     const json& p = root["padding"];
     if (!p.is_object()) fail("padding", fmt::format("expected an object like {{\"lengths\": [4, 2]}}, got {}", describe(p)));

@@ -16,6 +16,16 @@ enum class Mode { Self, Causal, Cross, MultiHead };
 enum class Layout { XW, Torch };  // x@W: W is [in, out]; torch: W is [out, in] as nn.Linear
 enum class ScaleKind { SqrtDk, None, Number };
 enum class Entry { Embeddings, QKV, Scores };  // where the walkthrough starts
+// What a query row whose keys are all masked gets: each policy is one framework's convention.
+enum class MaskedRow {
+  Error,    // refuse the input, naming the row (default)
+  Zeros,    // weights 0: PyTorch's scaled_dot_product_attention (safe softmax, 2.5+)
+  Nan,      // weights NaN: nn.MultiheadAttention with need_weights, softmax of all -inf
+  Uniform,  // weights 1/S: what a -1e9 fill gives
+};
+// Which keys a causal query i sees when T != S: top-left j <= i (SDPA is_causal), bottom-right
+// j <= i + (S - T) (GPT-2 with cached keys: the last query sees every key).
+enum class CausalAlign { TopLeft, BottomRight };
 
 std::string_view mode_name(Mode m);
 
@@ -54,7 +64,14 @@ struct Spec {
   std::int64_t B = 1, T = 0, S = 0;
   std::int64_t C = 0;  // 0 when unknown (scores given without v)
   bool causal = false;
+  CausalAlign causal_align = CausalAlign::TopLeft;
   std::vector<std::int64_t> lengths;  // padding: one key length per batch row; empty = none
+  // attn_mask as given: "block" / "keep" become user_keep (1 = may attend), "add" becomes user_add.
+  std::string user_mask_kind;  // "", "block", "keep" or "add"
+  Tensor user_keep;            // (1 or B, T, S)
+  Tensor user_add;             // (1 or B, T, S), may hold -inf
+  MaskedRow masked_row = MaskedRow::Error;
+  std::optional<Scalar> mask_fill;  // blocked scores' value; none = -inf
 
   Labels tokens;         // queries: [1 or B][T]
   Labels source_tokens;  // keys/values: [1 or B][S]; equal to tokens unless cross
@@ -75,6 +92,9 @@ struct Spec {
   bool cross() const { return mode == Mode::Cross; }
   // Keys are the queries' own tokens (shapes then write S as T, and one label list serves both).
   bool keys_are_queries() const { return !cross() && S == T; }
+  bool masking() const { return causal || !lengths.empty() || !user_mask_kind.empty(); }
+  // The causal diagonal's offset: key j is visible to query i when j <= i + offset.
+  std::int64_t causal_offset() const { return causal_align == CausalAlign::BottomRight ? S - T : 0; }
 };
 
 // origin names the input in messages ("examples/cat_sat.json", "<stdin>"); base_dir is where

@@ -171,7 +171,7 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
-  BackendTensor softmax_rows(const BackendTensor& a) override {
+  BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty) override {
     // a (N, n). The row max is subtracted before exp so that large logits cannot overflow;
     // a -inf entry becomes exp(-inf) = 0 exactly.
     require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
@@ -185,8 +185,15 @@ class CpuBackend final : public Backend {
       Scalar* y = dst + r * n;
       Scalar mx = -std::numeric_limits<Scalar>::infinity();
       for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
-      // A row with every entry -inf has no distribution; the pipeline refuses such rows before
-      // calling us, and NaN here makes any that slip through visible rather than plausible.
+      if (mx == -std::numeric_limits<Scalar>::infinity()) {
+        // A row with every entry -inf has no distribution: the caller's policy decides (NaN by
+        // default, which makes it visible rather than plausible).
+        const Scalar fill = empty == EmptyRow::Zeros ? Scalar{0}
+                            : empty == EmptyRow::Uniform ? static_cast<Scalar>(1.0 / static_cast<double>(n))
+                                                         : std::numeric_limits<Scalar>::quiet_NaN();
+        std::fill(y, y + n, fill);
+        continue;
+      }
       double sum = 0.0;  // accumulated in double: rows can be thousands of entries long
       for (std::int64_t j = 0; j < n; ++j) {
         y[j] = std::exp(x[j] - mx);
@@ -198,18 +205,55 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
-  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, const std::vector<std::int64_t>& lengths,
-                          bool flipped) override {
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
+                          const std::vector<std::int64_t>& lengths, bool flipped) override {
     Tensor keep = Tensor::uninitialized({B, T, S});
     Scalar* k = keep.mutable_data();
 #pragma omp parallel for collapse(2) schedule(static)
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < S; ++j) {
-          bool ok = !(causal && j > i) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
+          bool ok = !(causal && j > i + offset) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
           k[(b * T + i) * S + j] = (ok != flipped) ? 1 : 0;
         }
     return wrap(std::move(keep));
+  }
+
+  BackendTensor keep_and(const BackendTensor& keep, const BackendTensor& other) override {
+    // keep (B, T, S), other (1 or B, T, S)
+    require(keep.shape.size() == 3 && other.shape.size() == 3 && other.shape[1] == keep.shape[1] && other.shape[2] == keep.shape[2] &&
+                (other.shape[0] == 1 || other.shape[0] == keep.shape[0]),
+            "keep_and wants (B, T, S) and (1 or B, T, S)", other);
+    const auto plane = keep.shape[1] * keep.shape[2];
+    Tensor out = Tensor::uninitialized(keep.shape);
+    const Scalar* a = host(keep).data();
+    const Scalar* b = host(other).data();
+    Scalar* dst = out.mutable_data();
+    const bool shared = other.shape[0] == 1;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < element_count(keep.shape); ++i) {
+      dst[i] = (a[i] != 0 && b[shared ? i % plane : i] != 0) ? 1 : 0;
+    }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor add_mask(const BackendTensor& scores, const BackendTensor& add) override {
+    // scores (B, G, T, S), add (1 or B, T, S)
+    require(scores.shape.size() == 4 && add.shape.size() == 3 && add.shape[1] == scores.shape[2] && add.shape[2] == scores.shape[3] &&
+                (add.shape[0] == 1 || add.shape[0] == scores.shape[0]),
+            "add_mask wants (B, G, T, S) and (1 or B, T, S)", add);
+    const auto groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
+    Tensor out = Tensor::uninitialized(scores.shape);
+    const Scalar* src = host(scores).data();
+    const Scalar* m = host(add).data();
+    Scalar* dst = out.mutable_data();
+    const bool shared = add.shape[0] == 1;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < element_count(scores.shape); ++i) {
+      const auto b = i / (groups * plane);
+      dst[i] = src[i] + m[(shared ? 0 : b) * plane + i % plane];
+    }
+    return wrap(std::move(out));
   }
 
   BackendTensor row_sums(const BackendTensor& a) override {
