@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -25,6 +26,13 @@ static_assert(std::endian::native == std::endian::little, "attn reads and writes
 }  // namespace
 
 Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_finite) {
+  // Only regular files: a device or a FIFO could be read forever.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (!std::filesystem::exists(path, ec)) refuse(what, path, "cannot open the .npy file: No such file or directory");
+    refuse(what, path, "not a regular file");
+  }
+  const auto file_size = std::filesystem::file_size(path, ec);
   std::ifstream in(path, std::ios::binary);
   if (!in) refuse(what, path, fmt::format("cannot open the .npy file: {}", std::strerror(errno)));
   char magic[8] = {};
@@ -65,8 +73,15 @@ Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_
   else if (descr == "<f8") width = 8;
   else refuse(what, path, fmt::format("dtype '{}' is not supported: attn reads float32 ('<f4') or float64 ('<f8'), little-endian", descr));
 
+  double elements = 1;
+  for (auto d : shape) elements *= static_cast<double>(d);
+  if (elements <= 0) refuse(what, path, fmt::format("empty array of shape {}", shape_string(shape)));
+  // The file must hold what the header promises; checked before allocating anything that large.
+  const double need = elements * static_cast<double>(width);
+  if (need > static_cast<double>(file_size)) {
+    refuse(what, path, fmt::format("truncated data: shape {} needs {} bytes", shape_string(shape), static_cast<std::uint64_t>(need)));
+  }
   const auto n = element_count(shape);
-  if (n <= 0) refuse(what, path, fmt::format("empty array of shape {}", shape_string(shape)));
   std::vector<char> raw(static_cast<std::size_t>(n) * width);
   in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
   if (static_cast<std::size_t>(in.gcount()) != raw.size()) {

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -87,6 +90,9 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
   return {line, col};
 }
 
+constexpr int kMaxDepth = 32;
+constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger tensors belong in .npy files
+
 json parse_json(std::string_view text, const std::string& origin) {
   // Tracks where the parser is, so a duplicate key can be reported with its JSON path.
   struct Frame {
@@ -106,7 +112,12 @@ json parse_json(std::string_view text, const std::string& origin) {
   auto element_done = [&frames]() {
     if (!frames.empty() && !frames.back().object) ++frames.back().index;
   };
-  json::parser_callback_t cb = [&](int, json::parse_event_t event, json& parsed) {
+  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
+    // attn's inputs nest at most 5 deep; far deeper text is hostile or broken, and refused at once.
+    if (depth > kMaxDepth) {
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at {}); attn's inputs nest at most 5 deep", origin,
+                                   kMaxDepth, parent_path().empty() ? "(root)" : parent_path()));
+    }
     switch (event) {
       case json::parse_event_t::object_start: frames.push_back({true, {}, 0, {}}); break;
       case json::parse_event_t::array_start: frames.push_back({false, {}, 0, {}}); break;
@@ -993,9 +1004,31 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
 Spec load_spec(const std::string& path, std::int64_t max_bytes) {
   std::string text;
   if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    if (fcntl(STDIN_FILENO, F_GETFD) == -1) throw InputError("<stdin>: standard input is closed; give the JSON there or name a file");
+    char buf[1 << 16];
+    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+      text.append(buf, static_cast<std::size_t>(std::cin.gcount()));
+      if (text.size() > kMaxInputBytes) {
+        throw InputError(fmt::format("<stdin>: more than {} of JSON; give large tensors as {{\"npy\": \"file.npy\"}}",
+                                     human_bytes(static_cast<double>(kMaxInputBytes))));
+      }
+    }
     if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      throw InputError("<stdin>: standard input is empty; give the JSON there or name a file");
+    }
     return parse_spec(text, "<stdin>", "", max_bytes);
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw InputError(fmt::format("{}: is a directory, not a JSON file", path));
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxInputBytes) {
+      throw InputError(fmt::format("{}: the file is {}, more than the {} of JSON attn reads; give large tensors as {{\"npy\": \"file.npy\"}}",
+                                   path, human_bytes(static_cast<double>(size)), human_bytes(static_cast<double>(kMaxInputBytes))));
+    }
+    if (!ec && size == 0) throw InputError(fmt::format("{}: the file is empty", path));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the file ({})", path, std::strerror(errno)));
