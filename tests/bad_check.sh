@@ -14,20 +14,20 @@ fi
 cd "$dir" || exit 1
 # shellcheck disable=SC2086  # the catalogue's arguments are split on purpose
 case $stdin in
-  closed) "$attn" $args <&- >"$work/bad.out" 2>"$work/bad.err" ;;
-  empty) "$attn" $args </dev/null >"$work/bad.out" 2>"$work/bad.err" ;;
-  *) "$attn" $args >"$work/bad.out" 2>"$work/bad.err" ;;
+  closed) "$attn" $args <&- >"$work/bad-$name.out" 2>"$work/bad-$name.err" ;;
+  empty) "$attn" $args </dev/null >"$work/bad-$name.out" 2>"$work/bad-$name.err" ;;
+  *) "$attn" $args >"$work/bad-$name.out" 2>"$work/bad-$name.err" ;;
 esac
 rc=$?
 [[ $name == huge-file ]] && rm -f "$work/huge.json"
-err=$(cat "$work/bad.err")
+err=$(cat "$work/bad-$name.err")
 if [[ $rc != 2 ]]; then
   echo "FAIL $name: attn $args exited $rc (expected 2)"; echo "stderr: $err"; exit 1
 fi
 if [[ $err != "attn: $expect" ]]; then
   printf 'FAIL %s: stderr differs\n  expected: attn: %s\n  got:      %s\n' "$name" "$expect" "$err"; exit 1
 fi
-if [[ -s $work/bad.out ]]; then
+if [[ -s $work/bad-$name.out ]]; then
   echo "FAIL $name: printed on stdout although the input was refused"; exit 1
 fi
 echo "ok $name: exit 2, attn: $expect"

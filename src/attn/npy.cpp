@@ -32,29 +32,33 @@ Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_
     if (!std::filesystem::exists(path, ec)) refuse(what, path, "cannot open the .npy file: No such file or directory");
     refuse(what, path, "not a regular file");
   }
-  const auto file_size = std::filesystem::file_size(path, ec);
   std::ifstream in(path, std::ios::binary);
   if (!in) refuse(what, path, fmt::format("cannot open the .npy file: {}", std::strerror(errno)));
-  char magic[8] = {};
-  in.read(magic, 8);
-  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) refuse(what, path, "not a .npy file (no \\x93NUMPY magic)");
-  const int major = static_cast<unsigned char>(magic[6]);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_npy(bytes, path, what, non_finite);
+}
+
+Tensor parse_npy(std::string_view bytes, const std::string& path, const std::string& what, NonFinite non_finite) {
+  if (bytes.size() < 10 || bytes.substr(0, 6) != std::string_view("\x93NUMPY", 6)) {
+    refuse(what, path, "not a .npy file (no \\x93NUMPY magic)");
+  }
+  const int major = static_cast<unsigned char>(bytes[6]);
+  std::size_t pos = 8;
   std::uint32_t header_len = 0;
+  auto byte = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])); };
   if (major == 1) {
-    unsigned char b[2];
-    in.read(reinterpret_cast<char*>(b), 2);
-    header_len = static_cast<std::uint32_t>(b[0] | (b[1] << 8));
+    header_len = byte(8) | (byte(9) << 8);
+    pos = 10;
   } else if (major == 2 || major == 3) {
-    unsigned char b[4];
-    in.read(reinterpret_cast<char*>(b), 4);
-    header_len = static_cast<std::uint32_t>(b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24));
+    if (bytes.size() < 12) refuse(what, path, "truncated .npy header");
+    header_len = byte(8) | (byte(9) << 8) | (byte(10) << 16) | (byte(11) << 24);
+    pos = 12;
   } else {
     refuse(what, path, fmt::format("unsupported .npy format version {}", major));
   }
-  if (!in || header_len > (1U << 20)) refuse(what, path, "truncated or oversized .npy header");
-  std::string header(header_len, '\0');
-  in.read(header.data(), header_len);
-  if (!in) refuse(what, path, "truncated .npy header");
+  if (header_len > (1U << 20) || pos + header_len > bytes.size()) refuse(what, path, "truncated or oversized .npy header");
+  const std::string header(bytes.substr(pos, header_len));
+  pos += header_len;
 
   std::smatch m;
   if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) refuse(what, path, "header has no 'descr'");
@@ -66,6 +70,7 @@ Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_
   const std::string dims = m[1];
   const std::regex number(R"(\d+)");
   for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    if (it->str().size() > 15) refuse(what, path, fmt::format("dimension {} is too large", it->str()));
     shape.push_back(std::stoll(it->str()));
   }
   std::size_t width = 0;
@@ -78,31 +83,26 @@ Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_
   if (elements <= 0) refuse(what, path, fmt::format("empty array of shape {}", shape_string(shape)));
   // The file must hold what the header promises; checked before allocating anything that large.
   const double need = elements * static_cast<double>(width);
-  if (need > static_cast<double>(file_size)) {
+  if (need > static_cast<double>(bytes.size() - pos)) {
     refuse(what, path, fmt::format("truncated data: shape {} needs {} bytes", shape_string(shape), static_cast<std::uint64_t>(need)));
   }
-  const auto n = element_count(shape);
-  std::vector<char> raw(static_cast<std::size_t>(n) * width);
-  in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
-  if (static_cast<std::size_t>(in.gcount()) != raw.size()) {
-    refuse(what, path, fmt::format("truncated data: shape {} needs {} bytes", shape_string(shape), raw.size()));
-  }
-  std::vector<Scalar> values(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < values.size(); ++i) {
+  const auto n = static_cast<std::size_t>(element_count(shape));
+  std::vector<Scalar> values(n);
+  for (std::size_t i = 0; i < n; ++i) {
     double v;
     if (width == 4) {
       float f;
-      std::memcpy(&f, raw.data() + i * 4, 4);
+      std::memcpy(&f, bytes.data() + pos + i * 4, 4);
       v = f;
     } else {
-      std::memcpy(&v, raw.data() + i * 8, 8);
+      std::memcpy(&v, bytes.data() + pos + i * 8, 8);
     }
     if (non_finite == NonFinite::Refuse && (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<Scalar>::max())) {
       refuse(what, path, fmt::format("value {} at flat index {} is not a finite float32", v, i));
     }
     values[i] = static_cast<Scalar>(v);
   }
-  return Tensor(std::move(shape), std::move(values));
+  return Tensor(std::move(shape), values);
 }
 
 void write_npy(const std::string& path, const Tensor& t) {

@@ -12,6 +12,8 @@ namespace attn {
 // non-finite values; a trace's steps may hold them (-inf in masked, a student's NaN).
 enum class NonFinite { Refuse, Allow };
 Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_finite = NonFinite::Refuse);
+// The same from the file's bytes (path only names it in messages); the fuzzer's entry point.
+Tensor parse_npy(std::string_view bytes, const std::string& path, const std::string& what, NonFinite non_finite = NonFinite::Refuse);
 void write_npy(const std::string& path, const Tensor& t);
 
 }  // namespace attn
