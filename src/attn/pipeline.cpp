@@ -23,6 +23,15 @@ std::string short_number(double v) {
   return s == "-0" ? "0" : s;
 }
 
+// -1e9, 0.5, 1e-05 -> "-1e9", "0.5", "1e-5": how a person writes a fill value.
+std::string compact_number(double v) {
+  std::string s = fmt::format("{:g}", v);
+  for (const auto& [from, to] : {std::pair{"e+0", "e"}, std::pair{"e+", "e"}, std::pair{"e-0", "e-"}}) {
+    if (auto p = s.find(from); p != std::string::npos) s.replace(p, std::string_view(from).size(), to);
+  }
+  return s;
+}
+
 std::string bias_term(const std::optional<Tensor>& b, std::string_view name) {
   return b ? fmt::format(" + {}", name) : "";
 }
@@ -114,11 +123,11 @@ class Run {
         if (s_.mask_fill) {
           note = fmt::format("blocked scores are {} (mask_fill), not −inf: exp({} − row max) underflows to 0 wherever the row keeps a "
                              "key, the same weights; a row with every key blocked gets uniform weights instead of none",
-                             *s_.mask_fill, *s_.mask_fill);
+                             compact_number(*s_.mask_fill), compact_number(*s_.mask_fill));
         }
         const auto filled = blocking ? be_.masked_fill(base, keep, fill) : base;
         logits = emit("masked", "Masked scores",
-                      blocking ? fmt::format("masked = {} where mask = 1, {} where mask = 0", base_name, s_.mask_fill ? fmt::format("{}", fill) : "−inf")
+                      blocking ? fmt::format("masked = {} where mask = 1, {} where mask = 0", base_name, s_.mask_fill ? compact_number(fill) : "−inf")
                                : fmt::format("masked = {}", base_name),
                       {"B", "H", "T", "S"}, filled, blocking ? note : "");
         empty_rows_ = count_empty_rows();
