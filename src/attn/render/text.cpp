@@ -161,15 +161,7 @@ class TextRenderer {
         if (s.row_sums) num_w = std::max(num_w, number(s, s.row_sums->data()[b.row_offset + *i]).size());
       }
     }
-    for (const auto& b : l.blocks) {
-      if (b.gap) {
-        out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);
-        continue;
-      }
-      out_ << "\n";
-      if (!b.title.empty()) out_ << "    " << b.title << "\n";
-      matrix(s, l, b, num_w);
-    }
+    each_block(l, [&](const Block& b) { matrix(s, l, b, num_w); });
   }
 
   void matrix(const Step& s, const StepLayout& l, const Block& b, std::size_t num_w) {
@@ -205,13 +197,7 @@ class TextRenderer {
     if (masked != nullptr && masked->value.shape() != s.value.shape()) masked = nullptr;
     out_ << fmt::format("\n    heatmap of {} · ", s.id);
     legend(sc);
-    for (const auto& b : l.blocks) {
-      if (b.gap) {
-        out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);
-        continue;
-      }
-      out_ << "\n";
-      if (!b.title.empty()) out_ << "    " << b.title << "\n";
+    each_block(l, [&](const Block& b) {
       std::size_t label_w = 0, cell_w = 2;
       for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : 1);
       for (const auto& j : l.cols) cell_w = std::max(cell_w, j ? std::min<std::size_t>(6, cells(label(l.col_dim, *j, b.batch))) : 1);
@@ -244,6 +230,20 @@ class TextRenderer {
         }
         out_ << line << "\n";
       }
+    });
+  }
+
+  // Prints each block's title (or a gap's "…" line) and hands real blocks to `body`.
+  template <typename Body>
+  void each_block(const StepLayout& l, Body&& body) {
+    for (const auto& b : l.blocks) {
+      if (b.gap) {
+        out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);
+        continue;
+      }
+      out_ << "\n";
+      if (!b.title.empty()) out_ << "    " << b.title << "\n";
+      body(b);
     }
   }
 
