@@ -207,11 +207,6 @@ void setup_cost(CLI::App& app, CostOptions& o) {
   cost->add_flag("--no-output-projection", o.no_output_projection, "leave out W_o");
 }
 
-std::unique_ptr<attn::Backend> make_backend(const std::string& name) {
-  if (name == "cpu") return attn::make_cpu_backend();
-  throw attn::InputError("--backend cuda: this build of attn has no CUDA backend (use --backend cpu)");
-}
-
 void dump_trace(const attn::Trace& trace, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -256,7 +251,7 @@ void run_paced(const attn::Trace& trace, const attn::TextOptions& t) {
 
 int run_run(const RunOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
-  auto backend = make_backend(o.backend);
+  auto backend = attn::make_backend(o.backend);
   attn::PipelineOptions options;
   for (const auto& m : attn::all_mistakes())
     if (o.mistake == m.name) options.mistake = m.mistake;

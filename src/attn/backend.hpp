@@ -68,6 +68,10 @@ class Backend {
 // would do. The pipeline run on it is a dry run: every step's shape and cost, no allocation.
 std::unique_ptr<Backend> make_shape_backend();
 
+// "cpu" or "cuda". Throws InputError naming the reason when the backend cannot be had: a build
+// without CUDA, or no device.
+std::unique_ptr<Backend> make_backend(std::string_view name);
+
 std::unique_ptr<Backend> make_cpu_backend();
 
 }  // namespace attn
