@@ -105,6 +105,8 @@ struct RunOptions {
   std::optional<std::int64_t> head, batch;
   std::int64_t summary_threshold = 1000;
   std::string svg_dir;
+  bool timings = false;
+  std::string check_against;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -130,6 +132,9 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_option("--summary-threshold", o.summary_threshold, "summarise tensors with more values than this (default 1000)")
       ->check(CLI::PositiveNumber);
   run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
+  run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output)");
+  run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   add_resources(run, o.resources);
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json");
@@ -276,6 +281,7 @@ int run_run(const RunOptions& o) {
   }
   t.color = color_mode(o.color);
   t.explain = o.explain;
+  t.timings = o.timings;
   if (!o.svg_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.svg_dir, ec);
@@ -296,6 +302,18 @@ int run_run(const RunOptions& o) {
     run_paced(trace, t);
   } else {
     attn::render_text(trace, std::cout, t);
+  }
+  if (!o.check_against.empty()) {
+    // The same spec on a second backend, step by step: how far apart the two are.
+    auto other = attn::make_backend(o.check_against);
+    const auto ref = attn::run_pipeline(spec, *other, options);
+    const auto report = attn::diff_traces(attn::loaded_from(ref, o.check_against), attn::loaded_from(trace, o.backend), {1e-5, 1e-4});
+    std::cout << fmt::format("\n{} against {}: largest |difference| per step (tolerance 1e-5 + 1e-4·|{}|)\n", o.backend, o.check_against,
+                             o.check_against);
+    for (const auto& d : report.steps) {
+      std::cout << fmt::format("  {:<10} {:.3e}{}\n", d.id, d.max_abs, d.status == attn::StepStatus::Same ? "" : "  DIFFERS");
+    }
+    if (!report.same()) return kExitDiffers;
   }
   std::cout.flush();
   return kExitOk;

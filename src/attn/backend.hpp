@@ -62,6 +62,8 @@ class Backend {
 
   // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
   virtual double take_flops() { return 0; }
+  // (optional) Waits until all queued work is done, so a host clock can time it (a GPU queues work).
+  virtual void synchronize() {}
 };
 
 // A backend that computes nothing: shapes only, and the floating-point operations each primitive

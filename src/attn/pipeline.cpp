@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -257,8 +258,13 @@ class Run {
     if (full.size() != t.shape.size()) {
       throw InternalError(fmt::format("step {}: dims {} for shape {}", id, full.size(), shape_string(t.shape)));
     }
+    // The step's time: from the previous step's end until the backend has finished this one.
+    be_.synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - clock_).count();
     Step step;
     step.id = id;
+    step.seconds = seconds;
     step.title = std::move(title);
     step.formula = std::move(formula);
     step.dims = display_dims(full);
@@ -268,6 +274,7 @@ class Run {
     step.flops = be_.take_flops();
     if (m_ == Mistake::None && !allow_nan_) require_finite(step);
     tr_.steps.push_back(std::move(step));
+    clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
     return t;
   }
 
@@ -421,6 +428,7 @@ class Run {
   Trace tr_;
   std::int64_t empty_rows_ = 0;
   bool allow_nan_ = false;
+  std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

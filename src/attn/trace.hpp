@@ -26,6 +26,7 @@ struct Step {
   std::optional<Tensor> row_sums;  // weights: each row's sum, shape = value's without the last axis
   std::string note;                // one line of context: "factor 1/√64 = 0.125"
   double flops = 0;                // floating-point operations the step took (counted by cost estimates)
+  double seconds = 0;              // time the backend took for the step (--timings; never in goldens)
   bool view = false;               // shares its values with an earlier step (q.view): no bytes of its own
 };
 

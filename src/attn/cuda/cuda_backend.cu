@@ -177,6 +177,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override { cublasDestroy(handle_); }
 
   std::string_view name() const override { return "cuda"; }
+  void synchronize() override { check(cudaDeviceSynchronize(), "synchronize"); }
 
   BackendTensor upload(const Tensor& t) override {
     auto d = make(t.shape());

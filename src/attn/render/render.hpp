@@ -21,6 +21,7 @@ struct TextOptions {
   std::vector<std::string> heatmaps = {"weights"};  // step ids also drawn as heatmaps
   ColorMode color = ColorMode::None;
   bool explain = false;       // a short explanation after each step
+  bool timings = false;       // each step's time (varies run to run: never in goldens)
 };
 
 // The whole walkthrough: header, then every selected step.

@@ -128,6 +128,7 @@ class TextRenderer {
     out_ << "    " << s.formula << "\n";
     out_ << fmt::format("    {} = {}\n", symbolic(s), shape_string(s.value.shape()));
     if (!s.note.empty()) out_ << "    " << s.note << "\n";
+    if (o_.timings) out_ << fmt::format("    time: {:.3f} ms\n", s.seconds * 1e3);
     const StepLayout layout = layout_step(s, c_, o_.view);
     tensor(s, layout);
     if (heatmap_able(s) && std::find(o_.heatmaps.begin(), o_.heatmaps.end(), s.id) != o_.heatmaps.end()) heatmap(s, layout);
