@@ -20,7 +20,11 @@ struct BackendTensor {
   Shape shape;
   std::shared_ptr<const BackendBuffer> buffer;
 
-  BackendTensor view(Shape new_shape) const;
+  BackendTensor view(Shape new_shape) const {
+    if (element_count(new_shape) != element_count(shape)) throw_bad_view(shape, new_shape);
+    return BackendTensor{std::move(new_shape), buffer};
+  }
+  [[noreturn]] static void throw_bad_view(const Shape& from, const Shape& to);
 };
 
 class Backend {

@@ -318,3 +318,5 @@ std::unique_ptr<Backend> make_cuda_backend() {
 }
 
 }  // namespace attn
+
+extern "C" attn::Backend* attn_make_cuda_backend() { return attn::make_cuda_backend().release(); }

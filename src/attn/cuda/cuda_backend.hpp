@@ -12,3 +12,6 @@ namespace attn {
 std::unique_ptr<Backend> make_cuda_backend();
 
 }  // namespace attn
+
+// The module's entry point, found by make_backend("cuda") with dlsym; owns nothing after returning.
+extern "C" attn::Backend* attn_make_cuda_backend();
