@@ -73,16 +73,6 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
   return d;
 }
 
-namespace {
-
-std::string value_text(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.6g}", v);
-}
-
-}  // namespace
-
 void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
   out << fmt::format("attn diagnose\n  reference: {}\n  student:   {} ({} steps compared: {})\n", d.reference, d.student,
                      d.compared.size(), fmt::join(d.compared, ", "));

@@ -139,13 +139,13 @@ Shape squeezed(const Shape& s) {
   return out;
 }
 
+}  // namespace
+
 std::string value_text(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return fmt::format("{:.6g}", v);
 }
-
-}  // namespace
 
 const LoadedStep* LoadedTrace::find(std::string_view id) const {
   for (const auto& s : steps)

@@ -65,4 +65,7 @@ DiffReport diff_traces(const LoadedTrace& a, const LoadedTrace& b, const Toleran
 
 void render_diff_text(const DiffReport& report, std::ostream& out);
 
+// A compared value as reports print it: 6 significant digits, "inf", "-inf", "nan".
+std::string value_text(double v);
+
 }  // namespace attn

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -131,8 +132,9 @@ class Run {
                       blocking ? fmt::format("masked = {} where mask = 1, {} where mask = 0", base_name, s_.mask_fill ? compact_number(fill) : "−inf")
                                : fmt::format("masked = {}", base_name),
                       {"B", "H", "T", "S"}, filled, blocking ? note : "");
-        empty_rows_ = count_empty_rows();
-        if (m_ == Mistake::None && s_.masked_row == MaskedRow::Error) require_unmasked_rows();
+        const auto empty = empty_rows();
+        empty_rows_ = static_cast<std::int64_t>(empty.size());
+        if (m_ == Mistake::None && s_.masked_row == MaskedRow::Error && !empty.empty()) refuse_empty_row(empty.front());
       }
     }
 
@@ -393,33 +395,24 @@ class Run {
     return k;
   }
 
-  // A query row with every key blocked has no softmax; name it rather than print NaN.
-  void require_unmasked_rows() const {
-    const Step& masked = tr_.steps.back();
-    const auto values = masked.value.values();
+  // Flat indices of the masked step's query rows with every key at -inf (none in a dry run).
+  std::vector<std::int64_t> empty_rows() const {
+    const auto values = tr_.steps.back().value.values();
+    std::vector<std::int64_t> empty;
     const auto rows = static_cast<std::int64_t>(values.size()) / s_.S;
     for (std::int64_t r = 0; r < rows; ++r) {
-      bool any = false;
-      for (std::int64_t j = 0; j < s_.S && !any; ++j) any = std::isfinite(values[static_cast<std::size_t>(r * s_.S + j)]);
-      if (any) continue;
-      const auto i = r % s_.T, h = (r / s_.T) % s_.H, b = r / (s_.T * s_.H);
-      const auto& labels = s_.tokens[s_.tokens.size() == 1 ? 0 : static_cast<std::size_t>(b)];
-      throw InputError(fmt::format("masked: query row {} \"{}\" (batch {}, head {}) has every key masked; its softmax is undefined",
-                                   i, labels[static_cast<std::size_t>(i)], b, h));
-    }
-  }
-
-  // Query rows of the masked step with every key at -inf (read from its values; 0 in a dry run).
-  std::int64_t count_empty_rows() const {
-    const Step& masked = tr_.steps.back();
-    const auto values = masked.value.values();
-    std::int64_t empty = 0;
-    for (std::size_t r = 0; r + static_cast<std::size_t>(s_.S) <= values.size(); r += static_cast<std::size_t>(s_.S)) {
-      bool any = false;
-      for (std::int64_t j = 0; j < s_.S && !any; ++j) any = values[r + static_cast<std::size_t>(j)] != -std::numeric_limits<Scalar>::infinity();
-      empty += any ? 0 : 1;
+      const auto* row = values.data() + r * s_.S;
+      if (std::all_of(row, row + s_.S, [](Scalar v) { return v == -std::numeric_limits<Scalar>::infinity(); })) empty.push_back(r);
     }
     return empty;
+  }
+
+  // A query row with every key blocked has no softmax; name it rather than print NaN.
+  [[noreturn]] void refuse_empty_row(std::int64_t r) const {
+    const auto i = r % s_.T, h = (r / s_.T) % s_.H, b = r / (s_.T * s_.H);
+    const auto& labels = s_.tokens[s_.tokens.size() == 1 ? 0 : static_cast<std::size_t>(b)];
+    throw InputError(fmt::format("masked: query row {} \"{}\" (batch {}, head {}) has every key masked; its softmax is undefined", i,
+                                 labels[static_cast<std::size_t>(i)], b, h));
   }
 
   const Spec& s_;

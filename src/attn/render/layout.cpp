@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "attn/error.hpp"
 #include "attn/suggest.hpp"
@@ -24,6 +25,21 @@ ShownIndices shown(std::int64_t n, bool summarise, std::int64_t edge) {
 }
 
 }  // namespace
+
+HeatScale heat_scale(const Step& s) {
+  if (s.id == "weights" || s.kind == ValueKind::Mask) return {0, 1};
+  HeatScale h{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  for (Scalar v : s.value.values())
+    if (std::isfinite(v)) h.lo = std::min(h.lo, double(v)), h.hi = std::max(h.hi, double(v));
+  if (!(h.lo <= h.hi)) h = {0, 1};
+  return h;
+}
+
+const Step* blocking_step(const Trace& trace, const Step& step) {
+  if (step.kind == ValueKind::Mask) return nullptr;
+  const Step* masked = trace.find("masked");
+  return masked != nullptr && masked->value.shape() == step.value.shape() ? masked : nullptr;
+}
 
 std::size_t cells(std::string_view s) {
   std::size_t n = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,21 @@ std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std:
 
 // Refuses --head / --batch beyond the trace's H / B.
 void check_view(const Trace& trace, const ViewOptions& options);
+
+// A heatmap's colour scale: weights (probabilities) and masks on a fixed 0..1, so patterns compare
+// across steps and runs; any other step on the range of its finite values.
+struct HeatScale {
+  double lo = 0, hi = 1;
+  double t(double v) const { return hi > lo ? (v - lo) / (hi - lo) : 0.5; }
+};
+HeatScale heat_scale(const Step& step);
+
+// Which cells of a heatmap are blocked: -inf in the trace's masked step of the same shape. A blocked
+// weight is exactly 0, which alone would look like a small weight. nullptr: nothing is blocked.
+const Step* blocking_step(const Trace& trace, const Step& step);
+inline bool blocked(const Step* masked, std::int64_t at) {
+  return masked != nullptr && masked->value.data()[at] == -std::numeric_limits<Scalar>::infinity();
+}
 
 // Display width in terminal cells: counts UTF-8 code points, not bytes.
 std::size_t cells(std::string_view s);

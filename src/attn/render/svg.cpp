@@ -51,26 +51,11 @@ struct Picture {
   std::string body;  // SVG elements, origin at the picture's top left
 };
 
-struct Range {
-  double lo = 0, hi = 1;
-};
-
-Range range_of(const Step& s) {
-  if (s.id == "weights" || s.kind == ValueKind::Mask) return {0, 1};
-  Range r{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  for (Scalar v : s.value.values())
-    if (std::isfinite(v)) r.lo = std::min(r.lo, double(v)), r.hi = std::max(r.hi, double(v));
-  if (!(r.lo <= r.hi)) r = {0, 1};
-  return r;
-}
-
 Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block& b, const TextOptions& o, bool many) {
   const auto& c = t.config;
   const bool mask = s.kind == ValueKind::Mask;
-  const Range rg = range_of(s);
-  // Blocked positions (-inf in the masked step) are drawn as blocked, not as a weight of 0.
-  const Step* masked = t.find("masked");
-  if (masked != nullptr && masked->value.shape() != s.value.shape()) masked = nullptr;
+  const HeatScale rg = heat_scale(s);
+  const Step* masked = blocking_step(t, s);
   std::vector<std::int64_t> rows, cols;
   for (const auto& i : l.rows)
     if (i) rows.push_back(*i);
@@ -108,7 +93,7 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
     for (std::size_t k = 0; k < cols.size(); ++k) {
       const auto at = b.offset + rows[r] * l.col_count + cols[k];
       Scalar v = s.value.data()[at];
-      if (masked != nullptr && !mask && masked->value.data()[at] == -std::numeric_limits<Scalar>::infinity()) v = masked->value.data()[at];
+      if (blocked(masked, at)) v = masked->value.data()[at];
       const int x = left + static_cast<int>(k) * kCell, y = top + static_cast<int>(r) * kCell;
       std::string fill, text, text_fill = "#000000";
       if (mask) {
@@ -122,7 +107,7 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
         text = blocked_weight ? format_fixed(s.value.data()[at], 0) : (v < 0 ? "−∞" : (v > 0 ? "+∞" : "nan"));
         text_fill = "#777777";
       } else {
-        const Rgb col = viridis(rg.hi > rg.lo ? (v - rg.lo) / (rg.hi - rg.lo) : 0.5);
+        const Rgb col = viridis(rg.t(v));
         fill = svg_hex(col);
         text = format_fixed(v, o.precision);
         text_fill = is_light(col) ? "#000000" : "#ffffff";

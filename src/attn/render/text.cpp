@@ -72,22 +72,6 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
   return out;
 }
 
-struct Scale {
-  double lo = 0, hi = 1;
-  double t(double v) const { return hi > lo ? (v - lo) / (hi - lo) : 0.5; }
-};
-
-// Weights are probabilities: one fixed 0..1 scale, so patterns compare across steps and runs.
-// Other steps: the range of their finite values.
-Scale scale_of(const Step& s) {
-  if (s.id == "weights") return {0, 1};
-  Scale sc{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  for (Scalar v : s.value.values())
-    if (std::isfinite(v)) sc.lo = std::min(sc.lo, double(v)), sc.hi = std::max(sc.hi, double(v));
-  if (!(sc.lo <= sc.hi)) sc = {0, 1};
-  return sc;
-}
-
 class TextRenderer {
  public:
   TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {}
@@ -190,12 +174,9 @@ class TextRenderer {
   // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
   // Blocked (-inf) cells are "··", never a colour, so they cannot be mistaken for small weights.
   void heatmap(const Step& s, const StepLayout& l) {
-    const Scale sc = scale_of(s);
+    const HeatScale sc = heat_scale(s);
     const bool colour = o_.color != ColorMode::None;
-    // Blocked positions are -inf in the masked step; the weights there are exactly 0, which alone
-    // would look like a small weight.
-    const Step* masked = tr_.find("masked");
-    if (masked != nullptr && masked->value.shape() != s.value.shape()) masked = nullptr;
+    const Step* masked = blocking_step(tr_, s);
     out_ << fmt::format("\n    heatmap of {} · ", s.id);
     legend(sc);
     each_block(l, [&](const Block& b) {
@@ -218,7 +199,7 @@ class TextRenderer {
           }
           const auto at = b.offset + *i * l.col_count + *j;
           Scalar v = s.value.data()[at];
-          if (masked != nullptr && masked->value.data()[at] == -std::numeric_limits<Scalar>::infinity()) v = masked->value.data()[at];
+          if (blocked(masked, at)) v = masked->value.data()[at];
           if (!std::isfinite(v)) {
             // -inf (blocked) as "··"; +inf or nan, which a mistaken trace can hold, as "??"
             const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
@@ -248,7 +229,7 @@ class TextRenderer {
     }
   }
 
-  void legend(const Scale& sc) {
+  void legend(const HeatScale& sc) {
     const auto lo = format_fixed(static_cast<Scalar>(sc.lo), o_.precision);
     const auto hi = format_fixed(static_cast<Scalar>(sc.hi), o_.precision);
     if (o_.color == ColorMode::None) {
