@@ -12,12 +12,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
 #include "attn/backend.hpp"
 #include "attn/check.hpp"
 #include "attn/cost.hpp"
+#include "attn/cross_check.hpp"
 #include "attn/diagnose.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
@@ -25,6 +24,7 @@
 #include "attn/pipeline.hpp"
 #include "attn/render/render.hpp"
 #include "attn/spec.hpp"
+#include "attn/trace_io.hpp"
 #include "attn/version.hpp"
 
 namespace {
@@ -144,18 +144,14 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->check(CLI::IsMember(names));
 }
 
-struct Tolerances {
-  double atol = 1e-5, rtol = 1e-4;
-};
-
-void add_tolerances(CLI::App* cmd, Tolerances& t) {
+void add_tolerances(CLI::App* cmd, attn::Tolerance& t) {
   cmd->add_option("--atol", t.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--rtol", t.rtol, "relative tolerance, times |b| (default 1e-4)")->check(CLI::NonNegativeNumber);
 }
 
 struct DiffOptions {
   std::string a, b;
-  Tolerances tol;
+  attn::Tolerance tol;
 };
 
 void setup_diff(CLI::App& app, DiffOptions& o) {
@@ -168,7 +164,7 @@ void setup_diff(CLI::App& app, DiffOptions& o) {
 struct DiagnoseOptions {
   Resources resources;
   std::string spec, student;
-  Tolerances tol;
+  attn::Tolerance tol;
 };
 
 void setup_diagnose(CLI::App& app, DiagnoseOptions& o) {
@@ -212,16 +208,6 @@ void setup_cost(CLI::App& app, CostOptions& o) {
   cost->add_flag("--no-output-projection", o.no_output_projection, "leave out W_o");
 }
 
-void dump_trace(const attn::Trace& trace, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw attn::InputError(fmt::format("--dump {}: cannot create the directory ({})", dir, ec.message()));
-  for (const auto& step : trace.steps) attn::write_npy((std::filesystem::path(dir) / (step.id + ".npy")).string(), step.value);
-  std::ofstream json((std::filesystem::path(dir) / "trace.json").string(), std::ios::binary | std::ios::trunc);
-  if (!json) throw attn::InputError(fmt::format("--dump {}: cannot write trace.json", dir));
-  attn::render_json(trace, json, /*data_in_npy_files=*/true);
-}
-
 attn::ColorMode color_mode(const std::string& choice) {
   if (choice == "never") return attn::ColorMode::None;
   if (choice == "256") return attn::ColorMode::Ansi256;
@@ -258,10 +244,9 @@ int run_run(const RunOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_backend(o.backend);
   attn::PipelineOptions options;
-  for (const auto& m : attn::all_mistakes())
-    if (o.mistake == m.name) options.mistake = m.mistake;
+  if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
   const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
-  if (!o.dump_dir.empty()) dump_trace(trace, o.dump_dir);
+  if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir);
   attn::TextOptions t;
   t.precision = o.precision;
   t.shapes_only = o.shapes_only;
@@ -270,27 +255,11 @@ int run_run(const RunOptions& o) {
   t.view.batch = o.batch;
   attn::check_view(trace, t.view);
   t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
-  t.heatmaps.clear();
-  for (const auto& h : o.heatmaps) {
-    if (h == "none") continue;
-    attn::select_steps(trace, {h}, "", "");  // refuses ids this trace does not have
-    if (!attn::heatmap_able(*trace.find(h))) {
-      throw attn::InputError(fmt::format("--heatmap {}: not a queries × keys step; heatmaps draw scores, scaled, masked or weights", h));
-    }
-    t.heatmaps.push_back(h);
-  }
+  t.heatmaps = attn::heatmap_steps(trace, o.heatmaps);
   t.color = color_mode(o.color);
   t.explain = o.explain;
   t.timings = o.timings;
-  if (!o.svg_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.svg_dir, ec);
-    if (ec) throw attn::InputError(fmt::format("--svg-dir {}: cannot create the directory ({})", o.svg_dir, ec.message()));
-    for (const auto& [name, svg] : attn::render_svg_pictures(trace, t)) {
-      std::ofstream f((std::filesystem::path(o.svg_dir) / name).string(), std::ios::binary | std::ios::trunc);
-      if (!(f << svg)) throw attn::InputError(fmt::format("--svg-dir {}: cannot write {}", o.svg_dir, name));
-    }
-  }
+  if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir);
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
   if (o.format == "json") {
     attn::render_json(trace, std::cout);
@@ -304,15 +273,8 @@ int run_run(const RunOptions& o) {
     attn::render_text(trace, std::cout, t);
   }
   if (!o.check_against.empty()) {
-    // The same spec on a second backend, step by step: how far apart the two are.
-    auto other = attn::make_backend(o.check_against);
-    const auto ref = attn::run_pipeline(spec, *other, options);
-    const auto report = attn::diff_traces(attn::loaded_from(ref, o.check_against), attn::loaded_from(trace, o.backend), {1e-5, 1e-4});
-    std::cout << fmt::format("\n{} against {}: largest |difference| per step (tolerance 1e-5 + 1e-4·|{}|)\n", o.backend, o.check_against,
-                             o.check_against);
-    for (const auto& d : report.steps) {
-      std::cout << fmt::format("  {:<10} {:.3e}{}\n", d.id, d.max_abs, d.status == attn::StepStatus::Same ? "" : "  DIFFERS");
-    }
+    const auto report = attn::check_against(spec, trace, o.backend, o.check_against, options);
+    attn::render_check_against_text(report, std::cout);
     if (!report.same()) return kExitDiffers;
   }
   std::cout.flush();
@@ -330,7 +292,7 @@ int run_check(const CheckOptions& o) {
 }
 
 int run_diff(const DiffOptions& o) {
-  const auto report = attn::diff_traces(attn::load_trace(o.a), attn::load_trace(o.b), {o.tol.atol, o.tol.rtol});
+  const auto report = attn::diff_traces(attn::load_trace(o.a), attn::load_trace(o.b), o.tol);
   attn::render_diff_text(report, std::cout);
   return report.same() ? kExitOk : kExitDiffers;
 }
@@ -351,7 +313,7 @@ int run_cost(const CostOptions& o) {
 
 int run_diagnose(const DiagnoseOptions& o) {
   const attn::Spec spec = load_checked(o.spec, o.resources);
-  const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), {o.tol.atol, o.tol.rtol});
+  const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), o.tol);
   attn::render_diagnosis_text(d, std::cout);
   return d.correct ? kExitOk : kExitDiffers;
 }

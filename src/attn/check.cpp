@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
+#include "attn/compare.hpp"
 #include "attn/error.hpp"
+#include "attn/json_text.hpp"
 #include "attn/render/render.hpp"
 #include "attn/suggest.hpp"
 
@@ -43,16 +46,11 @@ CheckReport check_trace(const Spec& spec, const Trace& trace) {
         const double computed = step.value.data()[i];
         const int decimals = x.decimals[i];
         const double tol = spec.expect_tolerance ? *spec.expect_tolerance : 0.5 * std::pow(10.0, -std::max(decimals, 0));
-        bool match;
-        double diff = 0;
-        if (!std::isfinite(printed) || !std::isfinite(computed)) {
-          // Non-finite values match only exactly (-inf with -inf, nan with nan).
-          match = (std::isnan(printed) && std::isnan(computed)) || printed == computed;
-          diff = match ? 0 : std::numeric_limits<double>::infinity();
-        } else {
-          diff = computed - printed;
-          match = std::fabs(diff) <= tol * (1 + 1e-9);  // printed 0.005 steps are not exactly representable
-        }
+        // printed 0.005 steps are not exactly representable: a hair of slack
+        const bool match = values_match(printed, computed, Tolerance{tol * (1 + 1e-9), 0});
+        const double diff = std::isfinite(printed) && std::isfinite(computed) ? computed - printed
+                            : match                                           ? 0
+                                                                              : std::numeric_limits<double>::infinity();
         ++cs.checked;
         ++r.checked;
         if (match) {
@@ -74,14 +72,14 @@ CheckReport check_trace(const Spec& spec, const Trace& trace) {
 namespace {
 
 std::string printed_text(const CheckEntry& e) {
-  if (!std::isfinite(e.printed)) return std::isnan(e.printed) ? "nan" : (e.printed > 0 ? "inf" : "-inf");
+  if (const auto name = nonfinite_name(e.printed)) return std::string(*name);
   return format_fixed(static_cast<Scalar>(e.printed), e.decimals);
 }
 
 // Two more decimals than were printed, so the reader sees where the printed value went wrong.
 std::string computed_text(const CheckEntry& e) {
   const int d = std::max(e.decimals, 0) + 2;
-  if (!std::isfinite(e.computed)) return std::isnan(e.computed) ? "nan" : (e.computed > 0 ? "inf" : "-inf");
+  if (const auto name = nonfinite_name(e.computed)) return std::string(*name);
   return fmt::format("{:.{}f}", e.computed, d);
 }
 
@@ -128,8 +126,7 @@ void render_check_text(const CheckReport& r, std::ostream& out) {
 
 void render_check_json(const CheckReport& r, std::ostream& out) {
   auto num = [](double v) -> std::string {
-    if (std::isnan(v)) return "\"nan\"";
-    if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+    if (const auto name = nonfinite_name(v)) return json_quote(*name);
     return fmt::format("{}", v);
   };
   const auto quote = json_quote;

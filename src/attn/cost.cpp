@@ -111,7 +111,7 @@ std::string human_flops(double f) {
 
 bool quadratic(const Step& s) {
   const auto n = s.dims.size();
-  return n >= 2 && (s.dims[n - 1] == "T" || s.dims[n - 1] == "S") && (s.dims[n - 2] == "T" || s.dims[n - 2] == "S");
+  return n >= 2 && is_token_axis(s.dims[n - 1]) && is_token_axis(s.dims[n - 2]);
 }
 
 }  // namespace
@@ -119,7 +119,7 @@ bool quadratic(const Step& s) {
 void render_cost(const Spec& spec, std::ostream& out) {
   const Trace plan = plan_trace(spec);
   const auto& c = plan.config;
-  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · C = {} · H = {} · hs = {}\n", c.mode, c.B, c.T, c.S, c.C, c.H, c.hs);
+  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · C = {} · H = {} · hs = {}\n", mode_name(c.mode), c.B, c.T, c.S, c.C, c.H, c.hs);
   out << "(every intermediate kept, float32; FLOPs count multiply and add as two)\n\n";
   std::size_t w_id = 4, w_shape = 5;
   for (const auto& s : plan.steps) {

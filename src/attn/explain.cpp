@@ -41,8 +41,8 @@ Row pick_row(const Step& s) {
 std::string block_prefix(const Step& s) {
   std::vector<std::string> parts;
   for (const auto& d : s.dims) {
-    if (d == "B") parts.push_back("batch row 0");
-    if (d == "H") parts.push_back("head 0");
+    if (d == Dim::B) parts.push_back("batch row 0");
+    if (d == Dim::H) parts.push_back("head 0");
   }
   return parts.empty() ? "" : fmt::format("In {}, ", fmt::join(parts, ", "));
 }
@@ -53,7 +53,7 @@ std::string row_words(const Step& s) {
   return prefix.empty() ? "Row" : prefix + "row";
 }
 
-std::string key_name(const TraceConfig& c, const std::string& key_dim, std::int64_t j, std::int64_t i, bool self_keys) {
+std::string key_name(const TraceConfig& c, Dim key_dim, std::int64_t j, std::int64_t i, bool self_keys) {
   if (self_keys && j == i) return "itself";
   return q(axis_label(c, key_dim, j, 0));
 }
@@ -61,8 +61,8 @@ std::string key_name(const TraceConfig& c, const std::string& key_dim, std::int6
 // "0.64 of its attention on itself and 0.36 on "sat"": the largest entries of a weights row.
 std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
   const auto S = s.value.shape().back();
-  const std::string key_dim = s.dims.back();
-  const bool self_keys = key_dim == "T";
+  const Dim key_dim = s.dims.back();
+  const bool self_keys = key_dim == Dim::T;
   std::vector<std::int64_t> order(static_cast<std::size_t>(S));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return r.values[a] > r.values[b]; });
@@ -82,8 +82,8 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
 
 std::string explain_step(const Trace& t, const Step& s) {
   const auto& c = t.config;
-  const bool cross = c.mode == "cross";
-  const auto tok = [&](std::int64_t i) { return q(axis_label(c, "T", i, 0)); };
+  const bool cross = c.mode == Mode::Cross;
+  const auto tok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, 0)); };
   const auto& id = s.id;
   if (id == "x") {
     return fmt::format("Each row is one token's embedding: C = {} numbers that stand for that token. Attention will replace each row "
@@ -101,7 +101,7 @@ std::string explain_step(const Trace& t, const Step& s) {
                        c.C, 3 * c.C, c.C);
   }
   if (id == "q") {
-    if (c.entry == "q, k, v") return "The queries, given directly: row i is what token i is looking for.";
+    if (c.entry == Entry::QKV) return "The queries, given directly: row i is what token i is looking for.";
     return std::string("Row i is token i's query: what it is looking for. It is x times W_q, a learned projection, so a token can "
                        "look for something different from what it is.") +
            (cross ? " In cross-attention the queries come from the target sequence." : "");
@@ -130,13 +130,13 @@ std::string explain_step(const Trace& t, const Step& s) {
            "the dot product q_i · k_j. The context step needs no transpose: weights · v already sums rows of v.";
   }
   if (id == "scores") {
-    if (c.entry == "scores") return "The scores, given directly: entry [i, j] is how well query i matches key j.";
+    if (c.entry == Entry::Scores) return "The scores, given directly: entry [i, j] is how well query i matches key j.";
     const Row r = pick_row(s);
     const auto S = s.value.shape().back();
     const auto best = std::max_element(r.values, r.values + S) - r.values;
     return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores "
                        "highest against {} ({:.2f}).",
-                       row_words(s), tok(r.query), key_name(c, s.dims.back(), best, r.query, s.dims.back() == "T"), r.values[best]);
+                       row_words(s), tok(r.query), key_name(c, s.dims.back(), best, r.query, s.dims.back() == Dim::T), r.values[best]);
   }
   if (id == "scaled") {
     if (c.hs > 0 && c.scale.starts_with("1/√")) {

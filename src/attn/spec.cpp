@@ -31,16 +31,6 @@
 
 namespace attn {
 
-std::string_view mode_name(Mode m) {
-  switch (m) {
-    case Mode::Self: return "self";
-    case Mode::Causal: return "causal";
-    case Mode::Cross: return "cross";
-    case Mode::MultiHead: return "multi-head";
-  }
-  return "?";
-}
-
 namespace {
 
 using json = nlohmann::json;

@@ -8,26 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/config.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
-
-enum class Mode { Self, Causal, Cross, MultiHead };
-enum class Layout { XW, Torch };  // x@W: W is [in, out]; torch: W is [out, in] as nn.Linear
-enum class ScaleKind { SqrtDk, None, Number };
-enum class Entry { Embeddings, QKV, Scores };  // where the walkthrough starts
-// What a query row whose keys are all masked gets: each policy is one framework's convention.
-enum class MaskedRow {
-  Error,    // refuse the input, naming the row (default)
-  Zeros,    // weights 0: PyTorch's scaled_dot_product_attention (safe softmax, 2.5+)
-  Nan,      // weights NaN: nn.MultiheadAttention with need_weights, softmax of all -inf
-  Uniform,  // weights 1/S: what a -1e9 fill gives
-};
-// Which keys a causal query i sees when T != S: top-left j <= i (SDPA is_causal), bottom-right
-// j <= i + (S - T) (GPT-2 with cached keys: the last query sees every key).
-enum class CausalAlign { TopLeft, BottomRight };
-
-std::string_view mode_name(Mode m);
 
 // Row/column labels: one list shared by every batch row, or one list per batch row.
 using Labels = std::vector<std::vector<std::string>>;
@@ -93,6 +77,10 @@ struct Spec {
   // Keys are the queries' own tokens (shapes then write S as T, and one label list serves both).
   bool keys_are_queries() const { return !cross() && S == T; }
   bool masking() const { return causal || !lengths.empty() || !user_mask_kind.empty(); }
+  // Some keys are blocked outright (not an additive mask alone).
+  bool blocking() const { return causal || !lengths.empty() || !user_keep.shape().empty(); }
+  // The keep pattern differs between batch rows (padding, or a [B, T, S] attn_mask).
+  bool mask_per_batch() const { return !lengths.empty() || (!user_keep.shape().empty() && user_keep.dim(0) > 1); }
   // The causal diagonal's offset: key j is visible to query i when j <= i + offset.
   std::int64_t causal_offset() const { return causal_align == CausalAlign::BottomRight ? S - T : 0; }
 };

@@ -5,17 +5,17 @@
 
 namespace attn {
 
-std::string axis_label(const TraceConfig& c, const std::string& dim, std::int64_t index, std::int64_t b) {
-  const Labels* labels = dim == "T" ? &c.tokens : dim == "S" ? &c.source_tokens : nullptr;
+std::string axis_label(const TraceConfig& c, Dim dim, std::int64_t index, std::int64_t b) {
+  const Labels* labels = dim == Dim::T ? &c.tokens : dim == Dim::S ? &c.source_tokens : nullptr;
   if (labels != nullptr && !labels->empty()) {
     const auto& row = (*labels)[labels->size() == 1 ? 0 : static_cast<std::size_t>(b)];
     if (index >= 0 && index < static_cast<std::int64_t>(row.size())) return row[static_cast<std::size_t>(index)];
   }
-  if (dim == "H") return fmt::format("h{}", index);
+  if (dim == Dim::H) return fmt::format("h{}", index);
   return fmt::format("{}", index);
 }
 
-std::string position_label(const TraceConfig& c, const std::vector<std::string>& dims, const Shape& shape, std::int64_t flat) {
+std::string position_label(const TraceConfig& c, const Dims& dims, const Shape& shape, std::int64_t flat) {
   std::vector<std::int64_t> idx(shape.size());
   for (std::size_t a = shape.size(); a-- > 0;) {
     idx[a] = flat % shape[a];
@@ -23,19 +23,19 @@ std::string position_label(const TraceConfig& c, const std::vector<std::string>&
   }
   std::int64_t b = 0;
   for (std::size_t a = 0; a < dims.size() && a < idx.size(); ++a)
-    if (dims[a] == "B") b = idx[a];
+    if (dims[a] == Dim::B) b = idx[a];
   std::vector<std::string> parts;
   const std::size_t n = std::min(dims.size(), idx.size());
   // With two token axes (scores, weights) the first is the query and the second the key; a single
   // token axis (x, q, k, v rows) is just a token.
   int token_axes = 0;
-  for (std::size_t a = 0; a < n; ++a) token_axes += (dims[a] == "T" || dims[a] == "S") ? 1 : 0;
+  for (std::size_t a = 0; a < n; ++a) token_axes += is_token_axis(dims[a]) ? 1 : 0;
   int seen = 0;
   for (std::size_t a = 0; a < n; ++a) {
-    const auto& d = dims[a];
-    if (d == "B") parts.push_back(fmt::format("batch {}", idx[a]));
-    else if (d == "H") parts.push_back(fmt::format("head {}", idx[a]));
-    else if (d == "T" || d == "S") {
+    const Dim d = dims[a];
+    if (d == Dim::B) parts.push_back(fmt::format("batch {}", idx[a]));
+    else if (d == Dim::H) parts.push_back(fmt::format("head {}", idx[a]));
+    else if (is_token_axis(d)) {
       const char* role = token_axes < 2 ? "token" : (seen++ == 0 ? "query" : "key");
       parts.push_back(fmt::format("{} \"{}\"", role, axis_label(c, d, idx[a], b)));
     } else {

@@ -20,7 +20,7 @@ struct Step {
   std::string id;                 // stable key: text, JSON, goldens, check and diff all use it
   std::string title;              // "Attention scores"
   std::string formula;            // "scores = q · kᵀ"
-  std::vector<std::string> dims;  // symbolic, one per axis of value: {"B", "H", "T", "hs"}
+  Dims dims;                      // symbolic, one per axis of value: {B, H, T, hs}
   Tensor value;                   // shape matches dims
   ValueKind kind = ValueKind::Real;
   std::optional<Tensor> row_sums;  // weights: each row's sum, shape = value's without the last axis
@@ -32,25 +32,25 @@ struct Step {
 
 struct TraceConfig {
   std::string title;
-  std::string mode;  // as the input named it: "self", "causal", "cross", "multi-head"
+  Mode mode = Mode::Self;
   bool batched = false;
   std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1, hs = 0;  // C, hs = 0: unknown (scores given)
-  std::string layout;      // "x@W" or "torch"
+  Layout layout = Layout::XW;
   std::string scale;       // "1/√hs = 1/√64 = 0.125", "none", "0.25 (given)"
   Scalar scale_factor = 1;
-  std::string entry;       // "embeddings", "q, k, v", "scores"
+  Entry entry = Entry::Embeddings;
   bool causal = false;
   std::vector<std::int64_t> lengths;
   Labels tokens, source_tokens;
   std::vector<std::string> notes;
 };
 
-// The label of index `index` along an axis named `dim` in batch row `b`: a token for T and S,
-// "h3" for H, the index itself otherwise. Text, check and diff reports all label this way.
-std::string axis_label(const TraceConfig& config, const std::string& dim, std::int64_t index, std::int64_t b);
+// The label of index `index` along axis `dim` in batch row `b`: a token for T and S, "h3" for H,
+// the index itself otherwise. Text, check and diff reports all label this way.
+std::string axis_label(const TraceConfig& config, Dim dim, std::int64_t index, std::int64_t b);
 
 // "[0, 1] (query \"cat\", key \"sat\")": a flat index of a step's tensor, with token labels.
-std::string position_label(const TraceConfig& config, const std::vector<std::string>& dims, const Shape& shape,
+std::string position_label(const TraceConfig& config, const Dims& dims, const Shape& shape,
                            std::int64_t flat_index);
 
 struct Trace {

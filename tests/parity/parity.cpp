@@ -1,5 +1,5 @@
 // CPU against CUDA on every example and on random problems with awkward sizes: the same step ids and
-// shapes exactly, values within |cpu - gpu| <= atol + rtol * |cpu| (non-finite values exactly).
+// shapes exactly, values within compare.hpp's |cpu - gpu| <= atol + rtol * |gpu| (non-finite values exactly).
 // Prints each step's largest difference and the first mismatches. Exit 0 agree, 1 differ,
 // 77 skipped (no CUDA backend in this build, or no device), saying which.
 #include <fmt/format.h>
@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "attn/backend.hpp"
+#include "attn/compare.hpp"
 #include "attn/error.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/spec.hpp"
 
 namespace {
 
-constexpr double kAtol = 1e-5, kRtol = 1e-4;
+constexpr attn::Tolerance kTolerance{1e-5, 1e-4};
 
 struct Problem {
   std::string name;
@@ -29,13 +30,13 @@ std::string random_spec(const std::string& mode, int B, int T, int S, int C, int
                      mode, H, B, T, S, C, extra.empty() ? "" : ", " + extra);
 }
 
-// Returns the number of mismatching entries; prints a line per step and the first mismatches.
+// Returns the number of mismatching entries; prints a line per step and the worst mismatches.
 int compare(const std::string& name, const attn::Trace& cpu, const attn::Trace& gpu) {
-  int bad = 0;
   if (cpu.steps.size() != gpu.steps.size()) {
     std::cout << fmt::format("FAIL {}: {} steps on cpu, {} on cuda\n", name, cpu.steps.size(), gpu.steps.size());
     return 1;
   }
+  int bad = 0;
   for (std::size_t i = 0; i < cpu.steps.size(); ++i) {
     const auto& a = cpu.steps[i];
     const auto& b = gpu.steps[i];
@@ -45,23 +46,13 @@ int compare(const std::string& name, const attn::Trace& cpu, const attn::Trace& 
       ++bad;
       continue;
     }
-    double worst = 0;
-    int shown = 0;
-    for (std::int64_t k = 0; k < a.value.size(); ++k) {
-      const double x = a.value.data()[k], y = b.value.data()[k];
-      bool ok;
-      if (!std::isfinite(x) || !std::isfinite(y)) {
-        ok = (std::isnan(x) && std::isnan(y)) || x == y;
-      } else {
-        worst = std::max(worst, std::fabs(x - y));
-        ok = std::fabs(x - y) <= kAtol + kRtol * std::fabs(x);
-      }
-      if (!ok) {
-        ++bad;
-        if (shown++ < 3) std::cout << fmt::format("  {} {} [flat {}]: cpu {} cuda {}\n", name, a.id, k, x, y);
-      }
+    const auto d = attn::compare_step(a.id, a.value, b.value, kTolerance, cpu.config, a.dims);
+    for (std::size_t k = 0; k < d.worst.size() && k < 3; ++k) {
+      std::cout << fmt::format("  {} {} {}: cpu {} cuda {}\n", name, a.id, d.worst[k].position, attn::value_text(d.worst[k].a),
+                               attn::value_text(d.worst[k].b));
     }
-    std::cout << fmt::format("{} {:<28} {:<8} max |cpu - cuda| = {:.2e}\n", shown ? "FAIL" : "ok  ", name, a.id, worst);
+    bad += static_cast<int>(d.differ);
+    std::cout << fmt::format("{} {:<28} {:<8} max |cpu - cuda| = {:.2e}\n", d.differ ? "FAIL" : "ok  ", name, a.id, d.max_abs);
   }
   return bad;
 }
@@ -97,6 +88,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, text] : randoms) problems.push_back({name, attn::parse_spec(text, name)});
   int bad = 0;
   for (const auto& p : problems) bad += compare(p.name, attn::run_pipeline(p.spec, *cpu), attn::run_pipeline(p.spec, *gpu));
-  std::cout << fmt::format("parity: {} problems, {} mismatching entries (atol {}, rtol {})\n", problems.size(), bad, kAtol, kRtol);
+  std::cout << fmt::format("parity: {} problems, {} mismatching entries (atol {}, rtol {})\n", problems.size(), bad, kTolerance.atol,
+                           kTolerance.rtol);
   return bad == 0 ? 0 : 1;
 }

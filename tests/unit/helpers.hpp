@@ -22,6 +22,13 @@ inline const Step& step(const Trace& t, std::string_view id) {
   return *s;
 }
 
+// A step's dims as the letters the output prints.
+inline std::vector<std::string> letters(const Dims& dims) {
+  std::vector<std::string> out;
+  for (const Dim d : dims) out.emplace_back(dim_name(d));
+  return out;
+}
+
 inline std::vector<std::string> ids(const Trace& t) {
   std::vector<std::string> out;
   for (const auto& s : t.steps) out.push_back(s.id);

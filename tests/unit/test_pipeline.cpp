@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attn/steps.hpp"
 #include "helpers.hpp"
 
 using namespace attn;
@@ -76,7 +77,7 @@ TEST_CASE("cat sat (003 Example 1): the true weights and outputs", "[pipeline][w
   CHECK(ctx.data()[1] == Approx(1 - p).epsilon(1e-6));
   CHECK(ctx.data()[2] == Approx(1.0).epsilon(1e-6));
   CHECK(step(t, "scores").value.data()[0] == 2.0f);
-  CHECK(step(t, "k.T").dims == std::vector<std::string>{"C", "T"});
+  CHECK(letters(step(t, "k.T").dims) == std::vector<std::string>{"C", "T"});
 }
 
 TEST_CASE("the masked 4×4 (000): the true rows, not the printed ones", "[pipeline][walkthrough]") {
@@ -108,7 +109,7 @@ TEST_CASE("step ids and shapes for multi-head, fused, with output projection", "
                                            "v.heads", "k.T", "scores", "scaled", "weights", "context", "merged", "output"});
   CHECK(step(t, "qkv").value.shape() == Shape{2, 4, 1536});
   CHECK(step(t, "q.view").value.shape() == Shape{2, 4, 8, 64});
-  CHECK(step(t, "q.view").dims == std::vector<std::string>{"B", "T", "H", "hs"});
+  CHECK(letters(step(t, "q.view").dims) == std::vector<std::string>{"B", "T", "H", "hs"});
   CHECK(step(t, "q.heads").value.shape() == Shape{2, 8, 4, 64});
   CHECK(step(t, "k.T").value.shape() == Shape{2, 8, 64, 4});
   CHECK(step(t, "scores").value.shape() == Shape{2, 8, 4, 4});
@@ -250,8 +251,8 @@ TEST_CASE("an input without a batch dimension gives the same numbers as B = 1, i
   const std::string w = R"(, "weights": {"W_q": [[1, 2], [0, 1]], "W_k": [[1, 0], [1, 1]], "W_v": "identity"}, "mode": "causal"})";
   const Trace flat = trace_of(R"({"embeddings": [[1, 2], [3, 4], [5, 6]])" + w);
   const Trace batched = trace_of(R"({"embeddings": [[[1, 2], [3, 4], [5, 6]]])" + w);
-  CHECK(step(flat, "weights").dims == std::vector<std::string>{"T", "T"});
-  CHECK(step(batched, "weights").dims == std::vector<std::string>{"B", "T", "T"});
+  CHECK(letters(step(flat, "weights").dims) == std::vector<std::string>{"T", "T"});
+  CHECK(letters(step(batched, "weights").dims) == std::vector<std::string>{"B", "T", "T"});
   for (const auto& s : flat.steps) {
     INFO(s.id);
     const auto& other = step(batched, s.id).value;
@@ -263,7 +264,7 @@ TEST_CASE("cross-attention shapes use S for the source length", "[pipeline]") {
   const Trace t = trace_of(random_spec("cross", 2, 1));
   CHECK(ids(t) == std::vector<std::string>{"x", "source", "q", "k", "v", "q.view", "q.heads", "k.view", "k.heads", "v.view",
                                            "v.heads", "k.T", "scores", "scaled", "weights", "context", "merged", "output"});
-  CHECK(step(t, "scores").dims == std::vector<std::string>{"B", "H", "T", "S"});
+  CHECK(letters(step(t, "scores").dims) == std::vector<std::string>{"B", "H", "T", "S"});
   CHECK(step(t, "scores").value.shape() == Shape{2, 2, 5, 3});
   CHECK(step(t, "k").formula == "k = source · W_k");
 }
@@ -273,4 +274,25 @@ TEST_CASE("given scores with a numeric scale and values", "[pipeline]") {
   CHECK(ids(t) == std::vector<std::string>{"scores", "v", "scaled", "weights", "context"});
   CHECK(step(t, "scaled").value.data()[0] == 4.0f);
   CHECK(step(t, "context").value.data()[0] == Approx(1 / (1 + std::exp(2.0))).epsilon(1e-6));
+}
+
+TEST_CASE("every trace follows the step registry's order (given scores aside)", "[pipeline][registry]") {
+  for (const auto& input : {std::string(R"({"mode": "causal", "heads": 2, "random": {"seed": 2, "B": 2, "T": 3, "C": 4, "fused": true,
+                                            "output_projection": true}, "padding": {"lengths": [3, 2]}})"),
+                            std::string(R"({"mode": "cross", "heads": 3, "random": {"seed": 2, "T": 2, "S": 4, "C": 6}})")}) {
+    const Trace t = trace_of(input);
+    for (std::size_t i = 1; i < t.steps.size(); ++i) {
+      INFO(t.steps[i - 1].id << " before " << t.steps[i].id);
+      CHECK(step_order(t.steps[i - 1].id) < step_order(t.steps[i].id));
+    }
+    for (const auto& s : t.steps) CHECK(step_order(s.id) < all_steps().size());
+  }
+  CHECK(step_from_id("k.T") == StepId::KT);
+  CHECK(!step_from_id("kT"));
+}
+
+TEST_CASE("mistakes are found by name, and an unknown name lists them", "[pipeline][mistakes]") {
+  CHECK(mistake_from_name("qk-swapped") == Mistake::QKSwapped);
+  CHECK_THROWS_WITH(mistake_from_name("qk-swaped"), Catch::StartsWith("--mistake qk-swaped: no such mistake (did you mean \"qk-swapped\"?)"));
+  for (const auto& m : all_mistakes()) CHECK(mistake_from_name(m.name) == m.mistake);
 }

@@ -88,7 +88,7 @@ TEST_CASE("json: valid, complete, and every number reads back to the same float3
     const auto& s = t.steps[i];
     CHECK(js["id"] == s.id);
     CHECK(js["shape"].get<Shape>() == s.value.shape());
-    CHECK(js["dims"].get<std::vector<std::string>>() == s.dims);
+    CHECK(js["dims"].get<std::vector<std::string>>() == letters(s.dims));
     const auto flat = js["data"].flatten();
     std::size_t n = 0;
     for (const auto& item : flat.items()) {
@@ -117,4 +117,37 @@ TEST_CASE("json: unknown C is null and labels are escaped", "[render]") {
   CHECK_THAT(out, Catch::Contains(R"("C": null)"));
   CHECK_THAT(out, Catch::Contains(R"("tokens": ["a\"b", "c\\d"])"));
   CHECK_NOTHROW(nlohmann::json::parse(out));
+}
+
+TEST_CASE("a JSON trace reads back whole: writing it again gives the same bytes", "[render][trace-io]") {
+  const std::vector<std::string> inputs = {
+      kCatSat,
+      R"({"mode": "causal", "scores": [[0.2, 0.3], [0.5, 0.2]]})",
+      R"({"mode": "cross", "heads": 2, "layout": "torch", "tokens": ["The", "cat"],
+          "random": {"seed": 3, "T": 2, "S": 3, "C": 4, "output_projection": true}, "source": {"tokens": ["Le", "chat", "mange"]}})",
+      R"({"mode": "self", "heads": 2, "random": {"seed": 1, "B": 2, "T": 3, "C": 4}, "padding": {"lengths": [3, 1]},
+          "attn_mask": {"add": [[0, -1, 0], [0, 0, "-inf"], [0, 0, 0]]}})",
+  };
+  for (const auto& input : inputs) {
+    const Trace t = trace_of(input);
+    const std::string first = json(t);
+    std::istringstream in(first);
+    const Trace back = read_json_trace(in, "trace.json");
+    CHECK(back.config.mode == t.config.mode);
+    CHECK(back.config.entry == t.config.entry);
+    CHECK(back.config.layout == t.config.layout);
+    CHECK(back.config.lengths == t.config.lengths);
+    REQUIRE(back.steps.size() == t.steps.size());
+    CHECK(back.steps.back().dims == t.steps.back().dims);
+    CHECK(json(back) == first);
+  }
+}
+
+TEST_CASE("reading a JSON trace refuses what is not one", "[render][trace-io]") {
+  std::istringstream not_json("{\"format\": ");
+  CHECK_THROWS_WITH(read_json_trace(not_json, "a.json"), Catch::Contains("a.json: not a JSON trace"));
+  std::istringstream other("{\"format\": \"something\", \"steps\": []}");
+  CHECK_THROWS_WITH(read_json_trace(other, "b.json"), Catch::Contains("b.json: not an attn trace"));
+  std::istringstream short_data(R"({"format": "attn-trace", "steps": [{"id": "x", "shape": [2], "data": [1]}]})");
+  CHECK_THROWS_WITH(read_json_trace(short_data, "c.json"), Catch::Contains("c.json: step x: shape [2] does not hold 1 values"));
 }

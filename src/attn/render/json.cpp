@@ -1,39 +1,28 @@
-// The whole trace as RFC 8259 JSON: a config object and the steps, each {id, title, formula, dims,
-// shape, note, kind, data[, row_sums]}. Numbers are float32's shortest round-trip text; non-finite
-// values are the strings "-inf", "inf", "nan". Written by hand so large traces stream out without
-// building a document in memory.
+// The whole trace as RFC 8259 JSON, written and read back: a config object and the steps, each
+// {id, title, formula, dims, shape, note, kind, data[, row_sums]}. Numbers are float32's shortest
+// round-trip text; non-finite values are the strings "-inf", "inf", "nan". Written by hand so large
+// traces stream out without building a document in memory; read with nlohmann/json.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
+#include "attn/error.hpp"
+#include "attn/json_text.hpp"
+#include "attn/npy.hpp"
 #include "attn/render/render.hpp"
 
 namespace attn {
-
-std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 namespace {
 
 const auto quote = json_quote;
 
 std::string number(Scalar v) {
-  if (std::isnan(v)) return "\"nan\"";
-  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  if (const auto name = nonfinite_name(v)) return quote(*name);
   if (v == 0) return "0";  // also for -0
   return fmt::format("{}", v);
 }
@@ -81,16 +70,16 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   const auto& c = trace.config;
   out << "{\n  \"format\": \"attn-trace\",\n  \"format_version\": 1,\n  \"config\": {\n";
   out << "    \"title\": " << quote(c.title) << ",\n";
-  out << "    \"mode\": " << quote(c.mode) << ",\n";
+  out << "    \"mode\": " << quote(mode_name(c.mode)) << ",\n";
   out << "    \"batched\": " << (c.batched ? "true" : "false") << ",\n";
   // C and hs are unknown (null) when the run starts from given scores without values.
   const auto known = [](std::int64_t v) { return v > 0 ? fmt::format("{}", v) : std::string("null"); };
   out << fmt::format("    \"B\": {}, \"T\": {}, \"S\": {}, \"C\": {}, \"H\": {}, \"hs\": {},\n", c.B, c.T, c.S,
                      known(c.C), c.H, known(c.hs));
-  out << "    \"layout\": " << quote(c.layout) << ",\n";
+  out << "    \"layout\": " << quote(layout_name(c.layout)) << ",\n";
   out << "    \"scale\": " << quote(c.scale) << ",\n";
   out << "    \"scale_factor\": " << number(c.scale_factor) << ",\n";
-  out << "    \"entry\": " << quote(c.entry) << ",\n";
+  out << "    \"entry\": " << quote(entry_name(c.entry)) << ",\n";
   out << "    \"causal\": " << (c.causal ? "true" : "false") << ",\n";
   out << fmt::format("    \"padding_lengths\": [{}],\n", fmt::join(c.lengths, ", "));
   out << "    \"tokens\": " << labels(c.tokens) << ",\n";
@@ -103,7 +92,9 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
     out << "      \"id\": " << quote(s.id) << ",\n";
     out << "      \"title\": " << quote(s.title) << ",\n";
     out << "      \"formula\": " << quote(s.formula) << ",\n";
-    out << "      \"dims\": " << string_list(s.dims) << ",\n";
+    std::vector<std::string> dims;
+    for (const Dim d : s.dims) dims.emplace_back(dim_name(d));
+    out << "      \"dims\": " << string_list(dims) << ",\n";
     out << fmt::format("      \"shape\": [{}],\n", fmt::join(s.value.shape(), ", "));
     out << "      \"note\": " << quote(s.note) << ",\n";
     out << "      \"kind\": " << (s.kind == ValueKind::Mask ? "\"mask\"" : "\"real\"") << ",\n";
@@ -122,6 +113,115 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
     out << "\n    }";
   }
   out << "\n  ]\n}\n";
+}
+
+
+namespace {
+
+using json = nlohmann::json;
+
+Labels labels_of(const json& j) {
+  if (!j.is_array() || j.empty()) return {};
+  if (j[0].is_array()) return j.get<Labels>();
+  return {j.get<std::vector<std::string>>()};
+}
+
+void flatten(const json& j, std::vector<Scalar>& out, const std::string& where) {
+  if (j.is_array()) {
+    for (const auto& e : j) flatten(e, out, where);
+  } else if (j.is_number()) {
+    out.push_back(static_cast<Scalar>(j.get<double>()));
+  } else if (const auto v = j.is_string() ? nonfinite_value(j.get<std::string>()) : std::nullopt) {
+    out.push_back(static_cast<Scalar>(*v));
+  } else {
+    throw InputError(fmt::format("{}: expected numbers in data, got {}", where, j.dump()));
+  }
+}
+
+Tensor tensor_of(const json& j, const Shape& shape, const std::string& where) {
+  std::vector<Scalar> values;
+  flatten(j, values, where);
+  if (element_count(shape) != static_cast<std::int64_t>(values.size())) {
+    throw InputError(fmt::format("{}: shape {} does not hold {} values", where, shape_string(shape), values.size()));
+  }
+  return Tensor(shape, values);
+}
+
+TraceConfig config_of(const json& cj) {
+  TraceConfig c;
+  c.title = cj.value("title", "");
+  c.mode = mode_from_name(cj.value("mode", "")).value_or(Mode::Self);
+  c.batched = cj.value("batched", false);
+  auto size = [&](const char* key, std::int64_t fallback) {
+    return cj.contains(key) && cj[key].is_number_integer() ? cj[key].get<std::int64_t>() : fallback;
+  };
+  c.B = size("B", 1), c.T = size("T", 0), c.S = size("S", 0), c.C = size("C", 0), c.H = size("H", 1), c.hs = size("hs", 0);
+  c.layout = layout_from_name(cj.value("layout", "")).value_or(Layout::XW);
+  c.scale = cj.value("scale", "");
+  if (cj.contains("scale_factor")) {
+    const auto& f = cj["scale_factor"];
+    c.scale_factor = f.is_number() ? f.get<Scalar>() : static_cast<Scalar>(nonfinite_value(f.get<std::string>()).value_or(1));
+  }
+  c.entry = entry_from_name(cj.value("entry", "")).value_or(Entry::Embeddings);
+  c.causal = cj.value("causal", false);
+  c.lengths = cj.value("padding_lengths", std::vector<std::int64_t>{});
+  c.tokens = labels_of(cj.value("tokens", json()));
+  c.source_tokens = labels_of(cj.value("source_tokens", json()));
+  c.notes = cj.value("notes", std::vector<std::string>{});
+  return c;
+}
+
+}  // namespace
+
+Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata_only) {
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: not a JSON trace: {}", origin, e.what()));
+  }
+  if (!doc.is_object() || doc.value("format", "") != "attn-trace" || !doc.contains("steps") || !doc["steps"].is_array()) {
+    throw InputError(fmt::format("{}: not an attn trace (expected the output of attn run --format json)", origin));
+  }
+  Trace t;
+  try {
+    if (doc.contains("config") && doc["config"].is_object()) t.config = config_of(doc["config"]);
+    for (const auto& sj : doc["steps"]) {
+      Step s;
+      s.id = sj.value("id", "");
+      const auto where = fmt::format("{}: step {}", origin, s.id);
+      s.title = sj.value("title", "");
+      s.formula = sj.value("formula", "");
+      s.note = sj.value("note", "");
+      s.kind = sj.value("kind", "") == "mask" ? ValueKind::Mask : ValueKind::Real;
+      for (const auto& d : sj.value("dims", std::vector<std::string>{})) {
+        if (const auto dim = dim_from_name(d)) s.dims.push_back(*dim);
+      }
+      const Shape shape = sj.value("shape", Shape{});
+      if (s.dims.size() != shape.size()) s.dims.clear();  // letters this version does not know
+      if (metadata_only) {
+        s.value = Tensor::shape_only(shape);
+      } else if (sj.contains("npy") && sj["npy"].is_string()) {
+        // a --dump trace.json: the values are in the .npy file beside it
+        const auto file = (std::filesystem::path(origin).parent_path() / sj["npy"].get<std::string>()).string();
+        s.value = read_npy(file, where, NonFinite::Allow);
+        if (s.value.shape() != shape) {
+          throw InputError(fmt::format("{}: {} holds {}, the trace says {}", where, file, shape_string(s.value.shape()), shape_string(shape)));
+        }
+      } else {
+        s.value = tensor_of(sj.value("data", json()), shape, where);
+      }
+      if (!metadata_only && sj.contains("row_sums")) {
+        Shape rows = shape;
+        if (!rows.empty()) rows.pop_back();
+        s.row_sums = tensor_of(sj["row_sums"], rows, where + " row_sums");
+      }
+      t.steps.push_back(std::move(s));
+    }
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: not an attn trace: {}", origin, e.what()));
+  }
+  return t;
 }
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "attn/error.hpp"
+#include "attn/render/render.hpp"
 #include "attn/suggest.hpp"
 
 namespace attn {
@@ -55,9 +56,9 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
   l.summarised = s.value.size() > o.summary_threshold;
   std::vector<ShownIndices> axes;
   for (std::size_t a = 0; a < r; ++a) {
-    const auto& d = s.dims[a];
-    if (d == "H" && o.head) axes.push_back({*o.head});
-    else if (d == "B" && o.batch) axes.push_back({*o.batch});
+    const Dim d = s.dims[a];
+    if (d == Dim::H && o.head) axes.push_back({*o.head});
+    else if (d == Dim::B && o.batch) axes.push_back({*o.batch});
     else axes.push_back(shown(shape[a], l.summarised, o.edge_items));
   }
   l.row_dim = s.dims[r - 2];
@@ -76,14 +77,14 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
       std::vector<std::string> parts, keys;
       for (std::size_t a = 0; a < lead.size(); ++a) {
         block = block * shape[a] + lead[a];
-        const auto& d = s.dims[a];
-        if (d == "B") b.batch = lead[a];
+        const Dim d = s.dims[a];
+        if (d == Dim::B) b.batch = lead[a];
       }
       for (std::size_t a = 0; a < lead.size(); ++a) {
-        const auto& d = s.dims[a];
-        if (d == "B") parts.push_back(fmt::format("batch {}", lead[a])), keys.push_back(fmt::format("b{}", lead[a]));
-        else if (d == "H") parts.push_back(fmt::format("head {}", lead[a])), keys.push_back(fmt::format("h{}", lead[a]));
-        else if (d == "T" || d == "S") {
+        const Dim d = s.dims[a];
+        if (d == Dim::B) parts.push_back(fmt::format("batch {}", lead[a])), keys.push_back(fmt::format("b{}", lead[a]));
+        else if (d == Dim::H) parts.push_back(fmt::format("head {}", lead[a])), keys.push_back(fmt::format("h{}", lead[a]));
+        else if (is_token_axis(d)) {
           // a [.., T, H, hs] view: one block per token
           parts.push_back(fmt::format("token {} \"{}\"", lead[a], axis_label(config, d, lead[a], b.batch)));
           keys.push_back(fmt::format("t{}", lead[a]));
@@ -133,6 +134,19 @@ std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std:
   std::vector<std::size_t> out;
   for (std::size_t i = lo; i <= hi; ++i)
     if (keep[i]) out.push_back(i);
+  return out;
+}
+
+std::vector<std::string> heatmap_steps(const Trace& trace, const std::vector<std::string>& requested) {
+  std::vector<std::string> out;
+  for (const auto& h : requested) {
+    if (h == "none") continue;
+    select_steps(trace, {h}, "", "");  // refuses ids this trace does not have
+    if (!heatmap_able(*trace.find(h))) {
+      throw InputError(fmt::format("--heatmap {}: not a queries × keys step; heatmaps draw scores, scaled, masked or weights", h));
+    }
+    out.push_back(h);
+  }
   return out;
 }
 

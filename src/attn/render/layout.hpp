@@ -32,7 +32,7 @@ struct Block {
 
 struct StepLayout {
   bool summarised = false;
-  std::string row_dim, col_dim;   // "T", "S", "C", "hs", ...
+  Dim row_dim = Dim::T, col_dim = Dim::S;
   std::int64_t row_count = 0, col_count = 0;
   ShownIndices rows, cols;
   std::vector<Block> blocks;
@@ -44,6 +44,10 @@ StepLayout layout_step(const Step& step, const TraceConfig& config, const ViewOp
 // Unknown ids are an InputError naming the option and the trace's steps.
 std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,
                                       const std::string& to);
+
+// --heatmap: the requested step ids ("none" for no heatmap), each refused unless this trace has it
+// and it is a queries × keys step.
+std::vector<std::string> heatmap_steps(const Trace& trace, const std::vector<std::string>& requested);
 
 // Refuses --head / --batch beyond the trace's H / B.
 void check_view(const Trace& trace, const ViewOptions& options);

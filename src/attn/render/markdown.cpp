@@ -46,7 +46,7 @@ void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l
 void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
   const auto& c = t.config;
   out << "# Attention Tracer" << (c.title.empty() ? "" : " · " + c.title) << "\n\n";
-  out << fmt::format("- mode: **{}**\n", c.mode);
+  out << fmt::format("- mode: **{}**\n", mode_name(c.mode));
   out << fmt::format("- sizes: {}T = {}, S = {}{}\n", c.batched ? fmt::format("B = {}, ", c.B) : "no batch dimension, ", c.T, c.S,
                      c.C > 0 ? fmt::format(", C = {}, H = {}, hs = {}", c.C, c.H, c.hs) : fmt::format(", H = {}", c.H));
   out << fmt::format("- scale: {}\n", c.scale);

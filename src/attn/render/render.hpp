@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/json_text.hpp"
 #include "attn/render/color.hpp"
 #include "attn/render/layout.hpp"
 #include "attn/trace.hpp"
@@ -32,6 +33,10 @@ void render_text_step(const Trace& trace, std::size_t index, std::ostream& out, 
 
 // data_in_npy_files: each step says "npy": "<id>.npy" instead of holding its data (attn run --dump).
 void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files = false);
+// render_json's output read back: the whole config and every step (title, formula, dims, values,
+// row sums), so that render_json of the result gives the same bytes. "npy" steps are read from the
+// directory of `origin`; metadata_only keeps shapes without values. InputError when it is no trace.
+Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata_only = false);
 
 // A handout: headings per step, formula, shape, tables with token labels (and explanations).
 void render_markdown(const Trace& trace, std::ostream& out, const TextOptions& options);
@@ -45,8 +50,6 @@ void render_svg(const Trace& trace, std::ostream& out, const TextOptions& option
 // Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0".
 std::string format_fixed(Scalar v, int precision);
 
-// A JSON string literal (quotes and escapes included), for every JSON writer of the project.
-std::string json_quote(std::string_view s);
 
 // Whether a step can be drawn as a heatmap: its last two axes are tokens (queries x keys).
 bool heatmap_able(const Step& step);

@@ -27,7 +27,7 @@ bool heatmap_able(const Step& s) {
   if (r < 2 || s.kind == ValueKind::Mask) return false;
   const auto& a = s.dims[r - 2];
   const auto& b = s.dims[r - 1];
-  return (a == "T" || a == "S") && (b == "T" || b == "S");
+  return is_token_axis(a) && is_token_axis(b);
 }
 
 namespace {
@@ -83,9 +83,9 @@ class TextRenderer {
     std::string sizes = c_.batched ? fmt::format("B = {}", c_.B) : "B = 1 (no batch dimension)";
     sizes += fmt::format(" · T = {} · S = {}", c_.T, c_.S);
     sizes += c_.C > 0 ? fmt::format(" · C = {} · H = {} · hs = {}", c_.C, c_.H, c_.hs) : fmt::format(" · H = {}", c_.H);
-    out_ << fmt::format("mode {} · {}\n", c_.mode, sizes);
-    out_ << fmt::format("scale {} · starts from {}", c_.scale, c_.entry);
-    if (c_.entry == "embeddings") out_ << fmt::format(" · layout {}", c_.layout);
+    out_ << fmt::format("mode {} · {}\n", mode_name(c_.mode), sizes);
+    out_ << fmt::format("scale {} · starts from {}", c_.scale, entry_name(c_.entry));
+    if (c_.entry == Entry::Embeddings) out_ << fmt::format(" · layout {}", layout_name(c_.layout));
     out_ << "\n";
     for (const auto& n : c_.notes) out_ << "  note: " << n << "\n";
   }
@@ -125,7 +125,7 @@ class TextRenderer {
  private:
   static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
 
-  std::string label(const std::string& dim, std::int64_t index, std::int64_t b) const { return axis_label(c_, dim, index, b); }
+  std::string label(Dim dim, std::int64_t index, std::int64_t b) const { return axis_label(c_, dim, index, b); }
 
   std::string number(const Step& s, Scalar v) const {
     if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";

@@ -1,0 +1,57 @@
+// The typed vocabulary every layer shares: modes, layouts, entry points, masked-row policies and
+// the axis letters of the shape legend, each with the one name it is written as. No parsing of
+// input files and no arithmetic here.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+enum class Mode { Self, Causal, Cross, MultiHead };
+enum class Layout { XW, Torch };  // x@W: W is [in, out]; torch: W is [out, in] as nn.Linear
+enum class ScaleKind { SqrtDk, None, Number };
+enum class Entry { Embeddings, QKV, Scores };  // where the walkthrough starts
+// What a query row whose keys are all masked gets: each policy is one framework's convention.
+enum class MaskedRow {
+  Error,    // refuse the input, naming the row (default)
+  Zeros,    // weights 0: PyTorch's scaled_dot_product_attention (safe softmax, 2.5+)
+  Nan,      // weights NaN: nn.MultiheadAttention with need_weights, softmax of all -inf
+  Uniform,  // weights 1/S: what a -1e9 fill gives
+};
+// Which keys a causal query i sees when T != S: top-left j <= i (SDPA is_causal), bottom-right
+// j <= i + (S - T) (GPT-2 with cached keys: the last query sees every key).
+enum class CausalAlign { TopLeft, BottomRight };
+// attn_mask as the input gave it: block (true = may not attend), keep (true = may attend), add.
+enum class UserMask { None, Block, Keep, Add };
+
+// The shape legend: B batch, H heads, T query length, S key/value length, C model width,
+// hs = C/H head size, C3 the fused projection's width 3C.
+enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3 };
+using Dims = std::vector<Dim>;
+
+std::string_view mode_name(Mode m);          // "self", "causal", "cross", "multi-head"
+std::string_view layout_name(Layout l);      // "x@W", "torch"
+std::string_view entry_name(Entry e);        // "embeddings", "q, k, v", "scores"
+std::string_view dim_name(Dim d);            // "B", "hs", "3C", ...
+std::optional<Mode> mode_from_name(std::string_view name);
+std::optional<Layout> layout_from_name(std::string_view name);
+std::optional<Entry> entry_from_name(std::string_view name);
+std::optional<Dim> dim_from_name(std::string_view name);
+
+inline bool is_token_axis(Dim d) { return d == Dim::T || d == Dim::S; }
+
+}  // namespace attn
+
+// Dims print as their legend letters: fmt::join(step.dims, ", ") gives "B, H, T, hs".
+template <>
+struct fmt::formatter<attn::Dim> : fmt::formatter<std::string_view> {
+  template <typename Context>
+  auto format(attn::Dim d, Context& ctx) const {
+    return fmt::formatter<std::string_view>::format(attn::dim_name(d), ctx);
+  }
+};

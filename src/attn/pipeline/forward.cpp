@@ -1,0 +1,147 @@
+// Scaled dot-product attention, one step at a time: spec + backend -> trace. attention_forward is
+// the one place the step order lives; it reads top to bottom like the formula. The words of each
+// step are in step_text.cpp, mistakes are hooks (mistakes.cpp), and timing and policy checks are
+// the recorder's (recorder.cpp): this file holds numerics only.
+#include <fmt/format.h>
+
+#include <limits>
+#include <optional>
+
+#include "attn/error.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/pipeline/recorder.hpp"
+
+namespace attn {
+namespace {
+
+using BT = BackendTensor;
+
+struct Flat {
+  BT q, k;             // (B, T, C), (B, S, C)
+  std::optional<BT> v;  // (B, S, C); none when scores or q, k are given without v
+};
+
+// x (B, L, in) · W (in, out) + b (out) -> (B, L, out)
+BT linear(Backend& be, const Hooks& m, const BT& x, const Tensor& w, const std::optional<Tensor>& b, Projection which) {
+  const BT y = be.matmul(x, m.weight(be, be.upload(w), which));
+  return b ? be.add_bias(y, be.upload(*b)) : y;
+}
+
+// q, k, v from the embeddings (x, and the source in cross mode), or as given.
+Flat inputs(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
+  if (s.entry == Entry::QKV) {
+    Flat f{r.emit(StepId::Q, be.upload(s.q)), r.emit(StepId::K, be.upload(s.k)), std::nullopt};
+    if (!s.v.shape().empty()) f.v = r.emit(StepId::V, be.upload(s.v));  // shapes, not values: a dry run has none
+    return f;
+  }
+  const auto& w = s.w;
+  const BT x = r.emit(StepId::X, be.upload(s.x));                                   // (B, T, C)
+  const BT src = s.cross() ? r.emit(StepId::Source, be.upload(s.source)) : x;        // (B, S, C)
+  if (w.W_qkv) {
+    // one product makes q, k and v side by side; the split is shown
+    const BT qkv = r.emit(StepId::Qkv, linear(be, m, x, *w.W_qkv, w.b_qkv, Projection::Input)).view({s.B * s.T, 3 * s.C});
+    auto part = [&](StepId id, std::int64_t i) { return r.emit(id, be.slice_columns(qkv, i * s.C, s.C).view({s.B, s.T, s.C})); };
+    return {part(StepId::Q, 0), part(StepId::K, 1), part(StepId::V, 2)};
+  }
+  return {r.emit(StepId::Q, linear(be, m, x, *w.W_q, w.b_q, Projection::Input)),
+          r.emit(StepId::K, linear(be, m, src, *w.W_k, w.b_k, Projection::Input)),
+          r.emit(StepId::V, linear(be, m, src, *w.W_v, w.b_v, Projection::Input))};
+}
+
+// (B, L, C) -> (B, H, L, hs): the view and the transpose, both shown, when H > 1.
+BT split_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT& flat, StepId view_id, StepId heads_id) {
+  const auto B = flat.shape[0], L = flat.shape[1], C = flat.shape[2];
+  if (s.H == 1) return flat.view({B, 1, L, C});
+  const auto split = m.split(be, flat, s.H);
+  const BT view = r.emit(view_id, split.heads, split.view);
+  return r.emit(heads_id, be.swap_axes_1_2(view));
+}
+
+// The keep pattern (B, T, S) the backend applies; the mask step shows it, as one [T, S] pattern
+// when every batch row shares it.
+BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
+  BT keep = be.mask_keep(s.B, s.T, s.S, s.causal, s.causal_offset(), s.lengths, m.flip_mask);
+  std::optional<BT> user;
+  if (!s.user_keep.shape().empty()) keep = be.keep_and(keep, *(user = be.upload(s.user_keep)));
+  if (s.mask_per_batch()) return r.emit(StepId::Mask, keep);
+  BT pattern = be.mask_keep(1, s.T, s.S, s.causal, s.causal_offset(), {}, m.flip_mask);
+  if (user) pattern = be.keep_and(pattern, *user);
+  r.emit(StepId::Mask, pattern.view({s.T, s.S}));
+  return keep;
+}
+
+Backend::EmptyRow empty_row_policy(MaskedRow p) {
+  return p == MaskedRow::Zeros ? Backend::EmptyRow::Zeros : p == MaskedRow::Uniform ? Backend::EmptyRow::Uniform : Backend::EmptyRow::Nan;
+}
+
+// The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
+Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
+  const auto B = s.B, H = s.H, T = s.T, S = s.S, hs = s.hs();
+
+  // 1. queries, keys and values, heads first; or the scores, given
+  BT scores;                  // (B, H, T, S)
+  std::optional<BT> v_heads;  // (B, H, S, hs)
+  if (s.entry == Entry::Scores) {
+    scores = r.emit(StepId::Scores, be.upload(s.scores));
+    if (!s.v.shape().empty()) v_heads = split_heads(s, be, m, r, r.emit(StepId::V, be.upload(s.v)), StepId::VView, StepId::VHeads);
+  } else {
+    const Flat f = inputs(s, be, m, r);
+    const BT q = split_heads(s, be, m, r, f.q, StepId::QView, StepId::QHeads).view({B * H, T, hs});  // (B·H, T, hs)
+    const BT k = split_heads(s, be, m, r, f.k, StepId::KView, StepId::KHeads).view({B * H, S, hs});  // (B·H, S, hs)
+    if (f.v) v_heads = split_heads(s, be, m, r, *f.v, StepId::VView, StepId::VHeads);
+    // kᵀ is materialised only so the student can see the transpose the formula talks about
+    const BT kt = r.emit(StepId::KT, be.transpose_last2(k).view({B, H, hs, S})).view({B * H, hs, S});  // (B·H, hs, S)
+    scores = r.emit(StepId::Scores, m.scores(be, q, k, kt).view({B, H, T, S}));
+  }
+
+  // 2. scale: scores · 1/√hs (or the given factor)
+  BT logits = scores;  // (B, H, T, S)
+  if (s.scale_kind != ScaleKind::None) logits = r.emit(StepId::Scaled, be.scale(scores, m.scale(s, r.config().scale_factor)));
+
+  // 3. mask: blocked keys to -inf, additive masks added
+  std::optional<BT> keep;  // (B, T, S), 1 = may attend
+  if (s.masking()) {
+    if (s.blocking()) keep = mask_steps(s, be, m, r);
+    BT base = logits;
+    if (!s.user_add.shape().empty()) {
+      const bool shared = s.user_add.dim(0) == 1;
+      const BT add = r.emit(StepId::MaskAdd, be.upload(shared ? s.user_add.reshaped({T, S}) : s.user_add));
+      base = be.add_mask(logits, add.view({shared ? 1 : B, T, S}));
+    }
+    if (!m.mask_after_softmax) {
+      r.facts.fill = m.fill(s.mask_fill ? *s.mask_fill : -std::numeric_limits<Scalar>::infinity());
+      logits = r.emit(StepId::Masked, keep ? be.masked_fill(base, *keep, r.facts.fill) : base);
+      r.check_masked_rows();
+    }
+  }
+
+  // 4. softmax over the keys (row max subtracted), each row's sum shown
+  BT weights = m.softmax(be, logits, empty_row_policy(s.masked_row));  // (B, H, T, S)
+  if (s.masking() && m.mask_after_softmax) weights = be.masked_fill(weights, keep.value_or(BT{}), 0);
+  const BT sums = be.row_sums(weights.view({B * H * T, S})).view({B, H, T});
+  r.emit(StepId::Weights, weights);
+  r.attach_row_sums(sums);
+  if (!v_heads) return r.take();
+
+  // 5. context: weights · v, heads merged back, the output projection
+  const BT context = r.emit(StepId::Context, be.matmul(weights.view({B * H, T, S}), v_heads->view({B * H, S, hs})).view({B, H, T, hs}));
+  const BT merged = H > 1 ? r.emit(StepId::Merged, m.merge(be, context)) : context.view({B, T, s.C});  // (B, T, C)
+  if (s.w.W_o) r.emit(StepId::Output, m.output_missing ? merged : linear(be, m, merged, *s.w.W_o, s.w.b_o, Projection::Output));
+  return r.take();
+}
+
+}  // namespace
+
+Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options) {
+  const Hooks hooks = hooks_for(options.mistake);
+  Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None);
+  recorder.facts.mask_after_softmax = hooks.mask_after_softmax;
+  Trace t = attention_forward(spec, backend, hooks, recorder);
+  if (options.mistake != Mistake::None) {
+    const auto& info = mistake_info(options.mistake);
+    t.config.notes.push_back(fmt::format("simulated mistake {}: {}", info.name, info.description));
+  }
+  return t;
+}
+
+}  // namespace attn

@@ -1,0 +1,107 @@
+// Recording steps: display dims, timing, copies to the host and the policy checks.
+#include "attn/pipeline/recorder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attn/error.hpp"
+
+namespace attn {
+
+Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient) : s_(spec), be_(backend), lenient_(lenient) {
+  trace_.config = make_config(spec);
+}
+
+// The shown dims: no B without a batch dimension in the input, no H with one head,
+// S written T when keys are the queries' own tokens, hs written C with one head.
+Dims Recorder::display_dims(const Dims& full) const {
+  Dims out;
+  for (const Dim d : full) {
+    if (d == Dim::B && !s_.batched) continue;
+    if (d == Dim::H && s_.H == 1) continue;
+    if (d == Dim::S && s_.keys_are_queries()) out.push_back(Dim::T);
+    else if (d == Dim::hs && s_.H == 1) out.push_back(Dim::C);
+    else out.push_back(d);
+  }
+  return out;
+}
+
+Shape Recorder::display_shape(const Dims& full, const Shape& shape) const {
+  Shape out;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    if (full[i] == Dim::B && !s_.batched) continue;
+    if (full[i] == Dim::H && s_.H == 1) continue;
+    out.push_back(shape[i]);
+  }
+  return out;
+}
+
+BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
+  StepText text = step_text(id, s_, trace_.config, facts);
+  const auto& name = step_info(id).id;
+  if (text.dims.size() != t.shape.size()) {
+    throw InternalError(fmt::format("step {}: dims {} for shape {}", name, text.dims.size(), shape_string(t.shape)));
+  }
+  // The step's time: from the previous step's end until the backend has finished this one.
+  be_.synchronize();
+  const auto now = std::chrono::steady_clock::now();
+  Step step;
+  step.id = std::string(name);
+  step.seconds = std::chrono::duration<double>(now - clock_).count();
+  step.title = std::move(text.title);
+  step.formula = std::move(text.formula);
+  step.dims = display_dims(text.dims);
+  step.value = be_.download(t).reshaped(display_shape(text.dims, t.shape));
+  step.kind = text.kind;
+  step.note = std::move(text.note);
+  step.flops = be_.take_flops();
+  step.view = view;
+  if (!lenient_ && !allow_nan_) require_finite(step);
+  trace_.steps.push_back(std::move(step));
+  clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
+  return t;
+}
+
+void Recorder::attach_row_sums(const BackendTensor& sums) {
+  const Dims rows{Dim::B, Dim::H, Dim::T};
+  trace_.steps.back().row_sums = be_.download(sums).reshaped(display_shape(rows, sums.shape));
+}
+
+// A number that left float32's range is reported, never printed as if it were an answer.
+void Recorder::require_finite(const Step& step) const {
+  const bool minus_inf_allowed = step.id == "masked" || step.id == "mask.add";  // blocked positions
+  const auto values = step.value.values();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const Scalar v = values[i];
+    if (std::isfinite(v) || (minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) continue;
+    throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down", step.id,
+                                 std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), i));
+  }
+}
+
+void Recorder::check_masked_rows() {
+  // Flat indices of the masked step's query rows with every key at -inf (none in a dry run).
+  const auto values = trace_.steps.back().value.values();
+  std::vector<std::int64_t> empty;
+  const auto rows = static_cast<std::int64_t>(values.size()) / s_.S;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto* row = values.data() + r * s_.S;
+    if (std::all_of(row, row + s_.S, [](Scalar v) { return v == -std::numeric_limits<Scalar>::infinity(); })) empty.push_back(r);
+  }
+  facts.empty_rows = static_cast<std::int64_t>(empty.size());
+  if (!empty.empty() && !lenient_ && s_.masked_row == MaskedRow::Error) {
+    // A query row with every key blocked has no softmax; name it rather than print NaN.
+    const auto r = empty.front();
+    const auto i = r % s_.T, h = (r / s_.T) % s_.H, b = r / (s_.T * s_.H);
+    const auto& labels = s_.tokens[s_.tokens.size() == 1 ? 0 : static_cast<std::size_t>(b)];
+    throw InputError(fmt::format("masked: query row {} \"{}\" (batch {}, head {}) has every key masked; its softmax is undefined", i,
+                                 labels[static_cast<std::size_t>(i)], b, h));
+  }
+  // NaN weights are the stated policy from here on, not an overflow.
+  if (!empty.empty() && s_.masked_row == MaskedRow::Nan) allow_nan_ = true;
+}
+
+}  // namespace attn

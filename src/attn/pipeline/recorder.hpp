@@ -1,0 +1,45 @@
+// The recorder turns the forward pass's tensors into trace steps: words from the step table, dims
+// as the input wrote them, the backend's time for the step, and the policy checks (non-finite
+// values, fully masked rows). The numerics never see any of this.
+#pragma once
+
+#include <chrono>
+
+#include "attn/backend.hpp"
+#include "attn/pipeline/step_text.hpp"
+#include "attn/spec.hpp"
+#include "attn/trace.hpp"
+
+namespace attn {
+
+class Recorder {
+ public:
+  // lenient: a mistaken trace keeps non-finite values and fully masked rows (a student's can hold them).
+  Recorder(const Spec& spec, Backend& backend, bool lenient);
+
+  // Records `t` as step `step`; returns it. `view`: shares the values of an earlier step.
+  BackendTensor emit(StepId step, BackendTensor t, bool view = false);
+  // Each row's sum (rows, as the last step's leading axes), attached to the last step.
+  void attach_row_sums(const BackendTensor& sums);
+  // After the masked step: counts the query rows with every key blocked, and refuses them when
+  // the policy is "error".
+  void check_masked_rows();
+
+  TextFacts facts;
+  const TraceConfig& config() const { return trace_.config; }
+  Trace take() { return std::move(trace_); }
+
+ private:
+  Dims display_dims(const Dims& full) const;
+  Shape display_shape(const Dims& full, const Shape& shape) const;
+  void require_finite(const Step& step) const;
+
+  const Spec& s_;
+  Backend& be_;
+  bool lenient_;
+  bool allow_nan_ = false;
+  Trace trace_;
+  std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace attn

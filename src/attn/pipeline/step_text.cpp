@@ -1,0 +1,199 @@
+// The table of step words. Each entry says what its step is in the spec's terms; the forward pass
+// never formats text, and this file never touches a tensor.
+#include "attn/pipeline/step_text.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace attn {
+namespace {
+
+// 0.125, 0.5774: at most four decimals, no trailing zeros.
+std::string short_number(double v) {
+  std::string s = fmt::format("{:.4f}", v);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+// -1e9, 0.5, 1e-05 -> "-1e9", "0.5", "1e-5": how a person writes a fill value.
+std::string compact_number(double v) {
+  std::string s = fmt::format("{:g}", v);
+  for (const auto& [from, to] : {std::pair{"e+0", "e"}, std::pair{"e+", "e"}, std::pair{"e-0", "e-"}}) {
+    if (auto p = s.find(from); p != std::string::npos) s.replace(p, std::string_view(from).size(), to);
+  }
+  return s;
+}
+
+std::string bias_term(const std::optional<Tensor>& b, std::string_view name) { return b ? fmt::format(" + {}", name) : ""; }
+
+std::string weight_symbol(const Spec& s, std::string_view name) {
+  return s.layout == Layout::Torch ? fmt::format("{}ᵀ", name) : std::string(name);
+}
+
+std::string scaled_name(const Spec& s) { return s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
+
+// q, k, v: a part of the fused projection, given, or projected on their own.
+StepText projection(StepId step, const Spec& s) {
+  const auto& info = step_info(step);
+  const int part = step == StepId::Q ? 0 : step == StepId::K ? 1 : 2;
+  const char* id = part == 0 ? "q" : part == 1 ? "k" : "v";
+  const Dims dims{Dim::B, part == 0 ? Dim::T : Dim::S, Dim::C};
+  if (s.entry != Entry::Embeddings) return {fmt::format("{} (given)", info.title), fmt::format("{} (given)", id), "", dims};
+  if (s.w.W_qkv) {
+    return {std::string(info.title), fmt::format("{} = qkv[..., {}:{}]", id, part * s.C, (part + 1) * s.C),
+            fmt::format("qkv.split(C, dim=-1), part {} of 3", part + 1), Dims{Dim::B, Dim::T, Dim::C}};
+  }
+  const std::string input = part == 0 || !s.cross() ? "x" : "source";
+  const auto& w = s.w;
+  const std::optional<Tensor>& bias = part == 0 ? w.b_q : part == 1 ? w.b_k : w.b_v;
+  const std::string wname = fmt::format("W_{}", id), bname = fmt::format("b_{}", id);
+  return {std::string(info.title), fmt::format("{} = {} · {}{}", id, input, weight_symbol(s, wname), bias_term(bias, bname)), "", dims};
+}
+
+// q.view / q.heads and the same for k and v.
+StepText head_split(StepId step, const Spec& s) {
+  const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
+  const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
+  const bool query = id[0] == 'q';
+  const Dim L = query ? Dim::T : Dim::S;
+  const char* l = query ? "T" : "S";
+  const auto title = std::string(step_info(step).title);
+  if (view) {
+    return {title, fmt::format("{}.view(B, {}, H, hs)", id, l),
+            fmt::format("a view, no copy: the C = {} features read as H = {} heads of hs = {}", s.C, s.H, s.hs()), Dims{Dim::B, L, Dim::H, Dim::hs}};
+  }
+  return {title, fmt::format("{}.view(B, {}, H, hs).transpose(1, 2)", id, l), fmt::format("each head now holds its own [{}, hs] matrix", l),
+          Dims{Dim::B, Dim::H, L, Dim::hs}};
+}
+
+StepText mask_text(const Spec& s) {
+  std::vector<std::string> rules;
+  if (s.causal) {
+    const auto off = s.causal_offset();
+    rules.push_back(off == 0 ? "j ≤ i" : fmt::format("j ≤ i + {} (bottom-right: S − T = {})", off, off));
+  }
+  if (!s.lengths.empty()) rules.push_back("j < length[b]");
+  if (s.user_mask_kind == "block") rules.push_back("attn_mask.block[i, j] is false");
+  if (s.user_mask_kind == "keep") rules.push_back("attn_mask.keep[i, j] is true");
+  const bool per_batch = s.mask_per_batch();
+  std::string formula = fmt::format("mask[{}] = 1 if {}, else 0", per_batch ? "b, i, j" : "i, j", fmt::join(rules, " and "));
+  if (s.causal && rules.size() == 1 && s.causal_offset() == 0) formula += " (tril)";
+  std::string note;
+  if (s.causal && rules.size() == 1) note = "a query sees itself and earlier positions, never later ones";
+  if (!s.lengths.empty()) note = fmt::format("lengths = [{}]: keys at or past a row's length are padding", fmt::join(s.lengths, ", "));
+  return {"Mask", formula, note, per_batch ? Dims{Dim::B, Dim::T, Dim::S} : Dims{Dim::T, Dim::S}, ValueKind::Mask};
+}
+
+StepText masked_text(const Spec& s, const TextFacts& f) {
+  const bool add = !s.user_add.shape().empty();
+  const std::string base = scaled_name(s) + (add ? " + mask.add" : "");
+  if (!s.blocking()) return {"Masked scores", fmt::format("masked = {}", base), "", Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+  std::string note = "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight";
+  if (s.mask_fill) {
+    note = fmt::format("blocked scores are {} (mask_fill), not −inf: exp({} − row max) underflows to 0 wherever the row keeps a "
+                       "key, the same weights; a row with every key blocked gets uniform weights instead of none",
+                       compact_number(*s.mask_fill), compact_number(*s.mask_fill));
+  }
+  return {"Masked scores",
+          fmt::format("masked = {} where mask = 1, {} where mask = 0", base, s.mask_fill ? compact_number(f.fill) : "−inf"), note,
+          Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+}
+
+StepText weights_text(const Spec& s, const TextFacts& f) {
+  const std::string input = s.masking() && !f.mask_after_softmax ? "masked" : scaled_name(s);
+  std::string note = "row i: how query i spreads its attention over the keys; each row sums to 1 (row max subtracted before exp)";
+  if (f.empty_rows > 0) {
+    static constexpr const char* kPolicy[] = {"", "0 (masked_row \"zeros\", as PyTorch's scaled_dot_product_attention)",
+                                              "NaN (masked_row \"nan\", as nn.MultiheadAttention with need_weights)",
+                                              "uniform, 1/S (masked_row \"uniform\", what a −1e9 fill gives)"};
+    note += fmt::format("; {} row{} with every key masked: weights {}", f.empty_rows, f.empty_rows == 1 ? "" : "s",
+                        kPolicy[static_cast<int>(s.masked_row)]);
+  }
+  return {"Attention weights", fmt::format("weights = softmax({}, dim=-1)", input), note, Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+}
+
+}  // namespace
+
+StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextFacts& f) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  switch (step) {
+    case StepId::X: return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
+    case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::C}};
+    case StepId::Qkv:
+      return {"Fused projection", fmt::format("qkv = x · {}{}", weight_symbol(s, "W_qkv"), bias_term(s.w.b_qkv, "b_qkv")),
+              "one matmul makes q, k and v side by side", Dims{Dim::B, Dim::T, Dim::C3}};
+    case StepId::Q:
+    case StepId::K:
+    case StepId::V: return projection(step, s);
+    case StepId::QView:
+    case StepId::QHeads:
+    case StepId::KView:
+    case StepId::KHeads:
+    case StepId::VView:
+    case StepId::VHeads: return head_split(step, s);
+    case StepId::KT:
+      return {"Keys transposed", "kᵀ = k.transpose(-2, -1)", "each column is one key: q · kᵀ then takes every query against every key",
+              Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
+    case StepId::Scores:
+      if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
+      return {"Attention scores", "scores = q · kᵀ", "scores[i, j] = q_i · k_j: how well query i matches key j", bhts};
+    case StepId::Scaled:
+      if (s.scale_kind == ScaleKind::SqrtDk) {
+        return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", s.H > 1 ? "hs" : "C", s.hs(), c.scale), bhts};
+      }
+      return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
+    case StepId::Mask: return mask_text(s);
+    case StepId::MaskAdd:
+      return {"Additive mask (given)", "attn_mask.add (given)",
+              "added to the scores before softmax: 0 keeps a score, −inf blocks it, other values bias it",
+              s.user_add.dim(0) == 1 ? Dims{Dim::T, Dim::S} : Dims{Dim::B, Dim::T, Dim::S}};
+    case StepId::Masked: return masked_text(s, f);
+    case StepId::Weights: return weights_text(s, f);
+    case StepId::Context:
+      return {"Context vectors", "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
+              Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
+    case StepId::Merged:
+      return {"Heads merged", "merged = context.transpose(1, 2).reshape(B, T, C)",
+              fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", s.hs()), Dims{Dim::B, Dim::T, Dim::C}};
+    case StepId::Output:
+      return {"Output projection",
+              fmt::format("output = {} · {}{}", s.H > 1 ? "merged" : "context", weight_symbol(s, "W_o"), bias_term(s.w.b_o, "b_o")), "",
+              Dims{Dim::B, Dim::T, Dim::C}};
+  }
+  return {};
+}
+
+TraceConfig make_config(const Spec& s) {
+  TraceConfig c;
+  c.title = s.title;
+  c.mode = s.mode;
+  c.batched = s.batched;
+  c.B = s.B, c.T = s.T, c.S = s.S, c.C = s.C, c.H = s.H, c.hs = s.hs();
+  c.layout = s.layout;
+  c.entry = s.entry;
+  c.causal = s.causal;
+  c.lengths = s.lengths;
+  c.tokens = s.tokens;
+  c.source_tokens = s.source_tokens;
+  c.notes = s.notes;
+  switch (s.scale_kind) {
+    case ScaleKind::SqrtDk:
+      c.scale_factor = static_cast<Scalar>(1.0 / std::sqrt(static_cast<double>(s.hs())));
+      c.scale = fmt::format("1/√{} = {}", s.hs(), short_number(c.scale_factor));
+      break;
+    case ScaleKind::None:
+      c.scale_factor = 1;
+      c.scale = s.entry == Entry::Scores && !s.scale_given ? "none (given scores are taken as already scaled)" : "none";
+      break;
+    case ScaleKind::Number:
+      c.scale_factor = s.scale_number;
+      c.scale = fmt::format("{} (given)", s.scale_number);
+      break;
+  }
+  return c;
+}
+
+}  // namespace attn

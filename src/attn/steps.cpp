@@ -1,0 +1,49 @@
+// The step registry's one table.
+#include "attn/steps.hpp"
+
+#include <algorithm>
+
+namespace attn {
+
+const std::vector<StepInfo>& all_steps() {
+  static const std::vector<StepInfo> kSteps = {
+      {StepId::X, "x", "Input embeddings"},
+      {StepId::Source, "source", "Source embeddings"},
+      {StepId::Qkv, "qkv", "Fused projection"},
+      {StepId::Q, "q", "Queries"},
+      {StepId::K, "k", "Keys"},
+      {StepId::V, "v", "Values"},
+      {StepId::QView, "q.view", "Queries split into heads"},
+      {StepId::QHeads, "q.heads", "Queries, heads first"},
+      {StepId::KView, "k.view", "Keys split into heads"},
+      {StepId::KHeads, "k.heads", "Keys, heads first"},
+      {StepId::VView, "v.view", "Values split into heads"},
+      {StepId::VHeads, "v.heads", "Values, heads first"},
+      {StepId::KT, "k.T", "Keys transposed"},
+      {StepId::Scores, "scores", "Attention scores"},
+      {StepId::Scaled, "scaled", "Scaled scores"},
+      {StepId::Mask, "mask", "Mask"},
+      {StepId::MaskAdd, "mask.add", "Additive mask"},
+      {StepId::Masked, "masked", "Masked scores"},
+      {StepId::Weights, "weights", "Attention weights"},
+      {StepId::Context, "context", "Context vectors"},
+      {StepId::Merged, "merged", "Heads merged"},
+      {StepId::Output, "output", "Output projection"},
+  };
+  return kSteps;
+}
+
+const StepInfo& step_info(StepId step) { return all_steps()[static_cast<std::size_t>(step)]; }
+
+std::optional<StepId> step_from_id(std::string_view id) {
+  for (const auto& s : all_steps())
+    if (s.id == id) return s.step;
+  return std::nullopt;
+}
+
+std::size_t step_order(std::string_view id) {
+  const auto& all = all_steps();
+  return static_cast<std::size_t>(std::find_if(all.begin(), all.end(), [&](const StepInfo& s) { return s.id == id; }) - all.begin());
+}
+
+}  // namespace attn

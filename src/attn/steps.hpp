@@ -1,0 +1,29 @@
+// The typed step registry: every step a trace can hold, with its stable id and title, in the
+// canonical pipeline order. Whatever needs the step order (the pipeline, diff, diagnose, sorting
+// a directory of .npy files) reads it here. Formulas and notes live in pipeline/step_text.cpp.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+enum class StepId {
+  X, Source, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, KT,
+  Scores, Scaled, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
+};
+
+struct StepInfo {
+  StepId step;
+  std::string_view id;     // stable: "q.heads", "weights"; keys text, JSON, goldens, check and diff
+  std::string_view title;  // "Queries, heads first"
+};
+
+const std::vector<StepInfo>& all_steps();  // in canonical pipeline order
+const StepInfo& step_info(StepId step);
+std::optional<StepId> step_from_id(std::string_view id);
+// Position in the canonical order; ids that are no step come after every step.
+std::size_t step_order(std::string_view id);
+
+}  // namespace attn
