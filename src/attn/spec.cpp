@@ -22,7 +22,7 @@
 #include <set>
 #include <sstream>
 
-#include "attn/cost.hpp"
+#include "attn/bytes.hpp"
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
 #include "attn/numpy_random.hpp"
