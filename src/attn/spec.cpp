@@ -197,28 +197,30 @@ void fill_values(const json& j, const std::string& base, const Shape& shape, std
   }
 }
 
-// Where {"npy": "path"} tensors are looked up: the directory of the JSON file being parsed.
-thread_local std::string g_base_dir;
-// The most bytes one generated tensor may take (set by parse_spec).
-thread_local std::int64_t g_max_bytes = 0;
+// What every reader of one input shares, passed explicitly (parse_spec makes one per call).
+struct ReadContext {
+  std::string base_dir;              // where {"npy": "path"} tensors are looked up ("" = the working directory)
+  std::int64_t max_bytes = 0;        // the most bytes one generated tensor may take
+  std::vector<std::string>& notes;   // Spec::notes: where values came from
+};
 
 // Refuses a tensor the random block would generate when it cannot fit, before allocating it.
-void require_generatable(const std::string& path, const Shape& shape) {
+void require_generatable(const ReadContext& ctx, const std::string& path, const Shape& shape) {
   double n = 1;
   for (auto d : shape) n *= static_cast<double>(d);
   const double bytes = n * sizeof(Scalar);
-  if (bytes > static_cast<double>(g_max_bytes)) {
+  if (bytes > static_cast<double>(ctx.max_bytes)) {
     fail(path, fmt::format("generating {} floats would take {}, more than --max-memory {}", shape_string(shape), human_bytes(bytes),
-                           human_bytes(static_cast<double>(g_max_bytes))));
+                           human_bytes(static_cast<double>(ctx.max_bytes))));
   }
 }
 
 // Any rectangular nested array of numbers, or {"npy": "path"}; the caller checks the shape it needs.
-Tensor read_tensor(const json& j, const std::string& path, std::string_view expected) {
+Tensor read_tensor(const ReadContext& ctx, const json& j, const std::string& path, std::string_view expected) {
   if (j.is_object() && j.contains("npy")) {
     check_keys(j, path, {"npy"});
     const auto file = read_string(j["npy"], key_path(path, "npy"));
-    const auto full = g_base_dir.empty() ? std::filesystem::path(file) : std::filesystem::path(g_base_dir) / file;
+    const auto full = ctx.base_dir.empty() ? std::filesystem::path(file) : std::filesystem::path(ctx.base_dir) / file;
     return read_npy(full.string(), path);
   }
   if (!j.is_array()) fail(path, fmt::format("expected {} (or {{\"npy\": \"file.npy\"}}), got {}", expected, describe(j)));
@@ -425,13 +427,12 @@ struct Sequence {
   bool has_batch = false;
 };
 
-Sequence read_sequence(const json& parent, const std::string& parent_path, const char* key, std::string_view len,
-                       const RandomFill& rnd, std::optional<std::int64_t> random_len, std::string_view random_name,
-                       std::vector<std::string>& notes) {
+Sequence read_sequence(ReadContext& ctx, const json& parent, const std::string& parent_path, const char* key, std::string_view len,
+                       const RandomFill& rnd, std::optional<std::int64_t> random_len, std::string_view random_name) {
   const auto path = key_path(parent_path, key);
   const auto expected = fmt::format("a [{0}, C] or [B, {0}, C] array of numbers", len);
   if (parent.contains(key)) {
-    Tensor t = read_tensor(parent[key], path, expected);
+    Tensor t = read_tensor(ctx, parent[key], path, expected);
     if (t.rank() != 2 && t.rank() != 3) fail(path, fmt::format("expected {}, got shape {}", expected, shape_string(t.shape())));
     Sequence s{batched(t, t.rank() == 3), t.rank() == 3};
     // A random block next to given embeddings must agree with them.
@@ -450,23 +451,23 @@ Sequence read_sequence(const json& parent, const std::string& parent_path, const
   }
   const bool has_batch = rnd.B.has_value();
   Shape shape{rnd.B.value_or(1), *random_len, *rnd.C};
-  require_generatable(path, shape);
+  require_generatable(ctx, path, shape);
   if (rnd.numpy) {
     const Shape drawn = has_batch ? shape : Shape{shape[1], shape[2]};
-    return {rnd.draw_numpy(drawn, path, notes).reshaped(shape), has_batch};
+    return {rnd.draw_numpy(drawn, path, ctx.notes).reshaped(shape), has_batch};
   }
-  notes.push_back(fmt::format("{}: random N(0, 1), seed {}", path, rnd.seed));
+  ctx.notes.push_back(fmt::format("{}: random N(0, 1), seed {}", path, rnd.seed));
   return {random_normal(rnd.seed, path, shape), has_batch};
 }
 
 // ---- weights ------------------------------------------------------------------------------
 
 struct WeightReader {
+  ReadContext& ctx;
   const json& obj;
   Layout layout;
   std::int64_t C;
   std::int64_t H;
-  std::vector<std::string>& notes;
 
   bool has(const char* key) const { return obj.contains(key); }
 
@@ -479,10 +480,10 @@ struct WeightReader {
       if (j.get<std::string>() != "identity") {
         fail(path, fmt::format("expected a [C, C] = [{0}, {0}] matrix or \"identity\", got {1}", C, describe(j)));
       }
-      notes.push_back(fmt::format("{}: identity", path));
+      ctx.notes.push_back(fmt::format("{}: identity", path));
       return identity(C);
     }
-    Tensor t = read_tensor(j, path, fmt::format("a [C, C] = [{0}, {0}] matrix or \"identity\"", C));
+    Tensor t = read_tensor(ctx, j, path, fmt::format("a [C, C] = [{0}, {0}] matrix or \"identity\"", C));
     if (t.rank() == 3 && per_head_allowed) {
       const Shape want = layout == Layout::XW ? Shape{H, C, hs} : Shape{H, hs, C};
       expect_shape(t, path,  want,
@@ -496,7 +497,7 @@ struct WeightReader {
             const Scalar v = layout == Layout::XW ? t.data()[(h * C + i) * hs + c] : t.data()[(h * hs + c) * C + i];
             out.mutable_data()[i * C + h * hs + c] = v;
           }
-      notes.push_back(fmt::format("{}: {} per-head matrices stacked into [C, C] = [{}, {}]", path, H, C, C));
+      ctx.notes.push_back(fmt::format("{}: {} per-head matrices stacked into [C, C] = [{}, {}]", path, H, C, C));
       return out;
     }
     expect_shape(t, path, {C, C},
@@ -507,7 +508,7 @@ struct WeightReader {
   Tensor fused() const {
     const auto path = std::string("weights.W_qkv");
     const Shape want = layout == Layout::XW ? Shape{C, 3 * C} : Shape{3 * C, C};
-    Tensor t = read_tensor(obj["W_qkv"], path, fmt::format("a {} matrix", shape_string(want)));
+    Tensor t = read_tensor(ctx, obj["W_qkv"], path, fmt::format("a {} matrix", shape_string(want)));
     expect_shape(t, path, want,
                  layout == Layout::XW ? " (x@W layout: [C, 3C], columns q | k | v)" : " (torch layout: [3C, C], rows q | k | v)");
     return layout == Layout::XW ? t : transpose2(t);
@@ -515,7 +516,7 @@ struct WeightReader {
 
   Tensor bias(const char* key, std::int64_t n) const {
     const auto path = key_path("weights", key);
-    Tensor t = read_tensor(obj[key], path, fmt::format("a vector of {} numbers", n));
+    Tensor t = read_tensor(ctx, obj[key], path, fmt::format("a vector of {} numbers", n));
     expect_shape(t, path, {n});
     return t;
   }
@@ -534,7 +535,7 @@ std::int64_t resolve_heads(const json& root, Mode mode, std::optional<std::int64
   return mode == Mode::MultiHead ? 2 : 1;
 }
 
-void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
+void read_weights(ReadContext& ctx, const json& root, Spec& s, const RandomFill& rnd) {
   static const std::vector<std::string_view> kWeightKeys = {"W_q", "W_k", "W_v", "W_qkv", "W_o",
                                                             "b_q", "b_k", "b_v", "b_qkv", "b_o"};
   static const json kEmpty = json::object();
@@ -546,7 +547,7 @@ void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
   } else if (!rnd.present) {
     fail("weights", "required: an object with W_q, W_k, W_v (or W_qkv), or a \"random\" block to generate them");
   }
-  WeightReader r{*wj, s.layout, s.C, s.H, s.notes};
+  WeightReader r{ctx, *wj, s.layout, s.C, s.H};
   const bool any_separate = r.has("W_q") || r.has("W_k") || r.has("W_v");
   if (r.has("W_qkv") && any_separate) {
     fail("weights.W_qkv", "give either W_qkv (fused) or W_q, W_k, W_v (separate), not both");
@@ -563,9 +564,9 @@ void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(s.C));  // nn.Linear's default init range
   auto generated = [&](const char* key, Shape shape) {
     const auto path = key_path("weights", key);
-    require_generatable(path, shape);
-    if (rnd.numpy) return rnd.draw_numpy(shape, path, s.notes);
-    s.notes.push_back(fmt::format("{}: random U(-1/√C, 1/√C), seed {}", path, rnd.seed));
+    require_generatable(ctx, path, shape);
+    if (rnd.numpy) return rnd.draw_numpy(shape, path, ctx.notes);
+    ctx.notes.push_back(fmt::format("{}: random U(-1/√C, 1/√C), seed {}", path, rnd.seed));
     return random_uniform(rnd.seed, path, std::move(shape), bound);
   };
 
@@ -578,7 +579,7 @@ void read_weights(const json& root, Spec& s, const RandomFill& rnd) {
       // weight is split here, as nn.MultiheadAttention splits in_proj_weight.
       s.w.W_q = columns(w, 0, s.C), s.w.W_k = columns(w, s.C, s.C), s.w.W_v = columns(w, 2 * s.C, s.C);
       if (b) s.w.b_q = columns(*b, 0, s.C), s.w.b_k = columns(*b, s.C, s.C), s.w.b_v = columns(*b, 2 * s.C, s.C);
-      s.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
+      ctx.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
     } else {
       s.w.W_qkv = std::move(w);
       s.w.b_qkv = std::move(b);
@@ -818,18 +819,12 @@ void read_attn_mask(const json& root, Spec& s) {
 }  // namespace
 
 Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
-  struct Context {
-    Context(const std::string& d, std::int64_t m) {
-      g_base_dir = d;
-      g_max_bytes = m > 0 ? m : default_max_memory();
-    }
-    ~Context() { g_base_dir.clear(); }
-  } context(base_dir, max_bytes);
   const json root = parse_json(text, origin);
   if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
   check_keys(root, "", kRootKeys);
 
   Spec s;
+  ReadContext ctx{base_dir, max_bytes > 0 ? max_bytes : default_max_memory(), s.notes};
   if (root.contains("title")) s.title = read_string(root["title"], "title");
   if (root.contains("comment")) read_string(root["comment"], "comment");
   if (root.contains("mode")) {
@@ -879,7 +874,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
       fail("scale", "\"sqrt_dk\" needs d_k, which given scores do not carry: give a number, or \"none\" (the default: scores taken as already scaled)");
     }
     if (!s.scale_given) s.scale_kind = ScaleKind::None;
-    Tensor sc = read_tensor(root["scores"], "scores", "a [T, S], [B, T, S] or [B, H, T, S] array of numbers");
+    Tensor sc = read_tensor(ctx, root["scores"], "scores", "a [T, S], [B, T, S] or [B, H, T, S] array of numbers");
     if (sc.rank() < 2 || sc.rank() > 4) {
       fail("scores", fmt::format("expected a [T, S], [B, T, S] or [B, H, T, S] array, got shape {}", shape_string(sc.shape())));
     }
@@ -894,7 +889,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     s.B = s.batched ? sc.dim(0) : 1;
     s.scores = sc.reshaped({s.B, s.H, s.T, s.S});
     if (has_v) {
-      Tensor v = read_tensor(root["v"], "v", "a [T, C] or [B, T, C] array of numbers");
+      Tensor v = read_tensor(ctx, root["v"], "v", "a [T, C] or [B, T, C] array of numbers");
       const Shape want = s.batched ? Shape{s.B, s.S, v.dim(-1)} : Shape{s.S, v.dim(-1)};
       expect_shape(v, "v", want, " (one value row per key)");
       s.C = v.dim(-1);
@@ -906,11 +901,11 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     for (const char* k : {"q", "k"})
       if (!root.contains(k)) fail(k, "required: q and k are given together (v is optional)");
     if (src.contains("embeddings")) fail("source.embeddings", "cannot be combined with q, k, v (k and v already come from the source)");
-    Tensor q = read_tensor(root["q"], "q", "a [T, C] or [B, T, C] array of numbers");
+    Tensor q = read_tensor(ctx, root["q"], "q", "a [T, C] or [B, T, C] array of numbers");
     if (q.rank() != 2 && q.rank() != 3) fail("q", fmt::format("expected a [T, C] or [B, T, C] array, got shape {}", shape_string(q.shape())));
     s.batched = q.rank() == 3;
     s.B = s.batched ? q.dim(0) : 1, s.T = q.dim(-2), s.C = q.dim(-1);
-    Tensor k = read_tensor(root["k"], "k", "a [S, C] or [B, S, C] array of numbers");
+    Tensor k = read_tensor(ctx, root["k"], "k", "a [S, C] or [B, S, C] array of numbers");
     s.S = k.rank() >= 2 ? k.dim(-2) : 0;
     // Cross-attention and causal attention over cached keys have S keys; plain self-attention has T.
     const bool own_length = s.cross() || s.causal;
@@ -919,14 +914,14 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     s.S = k.dim(-2);
     s.q = batched(q, s.batched), s.k = batched(k, s.batched);
     if (has_v) {
-      Tensor v = read_tensor(root["v"], "v", "a [S, C] or [B, S, C] array of numbers");
+      Tensor v = read_tensor(ctx, root["v"], "v", "a [S, C] or [B, S, C] array of numbers");
       expect_shape(v, "v", k.shape(), " (one value row per key, as k)");
       s.v = batched(v, s.batched);
     }
     s.H = resolve_heads(root, s.mode, std::nullopt, "");
     check_heads_divide(s);
   } else {
-    Sequence x = read_sequence(root, "", "embeddings", "T", rnd, rnd.T, "T", s.notes);
+    Sequence x = read_sequence(ctx, root, "", "embeddings", "T", rnd, rnd.T, "T");
     s.batched = x.has_batch;
     s.x = x.x;
     s.B = s.x.dim(0), s.T = s.x.dim(1), s.C = s.x.dim(2);
@@ -935,7 +930,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
         fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, C] or [B, S, C]}");
       }
       std::optional<std::int64_t> random_s = rnd.S ? rnd.S : std::optional<std::int64_t>(s.T);
-      Sequence y = read_sequence(src, "source", "embeddings", "S", rnd, random_s, "S", s.notes);
+      Sequence y = read_sequence(ctx, src, "source", "embeddings", "S", rnd, random_s, "S");
       const Shape want = s.batched ? Shape{s.B, y.x.dim(1), s.C} : Shape{y.x.dim(1), s.C};
       const Shape got = y.has_batch ? y.x.shape() : Shape{y.x.dim(1), y.x.dim(2)};
       if (y.has_batch != s.batched || got != want) {
@@ -951,7 +946,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     auto data_heads = heads_in_weights(root, heads_path);
     s.H = resolve_heads(root, s.mode, data_heads, heads_path);
     check_heads_divide(s);
-    read_weights(root, s, rnd);
+    read_weights(ctx, root, s, rnd);
   }
   if (s.T == 0 || s.S == 0) fail("", "empty sequence");
   if (root.contains("expect")) read_expect(root, text, s);
