@@ -170,32 +170,70 @@ std::string index_path(const std::string& base, const std::vector<std::size_t>& 
   return p;
 }
 
-void fill_values(const json& j, const std::string& base, const Shape& shape, std::vector<std::size_t>& idx,
-                 std::size_t axis, std::vector<Scalar>& out) {
-  if (axis == shape.size()) {
-    if (!j.is_number()) fail(index_path(base, idx, axis), fmt::format("expected a number, got {}", describe(j)));
-    const double d = j.get<double>();
-    if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
-      fail(index_path(base, idx, axis), fmt::format("{} does not fit in float32 (largest finite is about 3.4028e+38)", j.dump()));
+// How one reader words the faults of its nested arrays. The walk is the same for tensors, attn_mask
+// and expect; their messages differ, and are kept as they are (tests/bad/catalogue.tsv).
+struct NestedWording {
+  std::string empty;              // an array, along the first entries, with nothing in it
+  bool empty_names_row = false;   // name that array ("embeddings[0]") rather than the whole entry
+  bool rows_as_siblings = false;  // a bad row: "an array of N like its siblings", one message for a row
+                                  // that is not an array and one of the wrong length
+};
+
+// A leaf's place in its nested array, spelled out ("embeddings[1][0]") only when a message needs it.
+struct LeafPath {
+  const std::string& base;
+  const std::vector<std::size_t>& idx;
+  std::string str() const { return index_path(base, idx, idx.size()); }
+};
+using LeafReader = std::function<void(const json& leaf, const LeafPath& at)>;
+
+// A nested array whose shape is set by its first entries ([[1, 2], [3, 4]] -> [2, 2]); every other
+// row must match it. The caller refuses a value that is not an array at all, in its own words.
+class NestedArray {
+ public:
+  NestedArray(const json& j, std::string path, NestedWording wording) : j_(j), path_(std::move(path)), wording_(std::move(wording)) {
+    std::vector<std::size_t> idx;
+    for (const json* cur = &j; cur->is_array(); cur = &(*cur)[0]) {
+      if (cur->empty()) fail(wording_.empty_names_row ? index_path(path_, idx, idx.size()) : path_, wording_.empty);
+      shape_.push_back(static_cast<std::int64_t>(cur->size()));
+      idx.push_back(0);
     }
-    out.push_back(static_cast<Scalar>(d));
-    return;
   }
-  const auto want = static_cast<std::size_t>(shape[axis]);
-  if (!j.is_array()) {
-    fail(index_path(base, idx, axis),
-         fmt::format("expected an array of {} (every row must have the same length), got {}", want, describe(j)));
+
+  const Shape& shape() const { return shape_; }
+
+  // Every leaf in row-major order; a ragged row or one that is not an array is refused on the way.
+  void for_each_leaf(const LeafReader& leaf) const {
+    std::vector<std::size_t> idx(shape_.size(), 0);
+    walk(j_, 0, idx, leaf);
   }
-  if (j.size() != want) {
-    fail(index_path(base, idx, axis),
-         fmt::format("expected {} {} like the first row at this depth, got {} (ragged array)", want, want == 1 ? "entry" : "entries",
-                     j.size()));
+
+ private:
+  void walk(const json& j, std::size_t axis, std::vector<std::size_t>& idx, const LeafReader& leaf) const {
+    if (axis == shape_.size()) {
+      leaf(j, LeafPath{path_, idx});
+      return;
+    }
+    const auto want = static_cast<std::size_t>(shape_[axis]);
+    if (!j.is_array() || j.size() != want) fail(index_path(path_, idx, axis), bad_row(j, want));
+    for (std::size_t i = 0; i < want; ++i) {
+      idx[axis] = i;
+      walk(j[i], axis + 1, idx, leaf);
+    }
   }
-  for (std::size_t i = 0; i < want; ++i) {
-    idx[axis] = i;
-    fill_values(j[i], base, shape, idx, axis + 1, out);
+
+  std::string bad_row(const json& j, std::size_t want) const {
+    if (wording_.rows_as_siblings) return fmt::format("expected an array of {} like its siblings, got {}", want, describe(j));
+    if (!j.is_array()) return fmt::format("expected an array of {} (every row must have the same length), got {}", want, describe(j));
+    return fmt::format("expected {} {} like the first row at this depth, got {} (ragged array)", want, want == 1 ? "entry" : "entries",
+                       j.size());
   }
-}
+
+  const json& j_;
+  std::string path_;
+  NestedWording wording_;
+  Shape shape_;
+};
 
 // What every reader of one input shares, passed explicitly (parse_spec makes one per call).
 struct ReadContext {
@@ -224,19 +262,18 @@ Tensor read_tensor(const ReadContext& ctx, const json& j, const std::string& pat
     return read_npy(full.string(), path);
   }
   if (!j.is_array()) fail(path, fmt::format("expected {} (or {{\"npy\": \"file.npy\"}}), got {}", expected, describe(j)));
-  Shape shape;
-  const json* cur = &j;
-  std::vector<std::size_t> idx;
-  while (cur->is_array()) {
-    if (cur->empty()) fail(index_path(path, idx, idx.size()), fmt::format("expected {}, got an empty array", expected));
-    shape.push_back(static_cast<std::int64_t>(cur->size()));
-    idx.push_back(0);
-    cur = &(*cur)[0];
-  }
+  const NestedArray a(j, path, {fmt::format("expected {}, got an empty array", expected), true, false});
   std::vector<Scalar> values;
-  values.reserve(static_cast<std::size_t>(element_count(shape)));
-  fill_values(j, path, shape, idx, 0, values);
-  return Tensor(std::move(shape), std::move(values));
+  values.reserve(static_cast<std::size_t>(element_count(a.shape())));
+  a.for_each_leaf([&values](const json& e, const LeafPath& at) {
+    if (!e.is_number()) fail(at.str(), fmt::format("expected a number, got {}", describe(e)));
+    const double d = e.get<double>();
+    if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
+      fail(at.str(), fmt::format("{} does not fit in float32 (largest finite is about 3.4028e+38)", e.dump()));
+    }
+    values.push_back(static_cast<Scalar>(d));
+  });
+  return Tensor(a.shape(), std::move(values));
 }
 
 void expect_shape(const Tensor& t, const std::string& path, const Shape& want, std::string_view why = "") {
@@ -702,43 +739,25 @@ void read_expect(const json& root, std::string_view text, Spec& s) {
     x.id = item.key();
     // Shape from the first entries, as for tensors; entries may be numbers, null (not printed)
     // or the strings "-inf", "inf", "nan".
-    const json* cur = &item.value();
-    if (!cur->is_array()) fail(path, fmt::format("expected the printed values as nested arrays, got {}", describe(*cur)));
-    while (cur->is_array()) {
-      if (cur->empty()) fail(path, "expected the printed values as nested arrays, got an empty array");
-      x.shape.push_back(static_cast<std::int64_t>(cur->size()));
-      cur = &(*cur)[0];
-    }
-    std::vector<std::size_t> idx(x.shape.size(), 0);
-    std::function<void(const json&, std::size_t)> walk = [&](const json& j, std::size_t axis) {
-      if (axis == x.shape.size()) {
-        const auto at = index_path(path, idx, axis);
-        if (j.is_null()) {
-          x.values.push_back(std::numeric_limits<double>::quiet_NaN());
-          x.present.push_back(false);
-        } else if (j.is_number()) {
-          x.values.push_back(j.get<double>());
-          x.present.push_back(true);
-        } else if (j.is_string() && (j == "-inf" || j == "inf" || j == "nan")) {
-          const auto str = j.get<std::string>();
-          x.values.push_back(str == "nan" ? std::numeric_limits<double>::quiet_NaN()
-                                          : (str == "inf" ? 1 : -1) * std::numeric_limits<double>::infinity());
-          x.present.push_back(true);
-        } else {
-          fail(at, fmt::format("expected a number, null (not printed), \"-inf\", \"inf\" or \"nan\", got {}", describe(j)));
-        }
-        return;
+    if (!item.value().is_array()) fail(path, fmt::format("expected the printed values as nested arrays, got {}", describe(item.value())));
+    const NestedArray a(item.value(), path, {"expected the printed values as nested arrays, got an empty array", false, true});
+    x.shape = a.shape();
+    a.for_each_leaf([&x](const json& j, const LeafPath& at) {
+      if (j.is_null()) {
+        x.values.push_back(std::numeric_limits<double>::quiet_NaN());
+        x.present.push_back(false);
+      } else if (j.is_number()) {
+        x.values.push_back(j.get<double>());
+        x.present.push_back(true);
+      } else if (j.is_string() && (j == "-inf" || j == "inf" || j == "nan")) {
+        const auto str = j.get<std::string>();
+        x.values.push_back(str == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                                        : (str == "inf" ? 1 : -1) * std::numeric_limits<double>::infinity());
+        x.present.push_back(true);
+      } else {
+        fail(at.str(), fmt::format("expected a number, null (not printed), \"-inf\", \"inf\" or \"nan\", got {}", describe(j)));
       }
-      const auto want = static_cast<std::size_t>(x.shape[axis]);
-      if (!j.is_array() || j.size() != want) {
-        fail(index_path(path, idx, axis), fmt::format("expected an array of {} like its siblings, got {}", want, describe(j)));
-      }
-      for (std::size_t i = 0; i < want; ++i) {
-        idx[axis] = i;
-        walk(j[i], axis + 1);
-      }
-    };
-    walk(item.value(), 0);
+    });
     x.decimals = sax.decimals[x.id];
     if (x.decimals.size() != x.values.size()) throw InternalError("expect: printed-precision pass disagrees with the values");
     s.expect.push_back(std::move(x));
@@ -766,50 +785,32 @@ void read_attn_mask(const json& root, Spec& s) {
   // Shape from the nesting, then the entries: booleans or 0/1 for block and keep; numbers (or
   // "-inf") for add.
   if (!j.is_array()) fail(path, fmt::format("expected a [T, S] = {} or [B, T, S] = {} array, got {}", shape_string(ts), shape_string(bts), describe(j)));
-  Shape shape;
-  const json* cur = &j;
-  while (cur->is_array()) {
-    if (cur->empty()) fail(path, "expected a non-empty array");
-    shape.push_back(static_cast<std::int64_t>(cur->size()));
-    cur = &(*cur)[0];
-  }
+  const NestedArray a(j, path, {"expected a non-empty array", false, true});
+  const Shape& shape = a.shape();
   if (shape != ts && shape != bts) {
     fail(path, fmt::format("expected [T, S] = {} or [B, T, S] = {}, got {}", shape_string(ts), shape_string(bts), shape_string(shape)));
   }
   std::vector<Scalar> values;
-  std::vector<std::size_t> idx(shape.size(), 0);
-  std::function<void(const json&, std::size_t)> walk = [&](const json& e, std::size_t axis) {
-    if (axis == shape.size()) {
-      const auto at = index_path(path, idx, axis);
-      if (kind == "add") {
-        if (e.is_number()) {
-          const double d = e.get<double>();
-          if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) fail(at, fmt::format("{} does not fit in float32", e.dump()));
-          values.push_back(static_cast<Scalar>(d));
-        } else if (e == "-inf") {
-          values.push_back(-std::numeric_limits<Scalar>::infinity());
-        } else {
-          fail(at, fmt::format("expected a number or \"-inf\", got {}", describe(e)));
-        }
-        return;
+  a.for_each_leaf([&](const json& e, const LeafPath& at) {
+    if (kind == "add") {
+      if (e.is_number()) {
+        const double d = e.get<double>();
+        if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) fail(at.str(), fmt::format("{} does not fit in float32", e.dump()));
+        values.push_back(static_cast<Scalar>(d));
+      } else if (e == "-inf") {
+        values.push_back(-std::numeric_limits<Scalar>::infinity());
+      } else {
+        fail(at.str(), fmt::format("expected a number or \"-inf\", got {}", describe(e)));
       }
-      bool flag;
-      if (e.is_boolean()) flag = e.get<bool>();
-      else if (e.is_number_integer() && (e.get<std::int64_t>() == 0 || e.get<std::int64_t>() == 1)) flag = e.get<std::int64_t>() == 1;
-      else fail(at, fmt::format("expected true/false (or 1/0), got {}", describe(e)));
-      const bool keep = kind == "keep" ? flag : !flag;  // block: true means not allowed
-      values.push_back(keep ? 1 : 0);
       return;
     }
-    if (!e.is_array() || e.size() != static_cast<std::size_t>(shape[axis])) {
-      fail(index_path(path, idx, axis), fmt::format("expected an array of {} like its siblings, got {}", shape[axis], describe(e)));
-    }
-    for (std::size_t i = 0; i < e.size(); ++i) {
-      idx[axis] = i;
-      walk(e[i], axis + 1);
-    }
-  };
-  walk(j, 0);
+    bool flag;
+    if (e.is_boolean()) flag = e.get<bool>();
+    else if (e.is_number_integer() && (e.get<std::int64_t>() == 0 || e.get<std::int64_t>() == 1)) flag = e.get<std::int64_t>() == 1;
+    else fail(at.str(), fmt::format("expected true/false (or 1/0), got {}", describe(e)));
+    const bool keep = kind == "keep" ? flag : !flag;  // block: true means not allowed
+    values.push_back(keep ? 1 : 0);
+  });
   Tensor t(shape.size() == 2 ? Shape{1, s.T, s.S} : bts, values);
   s.user_mask_kind = kind;
   if (kind == "add") s.user_add = t;
