@@ -40,6 +40,7 @@ Tensor columns(const Tensor& t, std::int64_t offset, std::int64_t width) {
 
 struct WeightReader {
   ReadContext& ctx;
+  const RandomFill& rnd;
   const json& obj;
   Layout layout;
   std::int64_t C;
@@ -90,6 +91,9 @@ struct WeightReader {
     return layout == Layout::XW ? t : transpose2(t);
   }
 
+  // A weight the input does not give, from the random block.
+  Tensor generated(const char* key, Shape shape) const { return rnd.weight(ctx, key_path("weights", key), std::move(shape), C); }
+
   Tensor bias(const char* key, std::int64_t n) const {
     const auto path = key_path("weights", key);
     Tensor t = read_tensor(ctx, obj[key], path, fmt::format("a vector of {} numbers", n));
@@ -97,6 +101,72 @@ struct WeightReader {
     return t;
   }
 };
+
+// The weights object, checked; an empty one when it is absent and the random block makes every weight.
+const json& weights_block(const json& root, const RandomFill& rnd) {
+  static const std::vector<std::string_view> kWeightKeys = {"W_q", "W_k", "W_v", "W_qkv", "W_o",
+                                                            "b_q", "b_k", "b_v", "b_qkv", "b_o"};
+  static const json kEmpty = json::object();
+  if (!root.contains("weights")) {
+    if (!rnd.present) fail("weights", "required: an object with W_q, W_k, W_v (or W_qkv), or a \"random\" block to generate them");
+    return kEmpty;
+  }
+  const json& w = root["weights"];
+  if (!w.is_object()) fail("weights", fmt::format("expected an object with W_q, W_k, W_v (or W_qkv), got {}", describe(w)));
+  check_keys(w, "weights", kWeightKeys);
+  return w;
+}
+
+// Whether q, k and v come from one fused W_qkv (given, or generated with random.fused); mixtures
+// of fused and separate weights or biases are refused.
+bool fused_projection(const WeightReader& r, const RandomFill& rnd) {
+  const bool any_separate = r.has("W_q") || r.has("W_k") || r.has("W_v");
+  if (r.has("W_qkv") && any_separate) {
+    fail("weights.W_qkv", "give either W_qkv (fused) or W_q, W_k, W_v (separate), not both");
+  }
+  if (rnd.fused && any_separate) {
+    fail("random.fused", "is true, but weights.W_q/W_k/W_v are given; fused generation makes W_qkv");
+  }
+  const bool fused = r.has("W_qkv") || rnd.fused;
+  for (const char* b : {"b_q", "b_k", "b_v"}) {
+    if (fused && r.has(b)) fail(key_path("weights", b), "the projection is fused (W_qkv): give b_qkv, a vector of 3C numbers");
+  }
+  if (!fused && r.has("b_qkv")) fail("weights.b_qkv", "needs weights.W_qkv (b_qkv is the fused projection's bias)");
+  return fused;
+}
+
+// W_qkv [C, 3C] and b_qkv [3C], given or generated.
+void read_fused(const WeightReader& r, Spec& s) {
+  Tensor w = r.has("W_qkv") ? r.fused() : r.generated("W_qkv", {s.C, 3 * s.C});
+  std::optional<Tensor> b;
+  if (r.has("b_qkv")) b = r.bias("b_qkv", 3 * s.C);
+  if (s.cross()) {
+    // Cross-attention projects x (queries) and source (keys, values) separately, so the fused
+    // weight is split here, as nn.MultiheadAttention splits in_proj_weight.
+    s.w.W_q = columns(w, 0, s.C), s.w.W_k = columns(w, s.C, s.C), s.w.W_v = columns(w, 2 * s.C, s.C);
+    if (b) s.w.b_q = columns(*b, 0, s.C), s.w.b_k = columns(*b, s.C, s.C), s.w.b_v = columns(*b, 2 * s.C, s.C);
+    r.ctx.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
+  } else {
+    s.w.W_qkv = std::move(w);
+    s.w.b_qkv = std::move(b);
+  }
+}
+
+// W_q, W_k, W_v, each given or generated, and their biases.
+void read_separate(const WeightReader& r, Spec& s) {
+  auto one = [&](const char* key, std::optional<Tensor>& slot) {
+    if (r.has(key)) slot = r.projection(key, true);
+    else if (r.rnd.present) slot = r.generated(key, {s.C, s.C});
+    else fail(key_path("weights", key),
+              fmt::format("required: a [C, C] = [{0}, {0}] matrix, per-head [H, C, hs], or \"identity\" (or give W_qkv)", s.C));
+  };
+  one("W_q", s.w.W_q);
+  one("W_k", s.w.W_k);
+  one("W_v", s.w.W_v);
+  if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.C);
+  if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.C);
+  if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.C);
+}
 
 }  // namespace
 
@@ -134,63 +204,11 @@ void check_heads_divide(const Spec& s) {
 }
 
 void read_weights(ReadContext& ctx, const json& root, Spec& s, const RandomFill& rnd) {
-  static const std::vector<std::string_view> kWeightKeys = {"W_q", "W_k", "W_v", "W_qkv", "W_o",
-                                                            "b_q", "b_k", "b_v", "b_qkv", "b_o"};
-  static const json kEmpty = json::object();
-  const json* wj = &kEmpty;
-  if (root.contains("weights")) {
-    wj = &root["weights"];
-    if (!wj->is_object()) fail("weights", fmt::format("expected an object with W_q, W_k, W_v (or W_qkv), got {}", describe(*wj)));
-    check_keys(*wj, "weights", kWeightKeys);
-  } else if (!rnd.present) {
-    fail("weights", "required: an object with W_q, W_k, W_v (or W_qkv), or a \"random\" block to generate them");
-  }
-  WeightReader r{ctx, *wj, s.layout, s.C, s.H};
-  const bool any_separate = r.has("W_q") || r.has("W_k") || r.has("W_v");
-  if (r.has("W_qkv") && any_separate) {
-    fail("weights.W_qkv", "give either W_qkv (fused) or W_q, W_k, W_v (separate), not both");
-  }
-  if (rnd.fused && any_separate) {
-    fail("random.fused", "is true, but weights.W_q/W_k/W_v are given; fused generation makes W_qkv");
-  }
-  const bool fused = r.has("W_qkv") || rnd.fused;
-  for (const char* b : {"b_q", "b_k", "b_v"}) {
-    if (fused && r.has(b)) fail(key_path("weights", b), "the projection is fused (W_qkv): give b_qkv, a vector of 3C numbers");
-  }
-  if (!fused && r.has("b_qkv")) fail("weights.b_qkv", "needs weights.W_qkv (b_qkv is the fused projection's bias)");
-
-  auto generated = [&](const char* key, Shape shape) { return rnd.weight(ctx, key_path("weights", key), std::move(shape), s.C); };
-
-  if (fused) {
-    Tensor w = r.has("W_qkv") ? r.fused() : generated("W_qkv", {s.C, 3 * s.C});
-    std::optional<Tensor> b;
-    if (r.has("b_qkv")) b = r.bias("b_qkv", 3 * s.C);
-    if (s.cross()) {
-      // Cross-attention projects x (queries) and source (keys, values) separately, so the fused
-      // weight is split here, as nn.MultiheadAttention splits in_proj_weight.
-      s.w.W_q = columns(w, 0, s.C), s.w.W_k = columns(w, s.C, s.C), s.w.W_v = columns(w, 2 * s.C, s.C);
-      if (b) s.w.b_q = columns(*b, 0, s.C), s.w.b_k = columns(*b, s.C, s.C), s.w.b_v = columns(*b, 2 * s.C, s.C);
-      ctx.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
-    } else {
-      s.w.W_qkv = std::move(w);
-      s.w.b_qkv = std::move(b);
-    }
-  } else {
-    auto one = [&](const char* key, std::optional<Tensor>& slot) {
-      if (r.has(key)) slot = r.projection(key, true);
-      else if (rnd.present) slot = generated(key, {s.C, s.C});
-      else fail(key_path("weights", key),
-                fmt::format("required: a [C, C] = [{0}, {0}] matrix, per-head [H, C, hs], or \"identity\" (or give W_qkv)", s.C));
-    };
-    one("W_q", s.w.W_q);
-    one("W_k", s.w.W_k);
-    one("W_v", s.w.W_v);
-    if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.C);
-    if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.C);
-    if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.C);
-  }
+  const WeightReader r{ctx, rnd, weights_block(root, rnd), s.layout, s.C, s.H};
+  if (fused_projection(r, rnd)) read_fused(r, s);
+  else read_separate(r, s);
   if (r.has("W_o")) s.w.W_o = r.projection("W_o", false);
-  else if (rnd.output_projection) s.w.W_o = generated("W_o", {s.C, s.C});
+  else if (rnd.output_projection) s.w.W_o = r.generated("W_o", {s.C, s.C});
   if (r.has("b_o")) {
     if (!s.w.W_o) fail("weights.b_o", "needs weights.W_o (b_o is the output projection's bias)");
     s.w.b_o = r.bias("b_o", s.C);
