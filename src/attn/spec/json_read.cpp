@@ -14,22 +14,6 @@
 
 namespace attn {
 
-namespace {
-
-// Line and column (1-based) of a byte offset, for messages about the text itself.
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') ++line, col = 1;
-    else ++col;
-  }
-  return {line, col};
-}
-
-constexpr int kMaxDepth = 32;
-
-}  // namespace
-
 // ---- paths and messages -------------------------------------------------------------------
 
 std::string key_path(const std::string& parent, std::string_view key) {
@@ -71,52 +55,85 @@ void check_keys(const json& obj, const std::string& path, const std::vector<std:
 
 // ---- parsing the text ---------------------------------------------------------------------
 
-json parse_json(std::string_view text, const std::string& origin) {
-  // Tracks where the parser is, so a duplicate key can be reported with its JSON path.
+namespace {
+
+// Line and column (1-based) of a byte offset, for messages about the text itself.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+  }
+  return {line, col};
+}
+
+constexpr int kMaxDepth = 32;
+
+// Follows the parser through the text (object keys, array indices) so that a duplicate key, or
+// nesting deeper than kMaxDepth, is refused with its JSON path as soon as it is read.
+class KeyTracker {
+ public:
+  explicit KeyTracker(const std::string& origin) : origin_(origin) {}
+
+  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
+    // attn's inputs nest at most 5 deep; far deeper text is hostile or broken, and refused at once.
+    if (depth > kMaxDepth) {
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at {}); attn's inputs nest at most 5 deep", origin_,
+                                   kMaxDepth, parent_path().empty() ? "(root)" : parent_path()));
+    }
+    switch (event) {
+      case json::parse_event_t::object_start: frames_.push_back({true, {}, 0, {}}); break;
+      case json::parse_event_t::array_start: frames_.push_back({false, {}, 0, {}}); break;
+      case json::parse_event_t::key: {
+        auto key = parsed.get<std::string>();
+        if (!frames_.back().keys.insert(key).second) {
+          // nlohmann keeps the last value silently; a duplicate is almost always a mistake.
+          frames_.back().key = key;
+          throw InputError(fmt::format("{}: duplicate key \"{}\" in {}", key_path(parent_path(), key), key, origin_));
+        }
+        frames_.back().key = std::move(key);
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+ private:
   struct Frame {
     bool object;
     std::string key;
     std::size_t index = 0;
     std::set<std::string> keys;
   };
-  std::vector<Frame> frames;
-  auto parent_path = [&frames]() {
+
+  std::string parent_path() const {
     std::string p;
-    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
-      p = frames[i].object ? key_path(p, frames[i].key) : fmt::format("{}[{}]", p, frames[i].index);
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      p = frames_[i].object ? key_path(p, frames_[i].key) : fmt::format("{}[{}]", p, frames_[i].index);
     }
     return p;
-  };
-  auto element_done = [&frames]() {
-    if (!frames.empty() && !frames.back().object) ++frames.back().index;
-  };
-  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    // attn's inputs nest at most 5 deep; far deeper text is hostile or broken, and refused at once.
-    if (depth > kMaxDepth) {
-      throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at {}); attn's inputs nest at most 5 deep", origin,
-                                   kMaxDepth, parent_path().empty() ? "(root)" : parent_path()));
-    }
-    switch (event) {
-      case json::parse_event_t::object_start: frames.push_back({true, {}, 0, {}}); break;
-      case json::parse_event_t::array_start: frames.push_back({false, {}, 0, {}}); break;
-      case json::parse_event_t::key: {
-        auto key = parsed.get<std::string>();
-        if (!frames.back().keys.insert(key).second) {
-          // nlohmann keeps the last value silently; a duplicate is almost always a mistake.
-          frames.back().key = key;
-          throw InputError(fmt::format("{}: duplicate key \"{}\" in {}", key_path(parent_path(), key), key, origin));
-        }
-        frames.back().key = std::move(key);
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value: element_done(); break;
-    }
-    return true;
+  }
+
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+
+  const std::string& origin_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+json parse_json(std::string_view text, const std::string& origin) {
+  KeyTracker tracker(origin);
+  json::parser_callback_t cb = [&tracker](int depth, json::parse_event_t event, json& parsed) {
+    return tracker.on_event(depth, event, parsed);
   };
   try {
     return json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
