@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/bytes.hpp"  // human_bytes, parse_bytes, default_max_memory: this header's users had them from here
 #include "attn/spec.hpp"
 #include "attn/trace.hpp"
 
@@ -19,12 +20,6 @@ Trace plan_trace(const Spec& spec);  // every step's shape and flops; no values
 // Bytes the trace keeps: every step's values once (views share them) plus the row sums.
 double kept_bytes(const Trace& trace);
 double step_bytes(const Step& step);
-
-std::int64_t physical_memory_bytes();
-std::int64_t default_max_memory();  // half of physical memory
-std::string human_bytes(double bytes);   // "40.0 GB"
-// "8G", "512M", "1.5G", "1000000": bytes (InputError otherwise).
-std::int64_t parse_bytes(const std::string& text, const std::string& option);
 
 // Throws InputError (exit 2) with the estimate and the largest step when the trace would keep more
 // than max_bytes.

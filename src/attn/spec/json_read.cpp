@@ -1,0 +1,244 @@
+// JSON values for the spec: parsing the text (duplicate keys, depth, line and column), paths and
+// messages, scalars, the one nested-array walker and tensors. No key of the input format is known
+// here but {"npy": ...}; which keys a block takes is its reader's business.
+#include "attn/spec/json_read.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "attn/error.hpp"
+#include "attn/npy.hpp"
+
+namespace attn {
+
+// ---- paths and messages -------------------------------------------------------------------
+
+std::string key_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string index_path(const std::string& base, const std::vector<std::size_t>& idx, std::size_t depth) {
+  std::string p = base;
+  for (std::size_t i = 0; i < depth; ++i) p += fmt::format("[{}]", idx[i]);
+  return p;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw InputError(fmt::format("{}: {}", path.empty() ? "(root)" : path, what));
+}
+
+std::string describe(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return j.get<bool>() ? "true" : "false";
+    case json::value_t::string: return fmt::format("the string {}", j.dump());
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return fmt::format("the number {}", j.dump());
+    case json::value_t::array: return j.empty() ? "an empty array" : fmt::format("an array of {}", j.size());
+    case json::value_t::object: return "an object";
+    default: return "an unsupported value";
+  }
+}
+
+void check_keys(const json& obj, const std::string& path, const std::vector<std::string_view>& allowed) {
+  for (const auto& item : obj.items()) {
+    const std::string& key = item.key();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    fail(key_path(path, key), fmt::format("unknown key{}; allowed here: {}", did_you_mean(key, allowed),
+                                          fmt::join(allowed, ", ")));
+  }
+}
+
+// ---- parsing the text ---------------------------------------------------------------------
+
+namespace {
+
+// Line and column (1-based) of a byte offset, for messages about the text itself.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+  }
+  return {line, col};
+}
+
+constexpr int kMaxDepth = 32;
+
+// Follows the parser through the text (object keys, array indices) so that a duplicate key, or
+// nesting deeper than kMaxDepth, is refused with its JSON path as soon as it is read.
+class KeyTracker {
+ public:
+  explicit KeyTracker(const std::string& origin) : origin_(origin) {}
+
+  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
+    // attn's inputs nest at most 5 deep; far deeper text is hostile or broken, and refused at once.
+    if (depth > kMaxDepth) {
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at {}); attn's inputs nest at most 5 deep", origin_,
+                                   kMaxDepth, parent_path().empty() ? "(root)" : parent_path()));
+    }
+    switch (event) {
+      case json::parse_event_t::object_start: frames_.push_back({true, {}, 0, {}}); break;
+      case json::parse_event_t::array_start: frames_.push_back({false, {}, 0, {}}); break;
+      case json::parse_event_t::key: {
+        auto key = parsed.get<std::string>();
+        if (!frames_.back().keys.insert(key).second) {
+          // nlohmann keeps the last value silently; a duplicate is almost always a mistake.
+          frames_.back().key = key;
+          throw InputError(fmt::format("{}: duplicate key \"{}\" in {}", key_path(parent_path(), key), key, origin_));
+        }
+        frames_.back().key = std::move(key);
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::string key;
+    std::size_t index = 0;
+    std::set<std::string> keys;
+  };
+
+  std::string parent_path() const {
+    std::string p;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      p = frames_[i].object ? key_path(p, frames_[i].key) : fmt::format("{}[{}]", p, frames_[i].index);
+    }
+    return p;
+  }
+
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+
+  const std::string& origin_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+json parse_json(std::string_view text, const std::string& origin) {
+  KeyTracker tracker(origin);
+  json::parser_callback_t cb = [&tracker](int depth, json::parse_event_t event, json& parsed) {
+    return tracker.on_event(depth, event, parsed);
+  };
+  try {
+    return json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::parse_error& e) {
+    auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    // Keep nlohmann's description after the "parse error at line L, column C: " prefix.
+    if (auto p = what.find(": ", what.find("parse error")); p != std::string::npos) what = what.substr(p + 2);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double ("1e400"): find it in the text for the position.
+    std::string what = e.what();
+    std::string literal;
+    if (auto a = what.find('\''), b = what.rfind('\''); a != std::string::npos && b > a)
+      literal = what.substr(a + 1, b - a - 1);
+    auto at = literal.empty() ? std::string_view::npos : text.find(literal);
+    auto [line, col] = line_column(text, at == std::string_view::npos ? 0 : at);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: number {} is out of range", origin, line, col, literal));
+  }
+}
+
+// ---- scalars ------------------------------------------------------------------------------
+
+std::int64_t read_positive(const json& j, const std::string& path) {
+  if (!j.is_number_integer() || j.get<std::int64_t>() <= 0) {
+    fail(path, fmt::format("expected a positive integer, got {}", describe(j)));
+  }
+  return j.get<std::int64_t>();
+}
+
+bool read_bool(const json& j, const std::string& path) {
+  if (!j.is_boolean()) fail(path, fmt::format("expected true or false, got {}", describe(j)));
+  return j.get<bool>();
+}
+
+std::string read_string(const json& j, const std::string& path) {
+  if (!j.is_string()) fail(path, fmt::format("expected a string, got {}", describe(j)));
+  return j.get<std::string>();
+}
+
+// ---- nested arrays ------------------------------------------------------------------------
+
+NestedArray::NestedArray(const json& j, std::string path, NestedWording wording)
+    : j_(j), path_(std::move(path)), wording_(std::move(wording)) {
+  std::vector<std::size_t> idx;
+  for (const json* cur = &j; cur->is_array(); cur = &(*cur)[0]) {
+    if (cur->empty()) fail(wording_.empty_names_row ? index_path(path_, idx, idx.size()) : path_, wording_.empty);
+    shape_.push_back(static_cast<std::int64_t>(cur->size()));
+    idx.push_back(0);
+  }
+}
+
+void NestedArray::for_each_leaf(const LeafReader& leaf) const {
+  std::vector<std::size_t> idx(shape_.size(), 0);
+  walk(j_, 0, idx, leaf);
+}
+
+void NestedArray::walk(const json& j, std::size_t axis, std::vector<std::size_t>& idx, const LeafReader& leaf) const {
+  if (axis == shape_.size()) {
+    leaf(j, LeafPath{path_, idx});
+    return;
+  }
+  const auto want = static_cast<std::size_t>(shape_[axis]);
+  if (!j.is_array() || j.size() != want) fail(index_path(path_, idx, axis), bad_row(j, want));
+  for (std::size_t i = 0; i < want; ++i) {
+    idx[axis] = i;
+    walk(j[i], axis + 1, idx, leaf);
+  }
+}
+
+std::string NestedArray::bad_row(const json& j, std::size_t want) const {
+  if (wording_.rows_as_siblings) return fmt::format("expected an array of {} like its siblings, got {}", want, describe(j));
+  if (!j.is_array()) return fmt::format("expected an array of {} (every row must have the same length), got {}", want, describe(j));
+  return fmt::format("expected {} {} like the first row at this depth, got {} (ragged array)", want, want == 1 ? "entry" : "entries",
+                     j.size());
+}
+
+// ---- tensors ------------------------------------------------------------------------------
+
+Tensor read_tensor(const ReadContext& ctx, const json& j, const std::string& path, std::string_view expected) {
+  if (j.is_object() && j.contains("npy")) {
+    check_keys(j, path, {"npy"});
+    const auto file = read_string(j["npy"], key_path(path, "npy"));
+    const auto full = ctx.base_dir.empty() ? std::filesystem::path(file) : std::filesystem::path(ctx.base_dir) / file;
+    return read_npy(full.string(), path);
+  }
+  if (!j.is_array()) fail(path, fmt::format("expected {} (or {{\"npy\": \"file.npy\"}}), got {}", expected, describe(j)));
+  const NestedArray a(j, path, {fmt::format("expected {}, got an empty array", expected), true, false});
+  std::vector<Scalar> values;
+  values.reserve(static_cast<std::size_t>(element_count(a.shape())));
+  a.for_each_leaf([&values](const json& e, const LeafPath& at) {
+    if (!e.is_number()) fail(at.str(), fmt::format("expected a number, got {}", describe(e)));
+    const double d = e.get<double>();
+    if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
+      fail(at.str(), fmt::format("{} does not fit in float32 (largest finite is about 3.4028e+38)", e.dump()));
+    }
+    values.push_back(static_cast<Scalar>(d));
+  });
+  return Tensor(a.shape(), std::move(values));
+}
+
+void expect_shape(const Tensor& t, const std::string& path, const Shape& want, std::string_view why) {
+  if (t.shape() != want) {
+    fail(path, fmt::format("expected {}, got {}{}", shape_string(want), shape_string(t.shape()), why));
+  }
+}
+
+}  // namespace attn

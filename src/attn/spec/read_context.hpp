@@ -1,0 +1,17 @@
+// What every reader of one input shares, passed explicitly from parse_spec down: where {"npy": ...}
+// files are, how large a generated tensor may be, and the notes. No reading happens here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct ReadContext {
+  std::string base_dir;             // where {"npy": "path"} tensors are looked up ("" = the working directory)
+  std::int64_t max_bytes = 0;       // the most bytes one generated tensor may take
+  std::vector<std::string>& notes;  // Spec::notes: where values came from
+};
+
+}  // namespace attn

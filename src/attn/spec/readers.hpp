@@ -1,0 +1,40 @@
+// The readers of the input format's blocks, one concern per file; parse_spec (spec.cpp) calls them
+// in a fixed order, which is also the order refusals are found in. Each fills its part of the Spec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "attn/spec.hpp"
+#include "attn/spec/json_read.hpp"
+#include "attn/spec/random_block.hpp"
+#include "attn/spec/read_context.hpp"
+
+namespace attn {
+
+// entry.cpp: where the walkthrough starts.
+// The "source" block, refused outside mode "cross"; an empty object when absent.
+const json& read_source(const json& root, const Spec& s);
+// Given scores, given q/k/v, or embeddings with their weights: sets entry, B, T, S, C, H and the tensors.
+void read_entry(ReadContext& ctx, const json& root, const json& src, const RandomFill& rnd, Spec& s);
+
+// weights.cpp: projections, and the number of heads.
+// Per-head weights tell H when `heads` is absent; where names them.
+std::optional<std::int64_t> heads_in_weights(const json& root, std::string& where);
+// H as the input sets it: `heads`, else the data's (per-head weights, [B, H, T, S] scores), else the mode's default.
+std::int64_t resolve_heads(const json& root, Mode mode, std::optional<std::int64_t> from_data, const std::string& data_path);
+void check_heads_divide(const Spec& s);
+void read_weights(ReadContext& ctx, const json& root, Spec& s, const RandomFill& rnd);
+
+// labels.cpp: tokens and source tokens (needs T, S and B).
+void read_tokens(const json& root, const json& src, Spec& s);
+
+// masks.cpp: attn_mask, causal_align, masked_row, mask_fill, padding (needs T, S and B).
+void read_masks(const json& root, Spec& s);
+
+// expect.cpp: what a document printed; text is re-read for each number's printed decimals.
+void read_expect(const json& root, std::string_view text, Spec& s);
+
+}  // namespace attn

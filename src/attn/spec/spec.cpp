@@ -1,0 +1,125 @@
+// JSON input -> validated Spec: the order the input format's blocks are read in (README "Input
+// format"), and loading the text from a file or standard input. The rules of each block live in
+// the readers beside this file; no attention arithmetic anywhere here.
+#include "attn/spec.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <limits>
+
+#include "attn/bytes.hpp"
+#include "attn/error.hpp"
+#include "attn/spec/readers.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger tensors belong in .npy files
+
+const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
+                                                 "embeddings", "source", "weights", "layout", "scale",
+                                                 "padding", "q", "k", "v", "scores", "random", "expect",
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill"};
+
+// title, comment, mode, layout, scale: the settings every entry point shares.
+void read_settings(const json& root, Spec& s) {
+  if (root.contains("title")) s.title = read_string(root["title"], "title");
+  if (root.contains("comment")) read_string(root["comment"], "comment");
+  if (root.contains("mode")) {
+    s.mode = read_choice<Mode>(root["mode"], "mode",
+                               {{"self", Mode::Self}, {"causal", Mode::Causal}, {"cross", Mode::Cross}, {"multi-head", Mode::MultiHead}});
+  }
+  s.causal = s.mode == Mode::Causal;
+  if (root.contains("layout")) s.layout = read_choice<Layout>(root["layout"], "layout", {{"x@W", Layout::XW}, {"torch", Layout::Torch}});
+  if (root.contains("scale")) {
+    const json& j = root["scale"];
+    s.scale_given = true;
+    if (j.is_number()) {
+      const double d = j.get<double>();
+      if (!std::isfinite(d) || d == 0.0 || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
+        fail("scale", fmt::format("expected a finite, non-zero number, got {}", j.dump()));
+      }
+      s.scale_kind = ScaleKind::Number;
+      s.scale_number = static_cast<Scalar>(d);
+    } else {
+      s.scale_kind = read_choice<ScaleKind>(j, "scale", {{"sqrt_dk", ScaleKind::SqrtDk}, {"none", ScaleKind::None}});
+    }
+  }
+}
+
+// Standard input, whole: refused when closed, empty, or more than kMaxInputBytes.
+std::string read_stdin() {
+  std::string text;
+  if (fcntl(STDIN_FILENO, F_GETFD) == -1) throw InputError("<stdin>: standard input is closed; give the JSON there or name a file");
+  char buf[1 << 16];
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(std::cin.gcount()));
+    if (text.size() > kMaxInputBytes) {
+      throw InputError(fmt::format("<stdin>: more than {} of JSON; give large tensors as {{\"npy\": \"file.npy\"}}",
+                                   human_bytes(static_cast<double>(kMaxInputBytes))));
+    }
+  }
+  if (std::cin.bad()) throw InputError("<stdin>: cannot read standard input");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw InputError("<stdin>: standard input is empty; give the JSON there or name a file");
+  }
+  return text;
+}
+
+// A JSON file, whole: refused when it is a directory, empty, more than kMaxInputBytes, or unreadable.
+std::string read_file(const std::string& path) {
+  std::string text;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw InputError(fmt::format("{}: is a directory, not a JSON file", path));
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxInputBytes) {
+      throw InputError(fmt::format("{}: the file is {}, more than the {} of JSON attn reads; give large tensors as {{\"npy\": \"file.npy\"}}",
+                                   path, human_bytes(static_cast<double>(size)), human_bytes(static_cast<double>(kMaxInputBytes))));
+    }
+    if (!ec && size == 0) throw InputError(fmt::format("{}: the file is empty", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file ({})", path, std::strerror(errno)));
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read the file", path));
+  return text;
+}
+
+}  // namespace
+
+Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
+  const json root = parse_json(text, origin);
+  if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
+  check_keys(root, "", kRootKeys);
+
+  Spec s;
+  ReadContext ctx{base_dir, max_bytes > 0 ? max_bytes : default_max_memory(), s.notes};
+  read_settings(root, s);
+  const RandomFill rnd = read_random(root);
+  const json& src = read_source(root, s);
+  read_entry(ctx, root, src, rnd, s);  // sets B, T, S, C, H: what the readers below count against
+  if (s.T == 0 || s.S == 0) fail("", "empty sequence");
+  if (root.contains("expect")) read_expect(root, text, s);
+  read_tokens(root, src, s);
+  read_masks(root, s);
+  return s;
+}
+
+Spec load_spec(const std::string& path, std::int64_t max_bytes) {
+  if (path == "-") return parse_spec(read_stdin(), "<stdin>", "", max_bytes);
+  return parse_spec(read_file(path), path, std::filesystem::path(path).parent_path().string(), max_bytes);
+}
+
+}  // namespace attn
