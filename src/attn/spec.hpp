@@ -51,7 +51,7 @@ struct Spec {
   CausalAlign causal_align = CausalAlign::TopLeft;
   std::vector<std::int64_t> lengths;  // padding: one key length per batch row; empty = none
   // attn_mask as given: "block" / "keep" become user_keep (1 = may attend), "add" becomes user_add.
-  std::string user_mask_kind;  // "", "block", "keep" or "add"
+  UserMask user_mask = UserMask::None;
   Tensor user_keep;            // (1 or B, T, S)
   Tensor user_add;             // (1 or B, T, S), may hold -inf
   MaskedRow masked_row = MaskedRow::Error;
@@ -76,7 +76,7 @@ struct Spec {
   bool cross() const { return mode == Mode::Cross; }
   // Keys are the queries' own tokens (shapes then write S as T, and one label list serves both).
   bool keys_are_queries() const { return !cross() && S == T; }
-  bool masking() const { return causal || !lengths.empty() || !user_mask_kind.empty(); }
+  bool masking() const { return causal || !lengths.empty() || user_mask != UserMask::None; }
   // Some keys are blocked outright (not an additive mask alone).
   bool blocking() const { return causal || !lengths.empty() || !user_keep.shape().empty(); }
   // The keep pattern differs between batch rows (padding, or a [B, T, S] attn_mask).

@@ -76,8 +76,8 @@ StepText mask_text(const Spec& s) {
     rules.push_back(off == 0 ? "j ≤ i" : fmt::format("j ≤ i + {} (bottom-right: S − T = {})", off, off));
   }
   if (!s.lengths.empty()) rules.push_back("j < length[b]");
-  if (s.user_mask_kind == "block") rules.push_back("attn_mask.block[i, j] is false");
-  if (s.user_mask_kind == "keep") rules.push_back("attn_mask.keep[i, j] is true");
+  if (s.user_mask == UserMask::Block) rules.push_back("attn_mask.block[i, j] is false");
+  if (s.user_mask == UserMask::Keep) rules.push_back("attn_mask.keep[i, j] is true");
   const bool per_batch = s.mask_per_batch();
   std::string formula = fmt::format("mask[{}] = 1 if {}, else 0", per_batch ? "b, i, j" : "i, j", fmt::join(rules, " and "));
   if (s.causal && rules.size() == 1 && s.causal_offset() == 0) formula += " (tril)";

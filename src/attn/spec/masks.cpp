@@ -54,7 +54,7 @@ void read_attn_mask(const json& root, Spec& s) {
     values.push_back(keep ? 1 : 0);
   });
   Tensor t(shape.size() == 2 ? Shape{1, s.T, s.S} : bts, values);
-  s.user_mask_kind = kind;
+  s.user_mask = kind == "add" ? UserMask::Add : kind == "keep" ? UserMask::Keep : UserMask::Block;
   if (kind == "add") s.user_add = t;
   else s.user_keep = t;
 }
