@@ -29,9 +29,10 @@ enum class CausalAlign { TopLeft, BottomRight };
 // attn_mask as the input gave it: block (true = may not attend), keep (true = may attend), add.
 enum class UserMask { None, Block, Keep, Add };
 
-// The shape legend: B batch, H heads, T query length, S key/value length, C model width,
-// hs = C/H head size, C3 the fused projection's width 3C.
-enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3 };
+// The shape legend: B batch, H heads, T query length, S key/value length, C model width, Cs source
+// width (cross), dk = H·hs query/key width, dv = H·hv value width, Co output width; C3 the fused
+// projection's width 3C, and Dqkv its general width 2·dk + dv.
+enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3, Cs, dk, dv, Co, hv, Dqkv };
 using Dims = std::vector<Dim>;
 
 std::string_view mode_name(Mode m);          // "self", "causal", "cross", "multi-head"

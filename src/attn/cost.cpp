@@ -46,19 +46,35 @@ Spec spec_from_sizes(const SizeArgs& a) {
     if (v <= 0) throw InputError(fmt::format("--{}: expected a positive size, got {}", name, v));
   };
   positive(a.B, "B"), positive(a.T, "T"), positive(a.C, "C"), positive(a.H, "H");
-  if (a.C % a.H != 0) throw InputError(fmt::format("--H: H = {} does not divide C = {}", a.H, a.C));
+  for (auto [v, name] : {std::pair{a.Cs, "Cs"}, std::pair{a.dk, "dk"}, std::pair{a.dv, "dv"}, std::pair{a.Co, "Co"}}) {
+    if (v < 0) throw InputError(fmt::format("--{}: expected a positive size, got {}", name, v));
+  }
   Spec s;
   s.mode = a.mode;
   s.causal = a.mode == Mode::Causal;
   s.H = a.H;
   s.B = a.B, s.T = a.T, s.C = a.C;
   s.S = a.mode == Mode::Cross ? (a.S > 0 ? a.S : a.T) : a.T;
+  s.Cs = a.mode == Mode::Cross && a.Cs > 0 ? a.Cs : a.C;
+  s.dk = a.dk > 0 ? a.dk : a.C;
+  s.dv = a.dv > 0 ? a.dv : s.dk;
+  s.Co = a.output_projection ? (a.Co > 0 ? a.Co : a.C) : s.dv;
+  if (s.dk % s.H != 0) {
+    throw InputError(s.dk == s.C ? fmt::format("--H: H = {} does not divide C = {}", a.H, a.C)
+                                 : fmt::format("--H: H = {} does not divide dk = {}", a.H, s.dk));
+  }
+  if (s.dv % s.H != 0) throw InputError(fmt::format("--H: H = {} does not divide dv = {}", a.H, s.dv));
   s.batched = a.batched || a.B > 1;
   s.x = Tensor::shape_only({s.B, s.T, s.C});
-  if (s.cross()) s.source = Tensor::shape_only({s.B, s.S, s.C});
-  if (a.fused && !s.cross()) s.w.W_qkv = Tensor::shape_only({s.C, 3 * s.C});
-  else s.w.W_q = s.w.W_k = s.w.W_v = Tensor::shape_only({s.C, s.C});
-  if (a.output_projection) s.w.W_o = Tensor::shape_only({s.C, s.C});
+  if (s.cross()) s.source = Tensor::shape_only({s.B, s.S, s.Cs});
+  if (a.fused && !s.cross()) {
+    s.w.W_qkv = Tensor::shape_only({s.C, 2 * s.dk + s.dv});
+  } else {
+    s.w.W_q = Tensor::shape_only({s.C, s.dk});
+    s.w.W_k = Tensor::shape_only({s.Cs, s.dk});
+    s.w.W_v = Tensor::shape_only({s.Cs, s.dv});
+  }
+  if (a.output_projection) s.w.W_o = Tensor::shape_only({s.dv, s.Co});
   s.tokens = {{}};
   s.source_tokens = {{}};
   return s;
@@ -83,7 +99,7 @@ bool quadratic(const Step& s) {
 void render_cost(const Spec& spec, std::ostream& out) {
   const Trace plan = plan_trace(spec);
   const auto& c = plan.config;
-  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · C = {} · H = {} · hs = {}\n", mode_name(c.mode), c.B, c.T, c.S, c.C, c.H, c.hs);
+  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · {}\n", mode_name(c.mode), c.B, c.T, c.S, widths_text(c, " · "));
   out << "(every intermediate kept, float32; FLOPs count multiply and add as two)\n\n";
   std::size_t w_id = 4, w_shape = 5;
   for (const auto& s : plan.steps) {
@@ -113,11 +129,11 @@ void render_cost(const Spec& spec, std::ostream& out) {
     g.T = t;
     if (!g.cross()) g.S = t;
     g.x = Tensor::shape_only({g.B, t, g.C});
-    if (g.entry == Entry::QKV) g.q = Tensor::shape_only({g.B, t, g.C}), g.k = Tensor::shape_only({g.B, g.S, g.C}),
-                               g.v = g.v.shape().empty() ? g.v : Tensor::shape_only({g.B, g.S, g.C});
+    if (g.entry == Entry::QKV) g.q = Tensor::shape_only({g.B, t, g.dk}), g.k = Tensor::shape_only({g.B, g.S, g.dk}),
+                               g.v = g.v.shape().empty() ? g.v : Tensor::shape_only({g.B, g.S, g.dv});
     if (g.entry == Entry::Scores) {
       g.scores = Tensor::shape_only({g.B, g.H, t, g.S});
-      if (!g.v.shape().empty()) g.v = Tensor::shape_only({g.B, g.S, g.C});
+      if (!g.v.shape().empty()) g.v = Tensor::shape_only({g.B, g.S, g.dv});
     }
     g.lengths.clear();
     g.tokens = {{}};

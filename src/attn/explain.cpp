@@ -96,6 +96,12 @@ std::string explain_step(const Trace& t, const Step& s) {
                        c.T, c.S);
   }
   if (id == "qkv") {
+    if (c.general) {
+      return fmt::format("One matrix product computes q, k and v side by side: W_qkv is [C, 2dk + dv] = [{}, {}]. The next steps "
+                         "split it into blocks of dk = {}, dk = {} and dv = {} columns: the same numbers as three separate "
+                         "projections, one product instead of three.",
+                         c.C, 2 * c.dk + c.dv, c.dk, c.dk, c.dv);
+    }
     return fmt::format("One matrix product computes q, k and v side by side: W_qkv is [C, 3C] = [{}, {}]. The next steps split it "
                        "into three blocks of C = {} columns: the same numbers as three separate projections, one product instead of three.",
                        c.C, 3 * c.C, c.C);
@@ -114,16 +120,25 @@ std::string explain_step(const Trace& t, const Step& s) {
   if (id == "v") {
     return "Row j is token j's value: what it passes on when attended to. Each output row will be a weighted average of these rows.";
   }
+  if (id.ends_with(".view") && c.general) {
+    const bool value = id.starts_with("v");
+    const auto width = value ? c.dv : c.dk, h = value ? c.hv : c.hs;
+    const char* hn = value ? "hv" : "hs";
+    return fmt::format("Splitting {} = {} features into H = {} heads of {} = {} is only a view: the same numbers read as [.., H, {}]. "
+                       "Nothing moves in memory; head h owns features h·{} .. h·{}+{}.",
+                       value ? "dv" : "dk", width, c.H, hn, h, hn, h, h, h - 1);
+  }
   if (id.ends_with(".view")) {
     return fmt::format("Splitting C = {} features into H = {} heads of hs = {} is only a view: the same numbers read as [.., H, hs]. "
                        "Nothing moves in memory; head h owns features h·{} .. h·{}+{}.",
                        c.C, c.H, c.hs, c.hs, c.hs, c.hs - 1);
   }
   if (id.ends_with(".heads")) {
-    return fmt::format("The transpose puts the head axis before the tokens, so each of the H = {} heads is its own [{}, hs = {}] "
+    const bool value = id.starts_with("v") && c.general;
+    return fmt::format("The transpose puts the head axis before the tokens, so each of the H = {} heads is its own [{}, {} = {}] "
                        "matrix and all heads run in one batched product. Each head has its own slice of q, k and v, so it can "
                        "attend to something different.",
-                       c.H, id.starts_with("q") ? "T" : (cross ? "S" : "T"), c.hs);
+                       c.H, id.starts_with("q") ? "T" : (cross ? "S" : "T"), value ? "hv" : "hs", value ? c.hv : c.hs);
   }
   if (id == "k.T") {
     return "Kᵀ turns each key into a column, so one matrix product q · kᵀ compares every query with every key: entry [i, j] is "
@@ -186,6 +201,11 @@ std::string explain_step(const Trace& t, const Step& s) {
     }
     return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.",
                        block_prefix(*w), tok(r.query), fmt::join(terms, " + "), terms.size() < static_cast<std::size_t>(S) ? " + …" : "");
+  }
+  if (id == "merged" && c.general) {
+    return fmt::format("Transpose back to [.., T, H, hv] and read as [.., T, dv]: head h's hv = {} features land in columns h·{} .. "
+                       "h·{}+{}, so every head's findings sit side by side in dv = {} columns{}.",
+                       c.hv, c.hv, c.hv, c.hv - 1, c.dv, c.dv == c.C ? ", the input's width again" : "");
   }
   if (id == "merged") {
     return fmt::format("Transpose back to [.., T, H, hs] and read as [.., T, C]: head h's hs = {} features land in columns h·{} .. "

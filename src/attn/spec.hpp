@@ -18,12 +18,14 @@ using Labels = std::vector<std::vector<std::string>>;
 
 // Projection weights, always stored in x@W form ([in, out]) whatever layout the input used.
 struct Weights {
-  std::optional<Tensor> W_q, W_k, W_v;  // [C, C]
-  std::optional<Tensor> W_qkv;          // [C, 3C]: q, k, v in that order
-  std::optional<Tensor> W_o;            // [C, C]
-  std::optional<Tensor> b_q, b_k, b_v;  // [C]
-  std::optional<Tensor> b_qkv;          // [3C]
-  std::optional<Tensor> b_o;            // [C]
+  std::optional<Tensor> W_q;           // [C, dk]
+  std::optional<Tensor> W_k, W_v;      // [Cs, dk], [Cs, dv]
+  std::optional<Tensor> W_qkv;         // [C, 2·dk + dv]: q, k, v in that order
+  std::optional<Tensor> W_o;           // [dv, Co]
+  std::optional<Tensor> b_q, b_k;      // [dk]
+  std::optional<Tensor> b_v;           // [dv]
+  std::optional<Tensor> b_qkv;         // [2·dk + dv]
+  std::optional<Tensor> b_o;           // [Co]
 };
 
 // Numbers a document printed for one step, to be checked against the computed step (attn check).
@@ -46,7 +48,11 @@ struct Spec {
   Entry entry = Entry::Embeddings;
   bool batched = false;  // the input had a batch dimension
   std::int64_t B = 1, T = 0, S = 0;
-  std::int64_t C = 0;  // 0 when unknown (scores given without v)
+  std::int64_t C = 0;   // model width; 0 when unknown (scores given without v)
+  std::int64_t Cs = 0;  // key/value source width: the source's in cross mode, else C
+  std::int64_t dk = 0;  // query/key width H·hs
+  std::int64_t dv = 0;  // value width H·hv
+  std::int64_t Co = 0;  // output width: W_o's, else dv
   bool causal = false;
   CausalAlign causal_align = CausalAlign::TopLeft;
   std::vector<std::int64_t> lengths;  // padding: one key length per batch row; empty = none
@@ -61,10 +67,11 @@ struct Spec {
   Labels source_tokens;  // keys/values: [1 or B][S]; equal to tokens unless cross
 
   Tensor x;       // (B, T, C)   Entry::Embeddings
-  Tensor source;  // (B, S, C)   cross with embeddings
+  Tensor source;  // (B, S, Cs)  cross with embeddings
   Weights w;      //             Entry::Embeddings
-  Tensor q;       // (B, T, C)   Entry::QKV
-  Tensor k, v;    // (B, S, C)   Entry::QKV; v optional with Entry::Scores
+  Tensor q;       // (B, T, dk)  Entry::QKV
+  Tensor k;       // (B, S, dk)  Entry::QKV
+  Tensor v;       // (B, S, dv)  Entry::QKV; optional there and with Entry::Scores
   Tensor scores;  // (B, H, T, S) Entry::Scores
 
   std::vector<Expectation> expect;       // attn check: what a document printed, per step
@@ -72,7 +79,10 @@ struct Spec {
 
   std::vector<std::string> notes;  // where values came from ("weights.W_q: identity", random seeds)
 
-  std::int64_t hs() const { return C > 0 ? C / H : 0; }
+  std::int64_t hs() const { return dk > 0 ? dk / H : 0; }
+  std::int64_t hv() const { return dv > 0 ? dv / H : 0; }
+  // Some width differs from C: shapes then use the general letters (dk, dv, Co, Cs, hv).
+  bool general() const { return Cs != C || dk != C || dv != C || Co != C; }
   bool cross() const { return mode == Mode::Cross; }
   // Keys are the queries' own tokens (shapes then write S as T, and one label list serves both).
   bool keys_are_queries() const { return !cross() && S == T; }

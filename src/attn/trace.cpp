@@ -15,6 +15,14 @@ std::string axis_label(const TraceConfig& c, Dim dim, std::int64_t index, std::i
   return fmt::format("{}", index);
 }
 
+std::string widths_text(const TraceConfig& c, std::string_view sep) {
+  if (c.C <= 0) return fmt::format("H = {}", c.H);
+  if (!c.general) return fmt::format("C = {1}{0}H = {2}{0}hs = {3}", sep, c.C, c.H, c.hs);
+  std::string out = fmt::format("C = {}", c.C);
+  if (c.mode == Mode::Cross) out += fmt::format("{}Cs = {}", sep, c.Cs);
+  return out + fmt::format("{0}dk = {1}{0}dv = {2}{0}Co = {3}{0}H = {4}{0}hs = {5}{0}hv = {6}", sep, c.dk, c.dv, c.Co, c.H, c.hs, c.hv);
+}
+
 std::string position_label(const TraceConfig& c, const Dims& dims, const Shape& shape, std::int64_t flat) {
   std::vector<std::int64_t> idx(shape.size());
   for (std::size_t a = shape.size(); a-- > 0;) {

@@ -35,6 +35,8 @@ struct TraceConfig {
   Mode mode = Mode::Self;
   bool batched = false;
   std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1, hs = 0;  // C, hs = 0: unknown (scores given)
+  std::int64_t Cs = 0, dk = 0, dv = 0, Co = 0, hv = 0;      // the general widths (0: unknown)
+  bool general = false;  // some width differs from C: shapes use dk, dv, Co, Cs, hv
   Layout layout = Layout::XW;
   std::string scale;       // "1/√hs = 1/√64 = 0.125", "none", "0.25 (given)"
   Scalar scale_factor = 1;
@@ -52,6 +54,10 @@ std::string axis_label(const TraceConfig& config, Dim dim, std::int64_t index, s
 // "[0, 1] (query \"cat\", key \"sat\")": a flat index of a step's tensor, with token labels.
 std::string position_label(const TraceConfig& config, const Dims& dims, const Shape& shape,
                            std::int64_t flat_index);
+
+// "C = 3 · H = 1 · hs = 3", or with general widths "C = 3 · dk = 2 · dv = 2 · Co = 2 · H = 1 · hs = 2
+// · hv = 2" (Cs too in cross mode); "H = 1" alone when C is unknown. Headers of every report.
+std::string widths_text(const TraceConfig& config, std::string_view separator);
 
 struct Trace {
   TraceConfig config;

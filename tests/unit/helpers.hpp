@@ -29,6 +29,8 @@ inline std::vector<std::string> letters(const Dims& dims) {
   return out;
 }
 
+inline std::vector<Scalar> values(const Step& s) { return {s.value.values().begin(), s.value.values().end()}; }
+
 inline std::vector<std::string> ids(const Trace& t) {
   std::vector<std::string> out;
   for (const auto& s : t.steps) out.push_back(s.id);

@@ -13,7 +13,6 @@ namespace {
 const std::string kIdentity = R"("weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"})";
 const Scalar kNegInf = -std::numeric_limits<Scalar>::infinity();
 
-std::vector<Scalar> values(const Step& s) { return {s.value.values().begin(), s.value.values().end()}; }
 
 }  // namespace
 

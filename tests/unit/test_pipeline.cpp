@@ -296,3 +296,126 @@ TEST_CASE("mistakes are found by name, and an unknown name lists them", "[pipeli
   CHECK_THROWS_WITH(mistake_from_name("qk-swaped"), Catch::StartsWith("--mistake qk-swaped: no such mistake (did you mean \"qk-swapped\"?)"));
   for (const auto& m : all_mistakes()) CHECK(mistake_from_name(m.name) == m.mistake);
 }
+
+// ---- general widths: dk ≠ C, dv ≠ dk, Co ≠ dv, Cs ≠ C ------------------------------------------
+
+TEST_CASE("d_in 3 → d_out 2: the numbers by hand", "[pipeline][general]") {
+  const Trace t = trace_of(R"({"tokens": ["I", "like", "tea"], "embeddings": [[1, 0, 0], [0, 1, 1], [1, 1, 0]],
+    "weights": {"W_q": [[1, 0], [0, 1], [1, 1]], "W_k": [[0, 1], [1, 0], [1, 0]], "W_v": [[1, 0], [0, 2], [0, 1]]}})");
+  CHECK(t.config.general);
+  CHECK(t.config.dk == 2);
+  CHECK(t.config.dv == 2);
+  CHECK(t.config.hs == 2);
+  CHECK(letters(step(t, "q").dims) == std::vector<std::string>{"T", "dk"});
+  CHECK(letters(step(t, "k.T").dims) == std::vector<std::string>{"dk", "T"});
+  CHECK(letters(step(t, "context").dims) == std::vector<std::string>{"T", "dv"});
+  CHECK(values(step(t, "q")) == std::vector<Scalar>{1, 0, 1, 2, 1, 1});
+  CHECK(values(step(t, "k")) == std::vector<Scalar>{0, 1, 2, 0, 1, 1});
+  // row "like": q = [1, 2] against keys [0, 1], [2, 0], [1, 1]
+  CHECK(values(step(t, "scores")) == std::vector<Scalar>{0, 2, 1, 2, 2, 3, 1, 2, 2});
+  CHECK(t.config.scale_factor == Approx(1 / std::sqrt(2.0)));
+  const double e1 = std::exp(2 / std::sqrt(2.0)), e3 = std::exp(3 / std::sqrt(2.0));
+  CHECK(step(t, "weights").value.data()[5] == Approx(e3 / (2 * e1 + e3)).epsilon(1e-6));
+}
+
+TEST_CASE("dv ≠ dk: values wider than keys give a context as wide as the values", "[pipeline][general]") {
+  const Trace t = trace_of(R"({"embeddings": [[1, 0], [0, 1]], "heads": 1,
+    "weights": {"W_q": "identity", "W_k": "identity", "W_v": [[1, 0, 2], [0, 1, 1]], "b_v": [0, 0, 1], "W_o": [[1, 0], [0, 1], [1, 1]]}})");
+  CHECK(step(t, "v").value.shape() == Shape{2, 3});
+  CHECK(step(t, "weights").value.shape() == Shape{2, 2});
+  CHECK(step(t, "context").value.shape() == Shape{2, 3});
+  CHECK(step(t, "output").value.shape() == Shape{2, 2});
+  CHECK(letters(step(t, "output").dims) == std::vector<std::string>{"T", "Co"});
+  const auto w = step(t, "weights").value.data();  // weights[0] = [a, 1 − a]
+  const auto c = step(t, "context").value.data();
+  CHECK(c[0] == Approx(w[0]));
+  CHECK(c[2] == Approx(3 * w[0] + 2 * w[1]));  // v[:, 2] = [2 + 1, 1 + 1]
+  CHECK(step(t, "output").value.data()[0] == Approx(c[0] + c[2]));
+}
+
+TEST_CASE("H divides dk and dv, not necessarily C", "[pipeline][general]") {
+  const Trace t = trace_of(R"({"embeddings": [[1, 0, 1], [0, 1, 1]], "heads": 2,
+    "weights": {"W_q": [[1, 0], [0, 1], [1, 1]], "W_k": [[1, 0], [0, 1], [1, 1]], "W_v": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 1, 1]],
+                "W_o": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], "b_o": [0, 0, 1]}})");
+  CHECK(t.config.hs == 1);
+  CHECK(t.config.hv == 2);
+  CHECK(letters(step(t, "v.view").dims) == std::vector<std::string>{"T", "H", "hv"});
+  CHECK(step(t, "v.heads").value.shape() == Shape{2, 2, 2});
+  CHECK(step(t, "merged").value.shape() == Shape{2, 4});
+  CHECK(step(t, "merged").formula == "merged = context.transpose(1, 2).reshape(B, T, dv)");
+  CHECK(step(t, "output").value.shape() == Shape{2, 3});
+  // each head on its own columns: head 1 uses q, k column 1 and v columns 2..3
+  const Trace h1 = trace_of(R"({"embeddings": [[1, 0, 1], [0, 1, 1]],
+    "weights": {"W_q": [[0], [1], [1]], "W_k": [[0], [1], [1]], "W_v": [[0, 1], [1, 0], [1, 1]]}})");
+  CHECK(max_abs_diff(cols(step(t, "merged").value, 2, 2), step(h1, "context").value) < 1e-6);
+}
+
+TEST_CASE("general widths: fused, per-head and torch layouts equal the separate x@W weights", "[pipeline][general][property]") {
+  const std::string x = R"("embeddings": [[1, 2, 0], [0, 1, -1], [2, 0, 1]], "heads": 2)";
+  // W_q [3, 2], W_k [3, 2], W_v [3, 4], W_o [4, 3]
+  const Trace separate = trace_of("{" + x + R"(, "weights": {"W_q": [[1, 0], [0, 1], [1, 1]], "W_k": [[0, 1], [1, 1], [1, 0]],
+      "W_v": [[1, 0, 2, 0], [0, 1, 0, 1], [1, 1, 0, 0]], "W_o": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], "b_v": [1, 0, 0, 1]}})");
+  const Trace fused = trace_of("{" + x + R"(, "weights": {"W_qkv": [[1, 0, 0, 1, 1, 0, 2, 0], [0, 1, 1, 1, 0, 1, 0, 1], [1, 1, 1, 0, 1, 1, 0, 0]],
+      "b_qkv": [0, 0, 0, 0, 1, 0, 0, 1], "W_o": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]]}})");
+  const Trace per_head = trace_of("{" + x + R"(, "weights": {"W_q": [[[1], [0], [1]], [[0], [1], [1]]], "W_k": [[[0], [1], [1]], [[1], [1], [0]]],
+      "W_v": [[[1, 0], [0, 1], [1, 1]], [[2, 0], [0, 1], [0, 0]]], "W_o": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], "b_v": [1, 0, 0, 1]}})");
+  const Trace torch = trace_of("{" + x + R"(, "layout": "torch", "weights": {"W_q": [[1, 0, 1], [0, 1, 1]], "W_k": [[0, 1, 1], [1, 1, 0]],
+      "W_v": [[1, 0, 1], [0, 1, 1], [2, 0, 0], [0, 1, 0]], "W_o": [[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1]], "b_v": [1, 0, 0, 1]}})");
+  for (const char* id : {"q", "k", "v", "scores", "weights", "context", "merged", "output"}) {
+    INFO(id);
+    CHECK(max_abs_diff(step(separate, id).value, step(fused, id).value) == 0.0);
+    CHECK(max_abs_diff(step(separate, id).value, step(per_head, id).value) == 0.0);
+    CHECK(max_abs_diff(step(separate, id).value, step(torch, id).value) == 0.0);
+  }
+  CHECK(step(fused, "qkv").value.shape() == Shape{3, 8});
+  CHECK(letters(step(fused, "qkv").dims) == std::vector<std::string>{"T", "2dk+dv"});
+  CHECK(step(fused, "v").formula == "v = qkv[..., 4:8]");
+  CHECK(step(fused, "v").note == "qkv.split([dk, dk, dv], dim=-1), part 3 of 3");
+}
+
+TEST_CASE("cross-attention from a source of another width Cs", "[pipeline][general]") {
+  const Trace t = trace_of(R"({"mode": "cross", "heads": 2, "embeddings": [[1, 0, 1, 0], [0, 1, 0, 1]],
+    "source": {"embeddings": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]},
+    "weights": {"W_q": "identity", "W_k": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]], "W_v": [[1, 0], [0, 1], [1, 1]], "W_o": [[1, 0, 1, 0], [0, 1, 0, 1]]}})");
+  CHECK(t.config.Cs == 3);
+  CHECK(letters(step(t, "source").dims) == std::vector<std::string>{"S", "Cs"});
+  CHECK(step(t, "k").value.shape() == Shape{3, 4});
+  CHECK(step(t, "weights").value.shape() == Shape{2, 2, 3});
+  CHECK(step(t, "context").value.shape() == Shape{2, 2, 1});
+  CHECK(step(t, "output").value.shape() == Shape{2, 4});
+  // random generation follows the widths too
+  const Trace r = trace_of(R"({"mode": "cross", "heads": 2, "random": {"seed": 5, "T": 3, "S": 4, "C": 6, "Cs": 5, "dk": 4, "dv": 2, "Co": 7,
+                               "output_projection": true}})");
+  CHECK(step(r, "source").value.shape() == Shape{4, 5});
+  CHECK(step(r, "q").value.shape() == Shape{3, 4});
+  CHECK(step(r, "v").value.shape() == Shape{4, 2});
+  CHECK(step(r, "output").value.shape() == Shape{3, 7});
+}
+
+TEST_CASE("given q, k, v with dv ≠ dk", "[pipeline][general]") {
+  const Trace t = trace_of(R"({"mode": "cross", "q": [[1, 0]], "k": [[1, 1], [1, 1], [1, 1]], "v": [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]],
+                              "padding": {"lengths": [2]}})");
+  CHECK(step(t, "context").value.shape() == Shape{1, 4});
+  CHECK(values(step(t, "context")) == std::vector<Scalar>{2, 3, 4, 5});  // equal keys: the mean of the first two value rows
+}
+
+TEST_CASE("mistakes on general widths reproduce the student's arithmetic", "[pipeline][general][mistakes]") {
+  auto backend = make_cpu_backend();
+  const Spec s = parse_spec(R"({"embeddings": [[1, 0, 1], [0, 1, 1]], "heads": 2, "mode": "causal",
+    "weights": {"W_q": [[1, 0], [0, 1], [1, 1]], "W_k": [[1, 0], [0, 1], [1, 1]], "W_v": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 1, 1]],
+                "W_o": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]]}})", "t.json");
+  const Trace right = run_pipeline(s, *backend);
+  for (const auto& m : all_mistakes()) {
+    INFO(m.name);
+    Trace t;
+    try {
+      t = run_pipeline(s, *backend, {m.mistake});
+    } catch (const InputError&) {
+      FAIL("every mistake applies here (T = S)");
+    }
+    if (m.mistake == Mistake::OutputMissing) CHECK(max_abs_diff(step(t, "output").value, step(t, "merged").value) == 0.0);
+    else CHECK(t.steps.back().value.shape() == right.steps.back().value.shape());
+  }
+  const Trace merged = run_pipeline(s, *backend, {Mistake::MergeNoTranspose});
+  CHECK(max_abs_diff(step(merged, "merged").value, step(right, "merged").value) > 0);
+}

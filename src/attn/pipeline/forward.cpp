@@ -17,8 +17,8 @@ namespace {
 using BT = BackendTensor;
 
 struct Flat {
-  BT q, k;             // (B, T, C), (B, S, C)
-  std::optional<BT> v;  // (B, S, C); none when scores or q, k are given without v
+  BT q, k;             // (B, T, dk), (B, S, dk)
+  std::optional<BT> v;  // (B, S, dv); none when scores or q, k are given without v
 };
 
 // x (B, L, in) · W (in, out) + b (out) -> (B, L, out)
@@ -36,19 +36,21 @@ Flat inputs(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
   }
   const auto& w = s.w;
   const BT x = r.emit(StepId::X, be.upload(s.x));                                   // (B, T, C)
-  const BT src = s.cross() ? r.emit(StepId::Source, be.upload(s.source)) : x;        // (B, S, C)
+  const BT src = s.cross() ? r.emit(StepId::Source, be.upload(s.source)) : x;        // (B, S, Cs)
   if (w.W_qkv) {
-    // one product makes q, k and v side by side; the split is shown
-    const BT qkv = r.emit(StepId::Qkv, linear(be, m, x, *w.W_qkv, w.b_qkv, Projection::Input)).view({s.B * s.T, 3 * s.C});
-    auto part = [&](StepId id, std::int64_t i) { return r.emit(id, be.slice_columns(qkv, i * s.C, s.C).view({s.B, s.T, s.C})); };
-    return {part(StepId::Q, 0), part(StepId::K, 1), part(StepId::V, 2)};
+    // one product makes q, k and v side by side, (B, T, 2·dk + dv); the split is shown
+    const BT qkv = r.emit(StepId::Qkv, linear(be, m, x, *w.W_qkv, w.b_qkv, Projection::Input)).view({s.B * s.T, 2 * s.dk + s.dv});
+    auto part = [&](StepId id, std::int64_t from, std::int64_t width) {
+      return r.emit(id, be.slice_columns(qkv, from, width).view({s.B, s.T, width}));
+    };
+    return {part(StepId::Q, 0, s.dk), part(StepId::K, s.dk, s.dk), part(StepId::V, 2 * s.dk, s.dv)};
   }
   return {r.emit(StepId::Q, linear(be, m, x, *w.W_q, w.b_q, Projection::Input)),
           r.emit(StepId::K, linear(be, m, src, *w.W_k, w.b_k, Projection::Input)),
           r.emit(StepId::V, linear(be, m, src, *w.W_v, w.b_v, Projection::Input))};
 }
 
-// (B, L, C) -> (B, H, L, hs): the view and the transpose, both shown, when H > 1.
+// (B, L, H·h) -> (B, H, L, h): the view and the transpose, both shown, when H > 1.
 BT split_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT& flat, StepId view_id, StepId heads_id) {
   const auto B = flat.shape[0], L = flat.shape[1], C = flat.shape[2];
   if (s.H == 1) return flat.view({B, 1, L, C});
@@ -76,11 +78,11 @@ Backend::EmptyRow empty_row_policy(MaskedRow p) {
 
 // The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
 Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  const auto B = s.B, H = s.H, T = s.T, S = s.S, hs = s.hs();
+  const auto B = s.B, H = s.H, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
 
   // 1. queries, keys and values, heads first; or the scores, given
   BT scores;                  // (B, H, T, S)
-  std::optional<BT> v_heads;  // (B, H, S, hs)
+  std::optional<BT> v_heads;  // (B, H, S, hv)
   if (s.entry == Entry::Scores) {
     scores = r.emit(StepId::Scores, be.upload(s.scores));
     if (!s.v.shape().empty()) v_heads = split_heads(s, be, m, r, r.emit(StepId::V, be.upload(s.v)), StepId::VView, StepId::VHeads);
@@ -123,9 +125,9 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
   r.attach_row_sums(sums);
   if (!v_heads) return r.take();
 
-  // 5. context: weights · v, heads merged back, the output projection
-  const BT context = r.emit(StepId::Context, be.matmul(weights.view({B * H, T, S}), v_heads->view({B * H, S, hs})).view({B, H, T, hs}));
-  const BT merged = H > 1 ? r.emit(StepId::Merged, m.merge(be, context)) : context.view({B, T, s.C});  // (B, T, C)
+  // 5. context: weights · v, heads merged back, the output projection (B, T, Co)
+  const BT context = r.emit(StepId::Context, be.matmul(weights.view({B * H, T, S}), v_heads->view({B * H, S, hv})).view({B, H, T, hv}));
+  const BT merged = H > 1 ? r.emit(StepId::Merged, m.merge(be, context)) : context.view({B, T, s.dv});  // (B, T, dv)
   if (s.w.W_o) r.emit(StepId::Output, m.output_missing ? merged : linear(be, m, merged, *s.w.W_o, s.w.b_o, Projection::Output));
   return r.take();
 }

@@ -31,11 +31,11 @@ Hooks correct() {
     return be.softmax_rows(logits.view({s[0] * s[1] * s[2], s[3]}), empty).view(s);
   };
   h.split = [](Backend&, const BackendTensor& flat, std::int64_t H) {
-    const auto& s = flat.shape;  // (B, L, C): a view, (B, L, H, hs)
+    const auto& s = flat.shape;  // (B, L, H·h): a view, (B, L, H, h)
     return Hooks::Split{flat.view({s[0], s[1], H, s[2] / H}), true};
   };
   h.merge = [](Backend& be, const BackendTensor& context) {
-    const auto& s = context.shape;  // (B, H, T, hs) -> (B, T, H, hs) -> (B, T, H·hs)
+    const auto& s = context.shape;  // (B, H, T, hv) -> (B, T, H, hv) -> (B, T, dv)
     return be.swap_axes_1_2(context).view({s[0], s[2], s[1] * s[3]});
   };
   return h;
@@ -115,7 +115,7 @@ Hooks hooks_for(Mistake m) {
         return Hooks::Split{be.transpose_last2(flat.view({s[0] * s[1], s[2] / H, H})).view({s[0], s[1], H, s[2] / H}), false};
       };
       h.merge = [](Backend& be, const BackendTensor& context) {
-        const auto& s = context.shape;  // (B, H, T, hs) -> (B, T, H, hs) -> head h at columns h, h+H, ...
+        const auto& s = context.shape;  // (B, H, T, hv) -> (B, T, H, hv) -> head h at columns h, h+H, ...
         return be.transpose_last2(be.swap_axes_1_2(context).view({s[0] * s[2], s[1], s[3]})).view({s[0], s[2], s[1] * s[3]});
       };
       break;

@@ -41,7 +41,7 @@ Mistake mistake_from_name(std::string_view name, std::string_view option = "--mi
 
 enum class Projection { Input, Output };
 
-// The operations a mistake can replace. Shapes in the legend of the trace (B, H, T, S, C, hs).
+// The operations a mistake can replace. Shapes in the legend of the trace (h: hs for q and k, hv for v).
 struct Hooks {
   // w (in, out) as the product uses it
   std::function<BackendTensor(Backend&, const BackendTensor& w, Projection which)> weight;
@@ -57,13 +57,13 @@ struct Hooks {
   bool mask_after_softmax = false;
   // logits (B, H, T, S) -> weights (B, H, T, S)
   std::function<BackendTensor(Backend&, const BackendTensor& logits, Backend::EmptyRow empty)> softmax;
-  // flat (B, L, C) -> (B, L, H, hs); `view` says whether that is a view (no copy)
+  // flat (B, L, H·h) -> (B, L, H, h); `view` says whether that is a view (no copy)
   struct Split {
     BackendTensor heads;
     bool view;
   };
   std::function<Split(Backend&, const BackendTensor& flat, std::int64_t H)> split;
-  // context (B, H, T, hs) -> merged (B, T, C)
+  // context (B, H, T, hv) -> merged (B, T, dv)
   std::function<BackendTensor(Backend&, const BackendTensor& context)> merge;
   // the output projection is skipped (output = merged)
   bool output_missing = false;

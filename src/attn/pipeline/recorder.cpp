@@ -15,16 +15,22 @@ Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient) : s_(spec),
   trace_.config = make_config(spec);
 }
 
-// The shown dims: no B without a batch dimension in the input, no H with one head,
-// S written T when keys are the queries' own tokens, hs written C with one head.
+// The shown dims: no B without a batch dimension in the input, no H with one head, S written T
+// when keys are the queries' own tokens; with every width equal to C the classic letters (C, hs,
+// 3C) stand for Cs, dk, dv, Co, hv and 2dk+dv; with one head hs is dk (C) and hv is dv (C).
 Dims Recorder::display_dims(const Dims& full) const {
+  const bool general = s_.general();
   Dims out;
-  for (const Dim d : full) {
+  for (Dim d : full) {
     if (d == Dim::B && !s_.batched) continue;
     if (d == Dim::H && s_.H == 1) continue;
-    if (d == Dim::S && s_.keys_are_queries()) out.push_back(Dim::T);
-    else if (d == Dim::hs && s_.H == 1) out.push_back(Dim::C);
-    else out.push_back(d);
+    if (!general && (d == Dim::Cs || d == Dim::dk || d == Dim::dv || d == Dim::Co)) d = Dim::C;
+    if (!general && d == Dim::hv) d = Dim::hs;
+    if (!general && d == Dim::Dqkv) d = Dim::C3;
+    if (d == Dim::S && s_.keys_are_queries()) d = Dim::T;
+    if (s_.H == 1 && d == Dim::hs) d = general ? Dim::dk : Dim::C;
+    if (s_.H == 1 && d == Dim::hv) d = general ? Dim::dv : Dim::C;
+    out.push_back(d);
   }
   return out;
 }

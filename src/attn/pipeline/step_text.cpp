@@ -40,11 +40,14 @@ StepText projection(StepId step, const Spec& s) {
   const auto& info = step_info(step);
   const int part = step == StepId::Q ? 0 : step == StepId::K ? 1 : 2;
   const char* id = part == 0 ? "q" : part == 1 ? "k" : "v";
-  const Dims dims{Dim::B, part == 0 ? Dim::T : Dim::S, Dim::C};
+  const Dim width = part == 2 ? Dim::dv : Dim::dk;
+  const Dims dims{Dim::B, part == 0 ? Dim::T : Dim::S, width};
   if (s.entry != Entry::Embeddings) return {fmt::format("{} (given)", info.title), fmt::format("{} (given)", id), "", dims};
   if (s.w.W_qkv) {
-    return {std::string(info.title), fmt::format("{} = qkv[..., {}:{}]", id, part * s.C, (part + 1) * s.C),
-            fmt::format("qkv.split(C, dim=-1), part {} of 3", part + 1), Dims{Dim::B, Dim::T, Dim::C}};
+    const auto from = part * s.dk, to = from + (part == 2 ? s.dv : s.dk);
+    const auto split = s.general() ? std::string("[dk, dk, dv]") : std::string("C");
+    return {std::string(info.title), fmt::format("{} = qkv[..., {}:{}]", id, from, to),
+            fmt::format("qkv.split({}, dim=-1), part {} of 3", split, part + 1), Dims{Dim::B, Dim::T, width}};
   }
   const std::string input = part == 0 || !s.cross() ? "x" : "source";
   const auto& w = s.w;
@@ -57,16 +60,22 @@ StepText projection(StepId step, const Spec& s) {
 StepText head_split(StepId step, const Spec& s) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
-  const bool query = id[0] == 'q';
+  const bool query = id[0] == 'q', value = id[0] == 'v';
   const Dim L = query ? Dim::T : Dim::S;
   const char* l = query ? "T" : "S";
   const auto title = std::string(step_info(step).title);
+  // classic widths say C and hs; general ones dk and hs for q and k, dv and hv for v
+  const Dim h = value ? Dim::hv : Dim::hs;
+  const char* hn = value && s.general() ? "hv" : "hs";
+  const char* wn = !s.general() ? "C" : value ? "dv" : "dk";
+  const auto width = value ? s.dv : s.dk, head = value ? s.hv() : s.hs();
   if (view) {
-    return {title, fmt::format("{}.view(B, {}, H, hs)", id, l),
-            fmt::format("a view, no copy: the C = {} features read as H = {} heads of hs = {}", s.C, s.H, s.hs()), Dims{Dim::B, L, Dim::H, Dim::hs}};
+    return {title, fmt::format("{}.view(B, {}, H, {})", id, l, hn),
+            fmt::format("a view, no copy: the {} = {} features read as H = {} heads of {} = {}", wn, width, s.H, hn, head),
+            Dims{Dim::B, L, Dim::H, h}};
   }
-  return {title, fmt::format("{}.view(B, {}, H, hs).transpose(1, 2)", id, l), fmt::format("each head now holds its own [{}, hs] matrix", l),
-          Dims{Dim::B, Dim::H, L, Dim::hs}};
+  return {title, fmt::format("{}.view(B, {}, H, {}).transpose(1, 2)", id, l, hn), fmt::format("each head now holds its own [{}, {}] matrix", l, hn),
+          Dims{Dim::B, Dim::H, L, h}};
 }
 
 StepText mask_text(const Spec& s) {
@@ -121,10 +130,10 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
   const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
   switch (step) {
     case StepId::X: return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
-    case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::C}};
+    case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
     case StepId::Qkv:
       return {"Fused projection", fmt::format("qkv = x · {}{}", weight_symbol(s, "W_qkv"), bias_term(s.w.b_qkv, "b_qkv")),
-              "one matmul makes q, k and v side by side", Dims{Dim::B, Dim::T, Dim::C3}};
+              "one matmul makes q, k and v side by side", Dims{Dim::B, Dim::T, Dim::Dqkv}};
     case StepId::Q:
     case StepId::K:
     case StepId::V: return projection(step, s);
@@ -142,7 +151,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
       return {"Attention scores", "scores = q · kᵀ", "scores[i, j] = q_i · k_j: how well query i matches key j", bhts};
     case StepId::Scaled:
       if (s.scale_kind == ScaleKind::SqrtDk) {
-        return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", s.H > 1 ? "hs" : "C", s.hs(), c.scale), bhts};
+        return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", s.H > 1 ? "hs" : s.general() ? "dk" : "C", s.hs(), c.scale), bhts};
       }
       return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
     case StepId::Mask: return mask_text(s);
@@ -154,14 +163,18 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Weights: return weights_text(s, f);
     case StepId::Context:
       return {"Context vectors", "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
-              Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
+              Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
     case StepId::Merged:
+      if (s.general()) {
+        return {"Heads merged", "merged = context.transpose(1, 2).reshape(B, T, dv)",
+                fmt::format("head h fills columns h·hv .. (h+1)·hv − 1 (hv = {})", s.hv()), Dims{Dim::B, Dim::T, Dim::dv}};
+      }
       return {"Heads merged", "merged = context.transpose(1, 2).reshape(B, T, C)",
-              fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", s.hs()), Dims{Dim::B, Dim::T, Dim::C}};
+              fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", s.hs()), Dims{Dim::B, Dim::T, Dim::dv}};
     case StepId::Output:
       return {"Output projection",
               fmt::format("output = {} · {}{}", s.H > 1 ? "merged" : "context", weight_symbol(s, "W_o"), bias_term(s.w.b_o, "b_o")), "",
-              Dims{Dim::B, Dim::T, Dim::C}};
+              Dims{Dim::B, Dim::T, Dim::Co}};
   }
   return {};
 }
@@ -172,6 +185,8 @@ TraceConfig make_config(const Spec& s) {
   c.mode = s.mode;
   c.batched = s.batched;
   c.B = s.B, c.T = s.T, c.S = s.S, c.C = s.C, c.H = s.H, c.hs = s.hs();
+  c.Cs = s.Cs, c.dk = s.dk, c.dv = s.dv, c.Co = s.Co, c.hv = s.hv();
+  c.general = s.general();
   c.layout = s.layout;
   c.entry = s.entry;
   c.causal = s.causal;

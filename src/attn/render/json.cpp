@@ -76,6 +76,8 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   const auto known = [](std::int64_t v) { return v > 0 ? fmt::format("{}", v) : std::string("null"); };
   out << fmt::format("    \"B\": {}, \"T\": {}, \"S\": {}, \"C\": {}, \"H\": {}, \"hs\": {},\n", c.B, c.T, c.S,
                      known(c.C), c.H, known(c.hs));
+  out << fmt::format("    \"Cs\": {}, \"dk\": {}, \"dv\": {}, \"Co\": {}, \"hv\": {},\n", known(c.Cs), known(c.dk), known(c.dv), known(c.Co),
+                     known(c.hv));
   out << "    \"layout\": " << quote(layout_name(c.layout)) << ",\n";
   out << "    \"scale\": " << quote(c.scale) << ",\n";
   out << "    \"scale_factor\": " << number(c.scale_factor) << ",\n";
@@ -156,6 +158,8 @@ TraceConfig config_of(const json& cj) {
     return cj.contains(key) && cj[key].is_number_integer() ? cj[key].get<std::int64_t>() : fallback;
   };
   c.B = size("B", 1), c.T = size("T", 0), c.S = size("S", 0), c.C = size("C", 0), c.H = size("H", 1), c.hs = size("hs", 0);
+  c.Cs = size("Cs", c.C), c.dk = size("dk", c.C), c.dv = size("dv", c.C), c.Co = size("Co", c.C), c.hv = size("hv", c.hs);
+  c.general = c.Cs != c.C || c.dk != c.C || c.dv != c.C || c.Co != c.C;
   c.layout = layout_from_name(cj.value("layout", "")).value_or(Layout::XW);
   c.scale = cj.value("scale", "");
   if (cj.contains("scale_factor")) {

@@ -48,7 +48,7 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
   out << "# Attention Tracer" << (c.title.empty() ? "" : " · " + c.title) << "\n\n";
   out << fmt::format("- mode: **{}**\n", mode_name(c.mode));
   out << fmt::format("- sizes: {}T = {}, S = {}{}\n", c.batched ? fmt::format("B = {}, ", c.B) : "no batch dimension, ", c.T, c.S,
-                     c.C > 0 ? fmt::format(", C = {}, H = {}, hs = {}", c.C, c.H, c.hs) : fmt::format(", H = {}", c.H));
+                     ", " + widths_text(c, ", "));
   out << fmt::format("- scale: {}\n", c.scale);
   for (const auto& n : c.notes) out << "- note: " << n << "\n";
   std::vector<std::size_t> indices = o.steps;

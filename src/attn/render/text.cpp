@@ -82,7 +82,7 @@ class TextRenderer {
     out_ << "\n";
     std::string sizes = c_.batched ? fmt::format("B = {}", c_.B) : "B = 1 (no batch dimension)";
     sizes += fmt::format(" · T = {} · S = {}", c_.T, c_.S);
-    sizes += c_.C > 0 ? fmt::format(" · C = {} · H = {} · hs = {}", c_.C, c_.H, c_.hs) : fmt::format(" · H = {}", c_.H);
+    sizes += " · " + widths_text(c_, " · ");
     out_ << fmt::format("mode {} · {}\n", mode_name(c_.mode), sizes);
     out_ << fmt::format("scale {} · starts from {}", c_.scale, entry_name(c_.entry));
     if (c_.entry == Entry::Embeddings) out_ << fmt::format(" · layout {}", layout_name(c_.layout));

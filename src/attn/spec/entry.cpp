@@ -3,6 +3,7 @@
 // after it, by their own readers.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <optional>
 
@@ -39,7 +40,8 @@ Sequence read_sequence(ReadContext& ctx, const json& parent, const std::string& 
       if (v && *v != actual) fail(fmt::format("random.{}", name), fmt::format("{} disagrees with {} ({} = {})", *v, path, name, actual));
     };
     if (rnd.present) {
-      agree(rnd.C, s.x.dim(2), "C");
+      if (parent_path.empty()) agree(rnd.C, s.x.dim(2), "C");
+      else agree(rnd.Cs, s.x.dim(2), "Cs");
       if (s.has_batch) agree(rnd.B, s.x.dim(0), "B");
       if (std::string_view(key) == "embeddings" && parent_path.empty()) agree(rnd.T, s.x.dim(1), "T");
     }
@@ -48,7 +50,8 @@ Sequence read_sequence(ReadContext& ctx, const json& parent, const std::string& 
   if (!rnd.present || !rnd.C || !random_len) {
     fail(path, fmt::format("required: {} (or a \"random\" block with {} and C to generate it)", expected, random_name));
   }
-  return {rnd.sequence(ctx, path, *random_len), rnd.B.has_value()};
+  const std::int64_t width = parent_path.empty() ? *rnd.C : rnd.Cs.value_or(*rnd.C);
+  return {rnd.sequence(ctx, path, *random_len, width), rnd.B.has_value()};
 }
 
 // What each entry point excludes.
@@ -86,6 +89,7 @@ void read_scores_entry(ReadContext& ctx, const json& root, Spec& s) {
     s.C = v.dim(-1);
     s.v = batched(v, s.batched);
   }
+  s.Cs = s.dk = s.dv = s.Co = s.C;  // no projections: C is the values' width, or unknown (0)
   check_heads_divide(s);
 }
 
@@ -107,10 +111,17 @@ void read_qkv_entry(ReadContext& ctx, const json& root, const json& src, Spec& s
   expect_shape(k, "k", want_k, own_length ? " (k is [S, C] with the width C of q)" : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
   s.S = k.dim(-2);
   s.q = batched(q, s.batched), s.k = batched(k, s.batched);
+  // Given q and k are dk = C wide; values may be wider or narrower (dv).
+  s.Cs = s.dk = s.dv = s.Co = s.C;
   if (root.contains("v")) {
-    Tensor v = read_tensor(ctx, root["v"], "v", "a [S, C] or [B, S, C] array of numbers");
-    expect_shape(v, "v", k.shape(), " (one value row per key, as k)");
+    Tensor v = read_tensor(ctx, root["v"], "v", "a [S, dv] or [B, S, dv] array of numbers");
+    if (v.rank() != k.rank() || !std::equal(k.shape().begin(), k.shape().end() - 1, v.shape().begin())) {
+      Shape want = k.shape();
+      want.back() = v.rank() >= 1 ? v.shape().back() : 1;
+      expect_shape(v, "v", want, " (one value row per key, as k; any width dv)");
+    }
     s.v = batched(v, s.batched);
+    s.dv = s.Co = v.shape().back();
   }
   s.H = resolve_heads(root, s.mode, std::nullopt, "");
   check_heads_divide(s);
@@ -123,14 +134,16 @@ void read_cross_source(ReadContext& ctx, const json& root, const json& src, cons
   }
   std::optional<std::int64_t> random_s = rnd.S ? rnd.S : std::optional<std::int64_t>(s.T);
   Sequence y = read_sequence(ctx, src, "source", "embeddings", "S", rnd, random_s, "S");
-  const Shape want = s.batched ? Shape{s.B, y.x.dim(1), s.C} : Shape{y.x.dim(1), s.C};
+  // Any width Cs (W_k and W_v read it); the batch must be the embeddings'.
+  const Shape want = s.batched ? Shape{s.B, y.x.dim(1), y.x.dim(2)} : Shape{y.x.dim(1), y.x.dim(2)};
   const Shape got = y.has_batch ? y.x.shape() : Shape{y.x.dim(1), y.x.dim(2)};
   if (y.has_batch != s.batched || got != want) {
     expect_shape(y.has_batch ? y.x : y.x.reshaped(got), "source.embeddings", want,
-                 fmt::format(" (source is [{}S, C]: the width C = {} and batch of embeddings)", s.batched ? "B, " : "", s.C));
+                 fmt::format(" (source is [{}S, Cs]: the batch of embeddings)", s.batched ? "B, " : ""));
   }
   s.source = y.x;
   s.S = s.source.dim(1);
+  s.Cs = s.source.dim(2);
 }
 
 // Embeddings (with a cross source), then the weights that project them.
@@ -140,12 +153,11 @@ void read_embeddings_entry(ReadContext& ctx, const json& root, const json& src, 
   s.x = x.x;
   s.B = s.x.dim(0), s.T = s.x.dim(1), s.C = s.x.dim(2);
   if (s.cross()) read_cross_source(ctx, root, src, rnd, s);
-  else s.S = s.T;
+  else s.S = s.T, s.Cs = s.C;
   std::string heads_path;
   auto data_heads = heads_in_weights(root, heads_path);
   s.H = resolve_heads(root, s.mode, data_heads, heads_path);
-  check_heads_divide(s);
-  read_weights(ctx, root, s, rnd);
+  read_weights(ctx, root, s, rnd);  // sets dk, dv, Co and checks H divides dk and dv
 }
 
 }  // namespace

@@ -34,8 +34,8 @@ Tensor RandomFill::draw_numpy(const Shape& shape, const std::string& path, std::
   return t;
 }
 
-Tensor RandomFill::sequence(ReadContext& ctx, const std::string& path, std::int64_t length) const {
-  Shape shape{B.value_or(1), length, *C};
+Tensor RandomFill::sequence(ReadContext& ctx, const std::string& path, std::int64_t length, std::int64_t width) const {
+  Shape shape{B.value_or(1), length, width};
   require_generatable(ctx, path, shape);
   if (numpy) {
     const Shape drawn = B ? shape : Shape{shape[1], shape[2]};
@@ -45,10 +45,10 @@ Tensor RandomFill::sequence(ReadContext& ctx, const std::string& path, std::int6
   return random_normal(seed, path, shape);
 }
 
-Tensor RandomFill::weight(ReadContext& ctx, const std::string& path, Shape shape, std::int64_t in) const {
+Tensor RandomFill::weight(ReadContext& ctx, const std::string& path, Shape shape, std::int64_t in, std::string_view in_name) const {
   require_generatable(ctx, path, shape);
   if (numpy) return draw_numpy(shape, path, ctx.notes);
-  ctx.notes.push_back(fmt::format("{}: random U(-1/√C, 1/√C), seed {}", path, seed));
+  ctx.notes.push_back(fmt::format("{}: random U(-1/√{}, 1/√{}), seed {}", path, in_name, in_name, seed));
   return random_uniform(seed, path, std::move(shape), 1.0 / std::sqrt(static_cast<double>(in)));
 }
 
@@ -57,14 +57,15 @@ RandomFill read_random(const json& root) {
   if (!root.contains("random")) return r;
   const json& j = root["random"];
   if (!j.is_object()) fail("random", fmt::format("expected an object like {{\"seed\": 0, \"T\": 4, \"C\": 8}}, got {}", describe(j)));
-  check_keys(j, "random", {"seed", "B", "T", "S", "C", "fused", "output_projection", "generator", "distribution"});
+  check_keys(j, "random", {"seed", "B", "T", "S", "C", "Cs", "dk", "dv", "Co", "fused", "output_projection", "generator", "distribution"});
   r.present = true;
   if (!j.contains("seed")) fail("random.seed", "required: a non-negative integer");
   if (!j["seed"].is_number_unsigned()) {  // nlohmann stores every non-negative integer literal as unsigned
     fail("random.seed", fmt::format("expected a non-negative integer, got {}", describe(j["seed"])));
   }
   r.seed = j["seed"].get<std::uint64_t>();
-  for (auto [key, slot] : {std::pair{"B", &r.B}, std::pair{"T", &r.T}, std::pair{"S", &r.S}, std::pair{"C", &r.C}}) {
+  for (auto [key, slot] : {std::pair{"B", &r.B}, std::pair{"T", &r.T}, std::pair{"S", &r.S}, std::pair{"C", &r.C}, std::pair{"Cs", &r.Cs},
+                           std::pair{"dk", &r.dk}, std::pair{"dv", &r.dv}, std::pair{"Co", &r.Co}}) {
     if (j.contains(key)) *slot = read_positive(j[key], key_path("random", key));
   }
   if (j.contains("fused")) r.fused = read_bool(j["fused"], "random.fused");

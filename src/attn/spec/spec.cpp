@@ -29,7 +29,7 @@ constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
-                                                 "attn_mask", "causal_align", "masked_row", "mask_fill"};
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv"};
 
 // title, comment, mode, layout, scale: the settings every entry point shares.
 void read_settings(const json& root, Spec& s) {
@@ -109,7 +109,10 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   read_settings(root, s);
   const RandomFill rnd = read_random(root);
   const json& src = read_source(root, s);
-  read_entry(ctx, root, src, rnd, s);  // sets B, T, S, C, H: what the readers below count against
+  read_entry(ctx, root, src, rnd, s);  // sets B, T, S, the widths and H: what the readers below count against
+  if (root.contains("dv") && s.entry != Entry::Embeddings) {
+    fail("dv", "sets the value width of projections (a fused W_qkv); given q, k, v or scores carry their own widths");
+  }
   if (s.T == 0 || s.S == 0) fail("", "empty sequence");
   if (root.contains("expect")) read_expect(root, text, s);
   read_tokens(root, src, s);

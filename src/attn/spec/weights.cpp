@@ -1,6 +1,7 @@
-// The weights block: W_q, W_k, W_v (square, "identity" or per-head), or a fused W_qkv, W_o and the
-// biases, stored in x@W form whatever the layout; what it lacks comes from the random block. Also how
-// many heads the input asks for. Embeddings, source and given q/k/v/scores are entry.cpp's.
+// The weights block: W_q [C, dk], W_k [Cs, dk], W_v [Cs, dv] ("identity" or per-head too), or a fused
+// W_qkv [C, 2·dk + dv], W_o [dv, Co] and the biases, stored in x@W form whatever the layout; what it
+// lacks comes from the random block. The widths dk, dv and Co follow from what is given. Also how many
+// heads the input asks for. Embeddings, source and given q/k/v/scores are entry.cpp's.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,69 +39,110 @@ Tensor columns(const Tensor& t, std::int64_t offset, std::int64_t width) {
   return out;
 }
 
+// How a [rows, cols] weight is written in this layout: x@W [in, out], torch [out, in].
+std::string layout_shape(Layout layout, const std::string& in, const std::string& out) {
+  return layout == Layout::XW ? fmt::format("[{}, {}]", in, out) : fmt::format("[{}, {}]", out, in);
+}
+
+// A projection as the input gave it, in x@W form [in, out]; empty when absent.
+struct Given {
+  std::optional<Tensor> w;
+  bool identity = false;
+  std::string path;
+  std::int64_t out() const { return w ? w->dim(1) : 0; }
+};
+
 struct WeightReader {
   ReadContext& ctx;
   const RandomFill& rnd;
   const json& obj;
   Layout layout;
-  std::int64_t C;
   std::int64_t H;
 
   bool has(const char* key) const { return obj.contains(key); }
 
-  // A square [C, C] projection, "identity", or per-head [H, C, hs] (torch: [H, hs, C]) stacked.
-  Tensor projection(const char* key, bool per_head_allowed) const {
-    const auto path = key_path("weights", key);
-    const auto hs = C / H;
+  // W (x@W [in, out], torch [out, in]), "identity" ([in, in]), or per-head [H, in, h] (torch
+  // [H, h, in]) stacked head by head into [in, H·h]. `in_name` is the legend letter of `in`.
+  Given projection(const char* key, std::int64_t in, const std::string& in_name, const std::string& out_name, bool per_head_allowed) const {
+    Given g;
+    g.path = key_path("weights", key);
     const json& j = obj[key];
+    const auto expected = fmt::format("{} = {} matrix{}, or \"identity\"", layout_shape(layout, in_name, out_name),
+                                      layout_shape(layout, std::to_string(in), out_name),
+                                      per_head_allowed ? fmt::format(", per-head [H, {}, h]", in_name) : "");
     if (j.is_string()) {
-      if (j.get<std::string>() != "identity") {
-        fail(path, fmt::format("expected a [C, C] = [{0}, {0}] matrix or \"identity\", got {1}", C, describe(j)));
-      }
-      ctx.notes.push_back(fmt::format("{}: identity", path));
-      return identity(C);
+      if (j.get<std::string>() != "identity") fail(g.path, fmt::format("expected a {}, got {}", expected, describe(j)));
+      ctx.notes.push_back(fmt::format("{}: identity", g.path));
+      g.w = identity(in);
+      g.identity = true;
+      return g;
     }
-    Tensor t = read_tensor(ctx, j, path, fmt::format("a [C, C] = [{0}, {0}] matrix or \"identity\"", C));
+    Tensor t = read_tensor(ctx, j, g.path, "a " + expected);
     if (t.rank() == 3 && per_head_allowed) {
-      const Shape want = layout == Layout::XW ? Shape{H, C, hs} : Shape{H, hs, C};
-      expect_shape(t, path,  want,
-                   layout == Layout::XW ? fmt::format(" (per-head weights are [H, C, hs] with H = {}, C = {}, hs = {})", H, C, hs)
-                                        : fmt::format(" (per-head torch weights are [H, hs, C] with H = {}, hs = {}, C = {})", H, hs, C));
-      // Head h owns output columns h*hs .. (h+1)*hs of the stacked [C, C] (x@W) matrix.
-      Tensor out({C, C});
-      for (std::int64_t h = 0; h < H; ++h)
-        for (std::int64_t i = 0; i < C; ++i)
-          for (std::int64_t c = 0; c < hs; ++c) {
-            const Scalar v = layout == Layout::XW ? t.data()[(h * C + i) * hs + c] : t.data()[(h * hs + c) * C + i];
-            out.mutable_data()[i * C + h * hs + c] = v;
+      const bool xw = layout == Layout::XW;
+      const auto h = xw ? t.dim(2) : t.dim(1);
+      const Shape want = xw ? Shape{H, in, h} : Shape{H, h, in};
+      expect_shape(t, g.path, want,
+                   xw ? fmt::format(" (per-head weights are [H, {}, h] with H = {}, {} = {})", in_name, H, in_name, in)
+                      : fmt::format(" (per-head torch weights are [H, h, {}] with H = {}, {} = {})", in_name, H, in_name, in));
+      // Head k owns output columns k·h .. (k+1)·h of the stacked [in, H·h] (x@W) matrix.
+      Tensor out({in, H * h});
+      for (std::int64_t k = 0; k < H; ++k)
+        for (std::int64_t i = 0; i < in; ++i)
+          for (std::int64_t c = 0; c < h; ++c) {
+            const Scalar v = xw ? t.data()[(k * in + i) * h + c] : t.data()[(k * h + c) * in + i];
+            out.mutable_data()[i * H * h + k * h + c] = v;
           }
-      ctx.notes.push_back(fmt::format("{}: {} per-head matrices stacked into [C, C] = [{}, {}]", path, H, C, C));
-      return out;
+      ctx.notes.push_back(fmt::format("{}: {} per-head matrices stacked into [{}, {}] = [{}, {}]", g.path, H, in_name, out_name, in, H * h));
+      g.w = std::move(out);
+      return g;
     }
-    expect_shape(t, path, {C, C},
-                 per_head_allowed ? fmt::format(" (or per-head [H, C, hs] = [{}, {}, {}])", H, C, C / H) : "");
-    return layout == Layout::XW ? t : transpose2(t);
-  }
-
-  Tensor fused() const {
-    const auto path = std::string("weights.W_qkv");
-    const Shape want = layout == Layout::XW ? Shape{C, 3 * C} : Shape{3 * C, C};
-    Tensor t = read_tensor(ctx, obj["W_qkv"], path, fmt::format("a {} matrix", shape_string(want)));
-    expect_shape(t, path, want,
-                 layout == Layout::XW ? " (x@W layout: [C, 3C], columns q | k | v)" : " (torch layout: [3C, C], rows q | k | v)");
-    return layout == Layout::XW ? t : transpose2(t);
+    if (t.rank() != 2 || (layout == Layout::XW ? t.dim(0) : t.dim(1)) != in) {
+      fail(g.path, fmt::format("expected {} = {}, got {}", layout_shape(layout, in_name, out_name), layout_shape(layout, std::to_string(in), out_name),
+                               shape_string(t.shape())));
+    }
+    g.w = layout == Layout::XW ? t : transpose2(t);
+    return g;
   }
 
   // A weight the input does not give, from the random block.
-  Tensor generated(const char* key, Shape shape) const { return rnd.weight(ctx, key_path("weights", key), std::move(shape), C); }
+  Tensor generated(const char* key, Shape shape, std::string_view in_name) const {
+    return rnd.weight(ctx, key_path("weights", key), shape, shape[0], in_name);
+  }
 
-  Tensor bias(const char* key, std::int64_t n) const {
+  Tensor bias(const char* key, std::int64_t n, std::string_view width) const {
     const auto path = key_path("weights", key);
-    Tensor t = read_tensor(ctx, obj[key], path, fmt::format("a vector of {} numbers", n));
+    Tensor t = read_tensor(ctx, obj[key], path, fmt::format("a vector of {} = {} numbers", width, n));
     expect_shape(t, path, {n});
     return t;
   }
 };
+
+// The width a given weight fixes must be the one already fixed; and divisible by H.
+void require_width(const Given& g, std::int64_t want, const std::string& from, Layout layout, const std::string& in_name, std::int64_t in,
+                   const std::string& out_name) {
+  if (!g.w || g.out() == want) return;
+  const auto got = layout == Layout::XW ? Shape{in, g.out()} : Shape{g.out(), in};
+  if (g.identity) {
+    fail(g.path, fmt::format("\"identity\" is [{0}, {0}], but {1} = {2} (from {3}): give a {4} = {5} matrix", in, out_name, want, from,
+                             layout_shape(layout, in_name, out_name), layout_shape(layout, std::to_string(in), std::to_string(want))));
+  }
+  fail(g.path, fmt::format("expected {} = {} ({} = {}, from {}), got {}", layout_shape(layout, in_name, out_name),
+                           layout_shape(layout, std::to_string(in), std::to_string(want)), out_name, want, from, shape_string(got)));
+}
+
+void require_divisible(const Given& g, std::int64_t width, std::int64_t H, Layout layout, const std::string& in_name, std::int64_t in,
+                       const std::string& out_name) {
+  if (width % H == 0) return;
+  if (g.w && !g.identity) {
+    const auto got = layout == Layout::XW ? Shape{in, width} : Shape{width, in};
+    fail(g.path, fmt::format("expected {} with {} divisible by H = {}, got {}", layout_shape(layout, std::to_string(in), out_name), out_name, H,
+                             shape_string(got)));
+  }
+  const bool classic = out_name == "dk" && width == in;
+  if (classic) fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", H, width));
+  fail("heads", fmt::format("H = {} does not divide {} = {} (each head gets {} / H features)", H, out_name, width, out_name));
+}
 
 // The weights object, checked; an empty one when it is absent and the random block makes every weight.
 const json& weights_block(const json& root, const RandomFill& rnd) {
@@ -129,22 +171,72 @@ bool fused_projection(const WeightReader& r, const RandomFill& rnd) {
   }
   const bool fused = r.has("W_qkv") || rnd.fused;
   for (const char* b : {"b_q", "b_k", "b_v"}) {
-    if (fused && r.has(b)) fail(key_path("weights", b), "the projection is fused (W_qkv): give b_qkv, a vector of 3C numbers");
+    if (fused && r.has(b)) fail(key_path("weights", b), "the projection is fused (W_qkv): give b_qkv, a vector of 2·dk + dv numbers");
   }
   if (!fused && r.has("b_qkv")) fail("weights.b_qkv", "needs weights.W_qkv (b_qkv is the fused projection's bias)");
   return fused;
 }
 
-// W_qkv [C, 3C] and b_qkv [3C], given or generated.
-void read_fused(const WeightReader& r, Spec& s) {
-  Tensor w = r.has("W_qkv") ? r.fused() : r.generated("W_qkv", {s.C, 3 * s.C});
+// dv where the input states it without a W_v: W_o's input width, the root "dv", the random block's.
+struct StatedDv {
+  std::optional<std::int64_t> value;
+  std::string from;
+};
+
+StatedDv stated_dv(const WeightReader& r, const json& root, const RandomFill& rnd) {
+  if (r.has("W_o") && r.obj["W_o"].is_array()) {
+    const Tensor w = read_tensor(r.ctx, r.obj["W_o"], "weights.W_o", "a [dv, Co] matrix");
+    if (w.rank() == 2) return {r.layout == Layout::XW ? w.dim(0) : w.dim(1), "weights.W_o"};
+  }
+  if (root.contains("dv")) return {read_positive(root["dv"], "dv"), "dv"};
+  if (rnd.dv) return {rnd.dv, "random.dv"};
+  return {};
+}
+
+// W_qkv [C, 2·dk + dv] and b_qkv, given or generated; dv as stated, else dk = dv.
+void read_fused(const WeightReader& r, const json& root, Spec& s) {
+  const StatedDv dv = stated_dv(r, root, r.rnd);
+  Tensor w;
+  const auto want_text = [&](const std::string& n) {
+    return fmt::format("{} = {}", layout_shape(r.layout, "C", "2·dk + dv"), layout_shape(r.layout, std::to_string(s.C), n));
+  };
+  if (r.has("W_qkv")) {
+    const Given g = r.projection("W_qkv", s.C, "C", "2·dk + dv", false);
+    w = *g.w;
+    const auto n = g.out();
+    const auto got = shape_string(r.layout == Layout::XW ? Shape{s.C, n} : Shape{n, s.C});
+    if (dv.value) {
+      if (n <= *dv.value || (n - *dv.value) % 2 != 0) {
+        fail(g.path, fmt::format("expected {} with dv = {} (from {}), got {}", want_text(fmt::format("2·dk + {}", *dv.value)), *dv.value,
+                                 dv.from, got));
+      }
+      s.dv = *dv.value, s.dk = (n - s.dv) / 2;
+    } else {
+      if (n % 3 != 0) {
+        fail(g.path, fmt::format("expected {} with dk = dv (q | k | v; give W_o or \"dv\" for another value width), got {}", want_text("3·dk"), got));
+      }
+      s.dk = s.dv = n / 3;
+    }
+    require_divisible(Given{}, s.dk, s.H, r.layout, "C", s.C, "dk");
+    require_divisible(Given{}, s.dv, s.H, r.layout, "C", s.C, "dv");
+  } else {
+    s.dk = r.rnd.dk.value_or(s.C);
+    s.dv = dv.value.value_or(s.dk);
+    require_divisible(Given{}, s.dk, s.H, r.layout, "C", s.C, "dk");
+    require_divisible(Given{}, s.dv, s.H, r.layout, "C", s.C, "dv");
+    w = r.generated("W_qkv", {s.C, 2 * s.dk + s.dv}, "C");
+  }
   std::optional<Tensor> b;
-  if (r.has("b_qkv")) b = r.bias("b_qkv", 3 * s.C);
+  if (r.has("b_qkv")) b = r.bias("b_qkv", 2 * s.dk + s.dv, "2·dk + dv");
   if (s.cross()) {
     // Cross-attention projects x (queries) and source (keys, values) separately, so the fused
     // weight is split here, as nn.MultiheadAttention splits in_proj_weight.
-    s.w.W_q = columns(w, 0, s.C), s.w.W_k = columns(w, s.C, s.C), s.w.W_v = columns(w, 2 * s.C, s.C);
-    if (b) s.w.b_q = columns(*b, 0, s.C), s.w.b_k = columns(*b, s.C, s.C), s.w.b_v = columns(*b, 2 * s.C, s.C);
+    if (s.Cs != s.C) {
+      fail("weights.W_qkv", fmt::format("one fused weight projects x and the source alike, but the source is Cs = {} wide and x C = {}: "
+                                        "give W_q [C, dk], W_k [Cs, dk] and W_v [Cs, dv]", s.Cs, s.C));
+    }
+    s.w.W_q = columns(w, 0, s.dk), s.w.W_k = columns(w, s.dk, s.dk), s.w.W_v = columns(w, 2 * s.dk, s.dv);
+    if (b) s.w.b_q = columns(*b, 0, s.dk), s.w.b_k = columns(*b, s.dk, s.dk), s.w.b_v = columns(*b, 2 * s.dk, s.dv);
     r.ctx.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
   } else {
     s.w.W_qkv = std::move(w);
@@ -152,20 +244,61 @@ void read_fused(const WeightReader& r, Spec& s) {
   }
 }
 
-// W_q, W_k, W_v, each given or generated, and their biases.
-void read_separate(const WeightReader& r, Spec& s) {
-  auto one = [&](const char* key, std::optional<Tensor>& slot) {
-    if (r.has(key)) slot = r.projection(key, true);
-    else if (r.rnd.present) slot = r.generated(key, {s.C, s.C});
-    else fail(key_path("weights", key),
-              fmt::format("required: a [C, C] = [{0}, {0}] matrix, per-head [H, C, hs], or \"identity\" (or give W_qkv)", s.C));
+// W_q [C, dk], W_k [Cs, dk], W_v [Cs, dv], each given or generated, and their biases. The first
+// given of W_q, W_k fixes dk; W_v fixes dv.
+void read_separate(const WeightReader& r, const json& root, Spec& s) {
+  const bool gen = r.rnd.present;
+  auto given = [&](const char* key, std::int64_t in, const char* in_name, const char* out_name) {
+    if (r.has(key)) return r.projection(key, in, in_name, out_name, true);
+    if (!gen) {
+      fail(key_path("weights", key), fmt::format("required: a {} = {} matrix, per-head [H, {}, h], or \"identity\" (or give W_qkv)",
+                                                 layout_shape(r.layout, in_name, out_name), layout_shape(r.layout, std::to_string(in), out_name),
+                                                 in_name));
+    }
+    return Given{};
   };
-  one("W_q", s.w.W_q);
-  one("W_k", s.w.W_k);
-  one("W_v", s.w.W_v);
-  if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.C);
-  if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.C);
-  if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.C);
+  const char* cs = s.cross() ? "Cs" : "C";  // keys and values read the source in cross mode, else x
+  Given q = given("W_q", s.C, "C", "dk"), k = given("W_k", s.Cs, cs, "dk"), v = given("W_v", s.Cs, cs, "dv");
+  // dk from the first of W_q, W_k given as numbers, else from "identity", else the random block's
+  const Given* dk_from = q.w && !q.identity ? &q : k.w && !k.identity ? &k : q.w ? &q : k.w ? &k : nullptr;
+  s.dk = dk_from ? dk_from->out() : r.rnd.dk.value_or(s.C);
+  const std::string dk_source = dk_from ? dk_from->path : "random.dk";
+  require_divisible(dk_from ? *dk_from : Given{}, s.dk, s.H, r.layout, dk_from == &k ? cs : "C", dk_from == &k ? s.Cs : s.C, "dk");
+  require_width(q, s.dk, dk_source, r.layout, "C", s.C, "dk");
+  require_width(k, s.dk, dk_source, r.layout, cs, s.Cs, "dk");
+  if (v.w) {
+    s.dv = v.out();
+  } else {
+    const StatedDv dv = stated_dv(r, root, r.rnd);
+    s.dv = dv.value.value_or(s.dk);
+  }
+  require_divisible(v, s.dv, s.H, r.layout, cs, s.Cs, "dv");
+  s.w.W_q = q.w ? *q.w : r.generated("W_q", {s.C, s.dk}, "C");
+  s.w.W_k = k.w ? *k.w : r.generated("W_k", {s.Cs, s.dk}, s.Cs == s.C ? "C" : "Cs");
+  s.w.W_v = v.w ? *v.w : r.generated("W_v", {s.Cs, s.dv}, s.Cs == s.C ? "C" : "Cs");
+  if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.dk, "dk");
+  if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.dk, "dk");
+  if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.dv, "dv");
+}
+
+// W_o [dv, Co] (given, "identity", or generated [dv, Co] with Co = random.Co or C) and b_o [Co].
+void read_output(const WeightReader& r, const json& root, Spec& s) {
+  if (root.contains("dv") && read_positive(root["dv"], "dv") != s.dv) {
+    fail("dv", fmt::format("is {}, but the values are dv = {} wide", read_positive(root["dv"], "dv"), s.dv));
+  }
+  s.Co = s.dv;
+  if (r.has("W_o")) {
+    const Given g = r.projection("W_o", s.dv, "dv", "Co", false);
+    s.w.W_o = *g.w;
+    s.Co = g.out();
+  } else if (r.rnd.output_projection) {
+    s.Co = r.rnd.Co.value_or(s.C);
+    s.w.W_o = r.generated("W_o", {s.dv, s.Co}, s.dv == s.C ? "C" : "dv");
+  }
+  if (r.has("b_o")) {
+    if (!s.w.W_o) fail("weights.b_o", "needs weights.W_o (b_o is the output projection's bias)");
+    s.w.b_o = r.bias("b_o", s.Co, "Co");
+  }
 }
 
 }  // namespace
@@ -198,21 +331,19 @@ std::optional<std::int64_t> heads_in_weights(const json& root, std::string& wher
 
 void check_heads_divide(const Spec& s) {
   if (s.mode == Mode::MultiHead && s.H < 2) fail("heads", fmt::format("mode \"multi-head\" needs H > 1, got {}", s.H));
-  if (s.C > 0 && s.C % s.H != 0) {
-    fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", s.H, s.C));
+  if (s.dk > 0 && s.dk % s.H != 0) {
+    if (s.dk == s.C) fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", s.H, s.C));
+    fail("heads", fmt::format("H = {} does not divide dk = {} (each head gets hs = dk / H features)", s.H, s.dk));
   }
+  if (s.dv > 0 && s.dv % s.H != 0) fail("heads", fmt::format("H = {} does not divide dv = {} (each head gets hv = dv / H value features)", s.H, s.dv));
 }
 
 void read_weights(ReadContext& ctx, const json& root, Spec& s, const RandomFill& rnd) {
-  const WeightReader r{ctx, rnd, weights_block(root, rnd), s.layout, s.C, s.H};
-  if (fused_projection(r, rnd)) read_fused(r, s);
-  else read_separate(r, s);
-  if (r.has("W_o")) s.w.W_o = r.projection("W_o", false);
-  else if (rnd.output_projection) s.w.W_o = r.generated("W_o", {s.C, s.C});
-  if (r.has("b_o")) {
-    if (!s.w.W_o) fail("weights.b_o", "needs weights.W_o (b_o is the output projection's bias)");
-    s.w.b_o = r.bias("b_o", s.C);
-  }
+  if (s.mode == Mode::MultiHead && s.H < 2) fail("heads", fmt::format("mode \"multi-head\" needs H > 1, got {}", s.H));
+  const WeightReader r{ctx, rnd, weights_block(root, rnd), s.layout, s.H};
+  if (fused_projection(r, rnd)) read_fused(r, root, s);
+  else read_separate(r, root, s);
+  read_output(r, root, s);
 }
 
 }  // namespace attn
