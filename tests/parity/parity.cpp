@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
       {"masked row nan", R"({"embeddings": [[1, 0], [0, 1]], "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}, "attn_mask": {"block": [[false, false], [true, true]]}, "masked_row": "nan"})"},
       {"masked row zeros", R"({"embeddings": [[1, 0], [0, 1]], "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}, "attn_mask": {"block": [[false, false], [true, true]]}, "masked_row": "zeros"})"},
       {"T=2048 C=768 H=12", random_spec("causal", 1, 2048, 2048, 768, 12)},
+      {"dk != C, dv != dk, Co != dv", R"({"mode": "causal", "heads": 3, "random": {"seed": 9, "B": 2, "T": 7, "C": 10, "dk": 6, "dv": 9, "Co": 5, "output_projection": true}})"},
+      {"cross Cs != C", R"({"mode": "cross", "heads": 2, "random": {"seed": 9, "T": 5, "S": 3, "C": 8, "Cs": 3, "dk": 4, "dv": 2, "output_projection": true}})"},
+      {"fused 2dk+dv", R"({"mode": "multi-head", "heads": 2, "dv": 6, "random": {"seed": 9, "B": 2, "T": 4, "C": 5, "dk": 4, "fused": true}})"},
   };
   for (const auto& [name, text] : randoms) problems.push_back({name, attn::parse_spec(text, name)});
   int bad = 0;
