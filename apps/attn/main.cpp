@@ -33,6 +33,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitDiffers = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitInternal = 3;
+constexpr std::int64_t kMaxSize = std::int64_t{1} << 40;  // a size option's upper bound
 
 constexpr const char* kExamples = R"(Worked example (003 "cat sat": identity weights, d = 3):
   $ attn run examples/cat_sat.json
@@ -203,10 +204,10 @@ void setup_cost(CLI::App& app, CostOptions& o) {
   cost->add_option("--S", o.sizes.S, "key/value length (cross; default T)");
   cost->add_option("--C", o.sizes.C, "model width");
   cost->add_option("--H", o.sizes.H, "heads (default 1)");
-  cost->add_option("--Cs", o.sizes.Cs, "source width (cross; default C)");
-  cost->add_option("--dk", o.sizes.dk, "query/key width H·hs (default C)");
-  cost->add_option("--dv", o.sizes.dv, "value width H·hv (default dk)");
-  cost->add_option("--Co", o.sizes.Co, "output width (default C)");
+  cost->add_option("--Cs", o.sizes.Cs, "source width (cross; default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--dk", o.sizes.dk, "query/key width H·hs (default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--dv", o.sizes.dv, "value width H·hv (default dk)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--Co", o.sizes.Co, "output width (default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--mode", o.mode, "self (default), causal, cross or multi-head")->check(CLI::IsMember({"self", "causal", "cross", "multi-head"}));
   cost->add_flag("--fused", o.sizes.fused, "one fused W_qkv projection");
   cost->add_flag("--no-output-projection", o.no_output_projection, "leave out W_o");

@@ -49,6 +49,11 @@ Spec spec_from_sizes(const SizeArgs& a) {
   for (auto [v, name] : {std::pair{a.Cs, "Cs"}, std::pair{a.dk, "dk"}, std::pair{a.dv, "dv"}, std::pair{a.Co, "Co"}}) {
     if (v < 0) throw InputError(fmt::format("--{}: expected a positive size, got {}", name, v));
   }
+  if (a.Cs > 0 && a.mode != Mode::Cross) throw InputError("--Cs: the width of a cross-attention source: give --mode cross");
+  if (a.Co > 0 && !a.output_projection) throw InputError("--Co: W_o's output width, but --no-output-projection leaves W_o out");
+  if (a.fused && a.mode == Mode::Cross && a.Cs > 0 && a.Cs != a.C) {
+    throw InputError(fmt::format("--fused: one fused weight projects x and the source alike, but --Cs {} differs from --C {}", a.Cs, a.C));
+  }
   Spec s;
   s.mode = a.mode;
   s.causal = a.mode == Mode::Causal;
@@ -60,8 +65,8 @@ Spec spec_from_sizes(const SizeArgs& a) {
   s.dv = a.dv > 0 ? a.dv : s.dk;
   s.Co = a.output_projection ? (a.Co > 0 ? a.Co : a.C) : s.dv;
   if (s.dk % s.H != 0) {
-    throw InputError(s.dk == s.C ? fmt::format("--H: H = {} does not divide C = {}", a.H, a.C)
-                                 : fmt::format("--H: H = {} does not divide dk = {}", a.H, s.dk));
+    throw InputError(a.dk == 0 ? fmt::format("--H: H = {} does not divide C = {}", a.H, a.C)
+                               : fmt::format("--H: H = {} does not divide dk = {}", a.H, s.dk));
   }
   if (s.dv % s.H != 0) throw InputError(fmt::format("--H: H = {} does not divide dv = {}", a.H, s.dv));
   s.batched = a.batched || a.B > 1;

@@ -14,6 +14,12 @@ namespace {
 
 std::string q(const std::string& s) { return fmt::format("\"{}\"", s); }
 
+// "head h owns features h·2 .. h·2+1", or "head h owns feature h" for heads of one feature.
+std::string owned_features(std::int64_t h) {
+  if (h == 1) return "head h owns feature h";
+  return fmt::format("head h owns features h·{} .. h·{}+{}", h, h, h - 1);
+}
+
 struct Row {
   std::int64_t batch = 0, head = 0, query = 0;
   const Scalar* values = nullptr;  // S entries
@@ -108,8 +114,9 @@ std::string explain_step(const Trace& t, const Step& s) {
   }
   if (id == "q") {
     if (c.entry == Entry::QKV) return "The queries, given directly: row i is what token i is looking for.";
-    return std::string("Row i is token i's query: what it is looking for. It is x times W_q, a learned projection, so a token can "
-                       "look for something different from what it is.") +
+    return std::string("Row i is token i's query: what it is looking for. It is x times W_q") +
+           (t.find("qkv") != nullptr ? " (here the first block of columns of the fused W_qkv)" : "") +
+           ", a learned projection, so a token can look for something different from what it is." +
            (cross ? " In cross-attention the queries come from the target sequence." : "");
   }
   if (id == "k") {
@@ -125,13 +132,13 @@ std::string explain_step(const Trace& t, const Step& s) {
     const auto width = value ? c.dv : c.dk, h = value ? c.hv : c.hs;
     const char* hn = value ? "hv" : "hs";
     return fmt::format("Splitting {} = {} features into H = {} heads of {} = {} is only a view: the same numbers read as [.., H, {}]. "
-                       "Nothing moves in memory; head h owns features h·{} .. h·{}+{}.",
-                       value ? "dv" : "dk", width, c.H, hn, h, hn, h, h, h - 1);
+                       "Nothing moves in memory; {}.",
+                       value ? "dv" : "dk", width, c.H, hn, h, hn, owned_features(h));
   }
   if (id.ends_with(".view")) {
     return fmt::format("Splitting C = {} features into H = {} heads of hs = {} is only a view: the same numbers read as [.., H, hs]. "
-                       "Nothing moves in memory; head h owns features h·{} .. h·{}+{}.",
-                       c.C, c.H, c.hs, c.hs, c.hs, c.hs - 1);
+                       "Nothing moves in memory; {}.",
+                       c.C, c.H, c.hs, owned_features(c.hs));
   }
   if (id.ends_with(".heads")) {
     const bool value = id.starts_with("v") && c.general;
@@ -149,9 +156,13 @@ std::string explain_step(const Trace& t, const Step& s) {
     const Row r = pick_row(s);
     const auto S = s.value.shape().back();
     const auto best = std::max_element(r.values, r.values + S) - r.values;
-    return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores "
-                       "highest against {} ({:.2f}).",
-                       row_words(s), tok(r.query), key_name(c, s.dims.back(), best, r.query, s.dims.back() == Dim::T), r.values[best]);
+    std::vector<std::string> tops;  // the best key, and any tied with it
+    for (std::int64_t j = 0; j < S; ++j)
+      if (r.values[j] == r.values[best]) tops.push_back(key_name(c, s.dims.back(), j, r.query, s.dims.back() == Dim::T));
+    const auto highest = tops.size() == 1 ? fmt::format("highest against {} ({:.2f})", tops[0], r.values[best])
+                                          : fmt::format("highest, {:.2f}, against {} alike", r.values[best], fmt::join(tops, " and "));
+    return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores {}.",
+                       row_words(s), tok(r.query), highest);
   }
   if (id == "scaled") {
     if (c.hs > 0 && c.scale.starts_with("1/√")) {
@@ -213,8 +224,9 @@ std::string explain_step(const Trace& t, const Step& s) {
                        c.hs, c.hs, c.hs, c.hs - 1);
   }
   if (id == "output") {
-    return c.H > 1 ? "W_o mixes the concatenated heads' features, so what one head found can combine with what another found."
-                   : "W_o projects the context vectors back into the model's space, ready for the next layer.";
+    if (c.H > 1) return "W_o mixes the concatenated heads' features, so what one head found can combine with what another found.";
+    if (c.general && c.Co != c.C) return fmt::format("W_o projects the dv = {} wide context vectors to Co = {} features.", c.dv, c.Co);
+    return "W_o projects the context vectors back into the model's space, ready for the next layer.";
   }
   return "";
 }

@@ -12,11 +12,13 @@
 namespace attn {
 namespace {
 
-// w (r, c) -> wᵀ (c, r) when square: a student with the wrong layout of a [C, 3C] weight gets a shape
-// error, not a silent transpose.
-BackendTensor transposed_if_square(Backend& be, const BackendTensor& w) {
+// w (r, c) -> wᵀ (c, r). Only a square weight can be read in the wrong layout unnoticed: a student
+// doing so with a [C, dk] weight gets a shape error, not a wrong answer, so the mistake cannot happen.
+BackendTensor transposed_square(Backend& be, const BackendTensor& w, const char* mistake) {
   const auto r = w.shape[0], c = w.shape[1];
-  if (r != c) return w;
+  if (r != c) {
+    throw InputError(fmt::format("mistake {}: needs square weights; a [{}, {}] weight read in the other layout does not fit", mistake, r, c));
+  }
   return be.transpose_last2(w.view({1, r, c})).view({c, r});
 }
 
@@ -81,10 +83,12 @@ Hooks hooks_for(Mistake m) {
   switch (m) {
     case Mistake::None: break;
     case Mistake::WTransposed:
-      h.weight = [](Backend& be, const BackendTensor& w, Projection) { return transposed_if_square(be, w); };
+      h.weight = [](Backend& be, const BackendTensor& w, Projection) { return transposed_square(be, w, "w-transposed"); };
       break;
     case Mistake::OutputTransposed:
-      h.weight = [](Backend& be, const BackendTensor& w, Projection p) { return p == Projection::Output ? transposed_if_square(be, w) : w; };
+      h.weight = [](Backend& be, const BackendTensor& w, Projection p) {
+        return p == Projection::Output ? transposed_square(be, w, "output-transposed") : w;
+      };
       break;
     case Mistake::ScaleMissing: h.scale = [](const Spec&, Scalar) { return Scalar{1}; }; break;
     case Mistake::ScaleSqrtC:

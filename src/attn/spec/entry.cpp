@@ -105,6 +105,12 @@ void read_qkv_entry(ReadContext& ctx, const json& root, const json& src, Spec& s
   s.B = s.batched ? q.dim(0) : 1, s.T = q.dim(-2), s.C = q.dim(-1);
   Tensor k = read_tensor(ctx, root["k"], "k", "a [S, C] or [B, S, C] array of numbers");
   s.S = k.rank() >= 2 ? k.dim(-2) : 0;
+  if (k.rank() == q.rank() && k.dim(-1) != s.C) {
+    Shape want = k.shape();
+    want.back() = s.C;
+    fail("k", fmt::format("expected {}, got {} (keys are as wide as the queries: dk = {}, the width of q)", shape_string(want),
+                          shape_string(k.shape()), s.C));
+  }
   // Cross-attention and causal attention over cached keys have S keys; plain self-attention has T.
   const bool own_length = s.cross() || s.causal;
   const Shape want_k = s.batched ? Shape{s.B, own_length ? s.S : s.T, s.C} : Shape{own_length ? s.S : s.T, s.C};
@@ -130,7 +136,7 @@ void read_qkv_entry(ReadContext& ctx, const json& root, const json& src, Spec& s
 // Cross mode's keys and values: source.embeddings, given or generated, as wide and as batched as x.
 void read_cross_source(ReadContext& ctx, const json& root, const json& src, const RandomFill& rnd, Spec& s) {
   if (!root.contains("source") && !rnd.present) {
-    fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, C] or [B, S, C]}");
+    fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, Cs] or [B, S, Cs]}");
   }
   std::optional<std::int64_t> random_s = rnd.S ? rnd.S : std::optional<std::int64_t>(s.T);
   Sequence y = read_sequence(ctx, src, "source", "embeddings", "S", rnd, random_s, "S");
@@ -154,6 +160,7 @@ void read_embeddings_entry(ReadContext& ctx, const json& root, const json& src, 
   s.B = s.x.dim(0), s.T = s.x.dim(1), s.C = s.x.dim(2);
   if (s.cross()) read_cross_source(ctx, root, src, rnd, s);
   else s.S = s.T, s.Cs = s.C;
+  if (rnd.Cs && !s.cross()) fail("random.Cs", fmt::format("is the width of a cross-attention source (mode is \"{}\")", mode_name(s.mode)));
   std::string heads_path;
   auto data_heads = heads_in_weights(root, heads_path);
   s.H = resolve_heads(root, s.mode, data_heads, heads_path);

@@ -98,8 +98,14 @@ struct WeightReader {
       return g;
     }
     if (t.rank() != 2 || (layout == Layout::XW ? t.dim(0) : t.dim(1)) != in) {
-      fail(g.path, fmt::format("expected {} = {}, got {}", layout_shape(layout, in_name, out_name), layout_shape(layout, std::to_string(in), out_name),
-                               shape_string(t.shape())));
+      // the other layout's orientation fits: say so, it is the usual slip
+      const bool other_fits = t.rank() == 2 && (layout == Layout::XW ? t.dim(1) : t.dim(0)) == in;
+      const auto hint = other_fits ? fmt::format("; that is the {} layout's {}: set \"layout\": \"{}\", or transpose it",
+                                                 layout == Layout::XW ? "torch" : "x@W", layout_shape(layout == Layout::XW ? Layout::Torch : Layout::XW, in_name, out_name),
+                                                 layout == Layout::XW ? "torch" : "x@W")
+                                   : "";
+      fail(g.path, fmt::format("expected {} = {}, got {}{}", layout_shape(layout, in_name, out_name), layout_shape(layout, std::to_string(in), out_name),
+                               shape_string(t.shape()), hint));
     }
     g.w = layout == Layout::XW ? t : transpose2(t);
     return g;
@@ -113,7 +119,7 @@ struct WeightReader {
   Tensor bias(const char* key, std::int64_t n, std::string_view width) const {
     const auto path = key_path("weights", key);
     Tensor t = read_tensor(ctx, obj[key], path, fmt::format("a vector of {} = {} numbers", width, n));
-    expect_shape(t, path, {n});
+    if (t.shape() != Shape{n}) fail(path, fmt::format("expected [{}] = [{}], got {}", width, n, shape_string(t.shape())));
     return t;
   }
 };
@@ -141,7 +147,8 @@ void require_divisible(const Given& g, std::int64_t width, std::int64_t H, Layou
   }
   const bool classic = out_name == "dk" && width == in;
   if (classic) fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", H, width));
-  fail("heads", fmt::format("H = {} does not divide {} = {} (each head gets {} / H features)", H, out_name, width, out_name));
+  fail("heads", fmt::format("H = {} does not divide {} = {} (each head gets {} = {} / H features)", H, out_name, width,
+                            out_name == "dk" ? "hs" : "hv", out_name));
 }
 
 // The weights object, checked; an empty one when it is absent and the random block makes every weight.
@@ -194,7 +201,7 @@ StatedDv stated_dv(const WeightReader& r, const json& root, const RandomFill& rn
 }
 
 // W_qkv [C, 2·dk + dv] and b_qkv, given or generated; dv as stated, else dk = dv.
-void read_fused(const WeightReader& r, const json& root, Spec& s) {
+std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
   const StatedDv dv = stated_dv(r, root, r.rnd);
   Tensor w;
   const auto want_text = [&](const std::string& n) {
@@ -242,11 +249,12 @@ void read_fused(const WeightReader& r, const json& root, Spec& s) {
     s.w.W_qkv = std::move(w);
     s.w.b_qkv = std::move(b);
   }
+  return dv.value ? dv.from : "weights.W_qkv, with dk = dv";
 }
 
 // W_q [C, dk], W_k [Cs, dk], W_v [Cs, dv], each given or generated, and their biases. The first
 // given of W_q, W_k fixes dk; W_v fixes dv.
-void read_separate(const WeightReader& r, const json& root, Spec& s) {
+std::string read_separate(const WeightReader& r, const json& root, Spec& s) {
   const bool gen = r.rnd.present;
   auto given = [&](const char* key, std::int64_t in, const char* in_name, const char* out_name) {
     if (r.has(key)) return r.projection(key, in, in_name, out_name, true);
@@ -266,11 +274,16 @@ void read_separate(const WeightReader& r, const json& root, Spec& s) {
   require_divisible(dk_from ? *dk_from : Given{}, s.dk, s.H, r.layout, dk_from == &k ? cs : "C", dk_from == &k ? s.Cs : s.C, "dk");
   require_width(q, s.dk, dk_source, r.layout, "C", s.C, "dk");
   require_width(k, s.dk, dk_source, r.layout, cs, s.Cs, "dk");
+  std::string dv_from = v.path;
   if (v.w) {
     s.dv = v.out();
   } else {
     const StatedDv dv = stated_dv(r, root, r.rnd);
     s.dv = dv.value.value_or(s.dk);
+    dv_from = dv.value ? dv.from : "dk = dv";
+  }
+  if (r.rnd.dk && dk_from != nullptr && *r.rnd.dk != s.dk) {
+    fail("random.dk", fmt::format("{} disagrees with {} (dk = {})", *r.rnd.dk, dk_from->path, s.dk));
   }
   require_divisible(v, s.dv, s.H, r.layout, cs, s.Cs, "dv");
   s.w.W_q = q.w ? *q.w : r.generated("W_q", {s.C, s.dk}, "C");
@@ -279,18 +292,22 @@ void read_separate(const WeightReader& r, const json& root, Spec& s) {
   if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.dk, "dk");
   if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.dk, "dk");
   if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.dv, "dv");
+  return dv_from;
 }
 
 // W_o [dv, Co] (given, "identity", or generated [dv, Co] with Co = random.Co or C) and b_o [Co].
-void read_output(const WeightReader& r, const json& root, Spec& s) {
+void read_output(const WeightReader& r, const json& root, Spec& s, const std::string& dv_from) {
   if (root.contains("dv") && read_positive(root["dv"], "dv") != s.dv) {
-    fail("dv", fmt::format("is {}, but the values are dv = {} wide", read_positive(root["dv"], "dv"), s.dv));
+    fail("dv", fmt::format("is {}, but the values are dv = {} wide (from {})", read_positive(root["dv"], "dv"), s.dv, dv_from));
   }
+  if (r.rnd.dv && *r.rnd.dv != s.dv) fail("random.dv", fmt::format("{} disagrees with {} (dv = {})", *r.rnd.dv, dv_from, s.dv));
+  if (r.rnd.Co && !r.rnd.output_projection) fail("random.Co", "is W_o's output width: it needs \"output_projection\": true");
   s.Co = s.dv;
   if (r.has("W_o")) {
     const Given g = r.projection("W_o", s.dv, "dv", "Co", false);
     s.w.W_o = *g.w;
     s.Co = g.out();
+    if (r.rnd.Co && *r.rnd.Co != s.Co) fail("random.Co", fmt::format("{} disagrees with weights.W_o (Co = {})", *r.rnd.Co, s.Co));
   } else if (r.rnd.output_projection) {
     s.Co = r.rnd.Co.value_or(s.C);
     s.w.W_o = r.generated("W_o", {s.dv, s.Co}, s.dv == s.C ? "C" : "dv");
@@ -331,19 +348,20 @@ std::optional<std::int64_t> heads_in_weights(const json& root, std::string& wher
 
 void check_heads_divide(const Spec& s) {
   if (s.mode == Mode::MultiHead && s.H < 2) fail("heads", fmt::format("mode \"multi-head\" needs H > 1, got {}", s.H));
-  if (s.dk > 0 && s.dk % s.H != 0) {
-    if (s.dk == s.C) fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", s.H, s.C));
-    fail("heads", fmt::format("H = {} does not divide dk = {} (each head gets hs = dk / H features)", s.H, s.dk));
+  // given q, k or v: their widths are dk and dv; given scores with v: the values' width
+  const char* of_qk = s.entry == Entry::QKV ? "the width of q and k; " : "";
+  if (s.entry == Entry::Scores && s.C > 0 && s.C % s.H != 0) {
+    fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", s.H, s.C));
   }
-  if (s.dv > 0 && s.dv % s.H != 0) fail("heads", fmt::format("H = {} does not divide dv = {} (each head gets hv = dv / H value features)", s.H, s.dv));
+  if (s.dk > 0 && s.dk % s.H != 0) fail("heads", fmt::format("H = {} does not divide dk = {} ({}each head gets hs = dk / H features)", s.H, s.dk, of_qk));
+  if (s.dv > 0 && s.dv % s.H != 0) fail("heads", fmt::format("H = {} does not divide dv = {} (each head gets hv = dv / H features)", s.H, s.dv));
 }
 
 void read_weights(ReadContext& ctx, const json& root, Spec& s, const RandomFill& rnd) {
   if (s.mode == Mode::MultiHead && s.H < 2) fail("heads", fmt::format("mode \"multi-head\" needs H > 1, got {}", s.H));
   const WeightReader r{ctx, rnd, weights_block(root, rnd), s.layout, s.H};
-  if (fused_projection(r, rnd)) read_fused(r, root, s);
-  else read_separate(r, root, s);
-  read_output(r, root, s);
+  const std::string dv_from = fused_projection(r, rnd) ? read_fused(r, root, s) : read_separate(r, root, s);
+  read_output(r, root, s, dv_from);
 }
 
 }  // namespace attn
