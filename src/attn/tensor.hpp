@@ -14,9 +14,9 @@ namespace attn {
 using Scalar = float;  // the one number type of every trace, as in PyTorch's default dtype
 using Shape = std::vector<std::int64_t>;
 
-// Tensor storage: large buffers (2 MB and up) are 2 MB aligned and asked for transparent huge pages,
-// since a T = 4096 trace otherwise spends more time in page faults than in arithmetic; elements are
-// not value-initialised (Tensor(Shape) zeroes explicitly, Tensor::uninitialized does not).
+// Tensor storage: large buffers (2 MB and up) are mapped and populated by the kernel in one call,
+// since first-touch page faults otherwise cost more than the arithmetic; elements are not
+// value-initialised (Tensor(Shape) zeroes explicitly, Tensor::uninitialized does not).
 template <typename T>
 struct StorageAllocator {
   using value_type = T;

@@ -13,12 +13,19 @@
 #include <limits>
 
 #include "attn/backend.hpp"
+#include "attn/cpu/gemm.hpp"
 #include "attn/error.hpp"
 
 namespace attn {
 namespace {
 
 constexpr std::int64_t kRowChunk = 64;  // rows per parallel block of a shared-weight product
+
+// Work below this many floating-point operations (or elements moved) runs on the calling thread: a
+// thread team costs more than it saves there, and idle OpenMP workers spin on the CPU afterwards
+// (a 2×3 walkthrough spent 70 ms of CPU so). Which thread does a fixed chunk never changes its bits.
+constexpr double kParallelWork = 1 << 18;
+bool parallel(double work) { return work >= kParallelWork; }
 
 // Fixed cache sizes for Eigen's product blocking: the same blocking, so the same rounding, on every
 // machine. Values of a typical current x86 core.
@@ -70,18 +77,20 @@ class CpuBackend final : public Backend {
     const Scalar* pb = host(b).data();
     Scalar* po = out.mutable_data();
     if (shared_b) {
-      // (N·m, k) · (k, n), in fixed blocks of kRowChunk rows.
+      // (N·m, k) · (k, n): B packed once, then fixed blocks of kRowChunk rows in parallel
+      const gemm::PackedB packed = gemm::pack_b(pb, n, false, k, n);
       const std::int64_t rows = n_batch * m;
       const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(2.0 * rows * k * n))
       for (std::int64_t c = 0; c < chunks; ++c) {
         const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);
-        Map(po + r0 * n, nr, n).noalias() = MapC(pa + r0 * k, nr, k) * MapC(pb, k, n);
+        gemm::multiply(pa + r0 * k, k, nr, packed, po + r0 * n, n);
       }
     } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(2.0 * n_batch * m * k * n))
       for (std::int64_t i = 0; i < n_batch; ++i) {
-        Map(po + i * m * n, m, n).noalias() = MapC(pa + i * m * k, m, k) * MapC(pb + i * k * n, k, n);
+        const gemm::PackedB packed = gemm::pack_b(pb + i * k * n, n, false, k, n);
+        gemm::multiply(pa + i * m * k, k, m, packed, po + i * m * n, n);
       }
     }
     return wrap(std::move(out));
@@ -96,7 +105,7 @@ class CpuBackend final : public Backend {
     const Scalar* src = host(a).data();
     const Scalar* pb = host(bias).data();
     Scalar* dst = out.mutable_data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(element_count(a.shape))))
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < n; ++j) dst[r * n + j] = src[r * n + j] + pb[j];
     return wrap(std::move(out));
@@ -107,7 +116,7 @@ class CpuBackend final : public Backend {
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
     const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
     Tensor out = Tensor::uninitialized({n_batch, n, m});
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n_batch * m * n)))
     for (std::int64_t i = 0; i < n_batch; ++i) {
       Map(out.mutable_data() + i * m * n, n, m) = MapC(host(a).data() + i * m * n, m, n).transpose();
     }
@@ -121,7 +130,7 @@ class CpuBackend final : public Backend {
     Tensor out = Tensor::uninitialized({d0, d2, d1, d3});
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(d0 * d1 * d2 * d3)))
     for (std::int64_t i = 0; i < d0; ++i)
       for (std::int64_t j = 0; j < d1; ++j)
         for (std::int64_t l = 0; l < d2; ++l) {
@@ -146,7 +155,7 @@ class CpuBackend final : public Backend {
     const auto n = element_count(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n)))
     for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i] * factor;
     return wrap(std::move(out));
   }
@@ -162,7 +171,7 @@ class CpuBackend final : public Backend {
     const Scalar* src = host(scores).data();
     const Scalar* k = host(keep).data();
     Scalar* dst = out.mutable_data();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(element_count(scores.shape))))
     for (std::int64_t b = 0; b < b_count; ++b)
       for (std::int64_t g = 0; g < groups; ++g) {
         const std::int64_t base = (b * groups + g) * plane;
@@ -179,7 +188,7 @@ class CpuBackend final : public Backend {
     Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(5.0 * rows * n))
     for (std::int64_t r = 0; r < rows; ++r) {
       const Scalar* x = src + r * n;
       Scalar* y = dst + r * n;
@@ -209,7 +218,7 @@ class CpuBackend final : public Backend {
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
     Tensor keep = Tensor::uninitialized({B, T, S});
     Scalar* k = keep.mutable_data();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(B * T * S)))
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < S; ++j) {
@@ -230,7 +239,7 @@ class CpuBackend final : public Backend {
     const Scalar* b = host(other).data();
     Scalar* dst = out.mutable_data();
     const bool shared = other.shape[0] == 1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(element_count(keep.shape))))
     for (std::int64_t i = 0; i < element_count(keep.shape); ++i) {
       dst[i] = (a[i] != 0 && b[shared ? i % plane : i] != 0) ? 1 : 0;
     }
@@ -248,7 +257,7 @@ class CpuBackend final : public Backend {
     const Scalar* m = host(add).data();
     Scalar* dst = out.mutable_data();
     const bool shared = add.shape[0] == 1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(element_count(scores.shape))))
     for (std::int64_t i = 0; i < element_count(scores.shape); ++i) {
       const auto b = i / (groups * plane);
       dst[i] = src[i] + m[(shared ? 0 : b) * plane + i % plane];
@@ -261,7 +270,7 @@ class CpuBackend final : public Backend {
     const auto rows = a.shape[0], n = a.shape[1];
     Tensor out = Tensor::uninitialized({rows});
     const Scalar* src = host(a).data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(rows * n)))
     for (std::int64_t r = 0; r < rows; ++r) {
       double s = 0.0;
       for (std::int64_t j = 0; j < n; ++j) s += src[r * n + j];

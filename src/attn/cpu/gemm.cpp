@@ -1,0 +1,207 @@
+// Packed, blocked matrix products with one accumulation order. The micro-kernels compute an mr × nr
+// tile of C as fma chains over a k-block, loading the tile's running sums when the block is not the
+// first: blocking therefore never regroups a sum, and the AVX-512, AVX2 and portable kernels (whose
+// std::fma is correctly rounded, in hardware or in libm) produce the same bits. Tiles on the edges are
+// computed in full over zero padding and only their valid part is stored.
+#include "attn/cpu/gemm.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "attn/error.hpp"
+
+namespace attn::gemm {
+namespace {
+
+constexpr std::int64_t kKC = 256;  // k per block: an nr-wide panel of B stays in L1
+constexpr std::int64_t kMC = 96;   // rows of A packed per block (a multiple of every mr)
+
+// c (mr × nr tile, leading dimension ldc) = (accumulate ? c : 0) + a (kc × mr, packed) · b (kc × nr, packed)
+using Micro = void (*)(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool accumulate);
+
+struct Kernel {
+  const char* name;
+  int mr, nr;
+  Micro micro;
+};
+
+template <int MR, int NR>
+void micro_portable(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool accumulate) {
+  float acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
+  for (std::int64_t kk = 0; kk < kc; ++kk, a += MR, b += NR)
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+}
+
+__attribute__((target("avx2,fma"))) void micro_avx2(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                                                     bool accumulate) {
+  constexpr int MR = 6;
+  __m256 acc[MR][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    acc[i][0] = accumulate ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
+    acc[i][1] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
+  }
+  for (std::int64_t kk = 0; kk < kc; ++kk, a += MR, b += 16) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_ps(c + i * ldc, acc[i][0]);
+    _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+  }
+}
+
+__attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                                                      bool accumulate) {
+  constexpr int MR = 8;
+  __m512 acc[MR][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    acc[i][0] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
+    acc[i][1] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (std::int64_t kk = 0; kk < kc; ++kk, a += MR, b += 32) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    _mm512_storeu_ps(c + i * ldc, acc[i][0]);
+    _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
+  }
+}
+
+constexpr Kernel kPortable{"portable", 4, 16, micro_portable<4, 16>};
+constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2};
+constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512};
+
+bool supported(const Kernel& k) {
+  __builtin_cpu_init();
+  if (&k == &kAvx512) return __builtin_cpu_supports("avx512f");
+  if (&k == &kAvx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return true;
+}
+
+// The widest kernel this CPU runs; ATTN_GEMM_KERNEL=portable|avx2|avx512 asks for a narrower one.
+const Kernel*& chosen_slot() {
+  static const Kernel* k = [] {
+    const char* env = std::getenv("ATTN_GEMM_KERNEL");
+    for (const Kernel* c : {&kPortable, &kAvx2, &kAvx512})
+      if (env != nullptr && std::string_view(env) == c->name && supported(*c)) return c;
+    return supported(kAvx512) ? &kAvx512 : supported(kAvx2) ? &kAvx2 : &kPortable;
+  }();
+  return k;
+}
+
+const Kernel* chosen() { return chosen_slot(); }
+
+// Rows [i0, i0 + rows) and columns [p0, p0 + kc) of A, packed k-major into panels of mr rows,
+// zero-padded to whole panels.
+void pack_a(const float* a, std::int64_t lda, std::int64_t rows, std::int64_t p0, std::int64_t kc, int mr, float* out) {
+  for (std::int64_t i0 = 0; i0 < rows; i0 += mr) {
+    const std::int64_t r = std::min<std::int64_t>(mr, rows - i0);
+    for (std::int64_t kk = 0; kk < kc; ++kk) {
+      for (std::int64_t i = 0; i < r; ++i) out[kk * mr + i] = a[(i0 + i) * lda + p0 + kk];
+      for (std::int64_t i = r; i < mr; ++i) out[kk * mr + i] = 0.0f;
+    }
+    out += kc * mr;
+  }
+}
+
+}  // namespace
+
+const char* kernel_name() { return chosen()->name; }
+
+std::vector<std::string> available_kernels() {
+  std::vector<std::string> out;
+  for (const Kernel* k : {&kPortable, &kAvx2, &kAvx512})
+    if (supported(*k)) out.emplace_back(k->name);
+  return out;
+}
+
+void use_kernel(std::string_view name) {
+  for (const Kernel* k : {&kPortable, &kAvx2, &kAvx512})
+    if (name == k->name && supported(*k)) chosen_slot() = k;
+}
+
+PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n) {
+  const Kernel& kn = *chosen();
+  PackedB p;
+  p.k = k, p.n = n, p.nr = kn.nr;
+  const std::int64_t panels = (n + kn.nr - 1) / kn.nr;
+  p.data.resize(static_cast<std::size_t>(panels * k * kn.nr));
+  float* out = p.data.data();
+  for (std::int64_t q = 0; q < panels; ++q) {
+    const std::int64_t j0 = q * kn.nr, cols = std::min<std::int64_t>(kn.nr, n - j0);
+    for (std::int64_t kk = 0; kk < k; ++kk, out += kn.nr) {
+      for (std::int64_t j = 0; j < cols; ++j) out[j] = transposed ? b[(j0 + j) * ldb + kk] : b[kk * ldb + j0 + j];
+      for (std::int64_t j = cols; j < kn.nr; ++j) out[j] = 0.0f;
+    }
+  }
+  return p;
+}
+
+void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc) {
+  const Kernel& kn = *chosen();
+  if (b.nr != kn.nr) throw InternalError("gemm: B was packed for another kernel");
+  const std::int64_t k = b.k, n = b.n;
+  if (k == 0) {  // an empty sum
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  thread_local std::vector<float> apack, tile;
+  apack.resize(static_cast<std::size_t>(kMC * kKC));
+  tile.resize(static_cast<std::size_t>(kn.mr * kn.nr));
+  const std::int64_t panels = (n + kn.nr - 1) / kn.nr;
+  for (std::int64_t p0 = 0; p0 < k; p0 += kKC) {
+    const std::int64_t kc = std::min(kKC, k - p0);
+    const bool accumulate = p0 > 0;  // later k-blocks continue each element's chain from its running sum
+    for (std::int64_t i0 = 0; i0 < m; i0 += kMC) {
+      const std::int64_t mc = std::min(kMC, m - i0);
+      pack_a(a + i0 * lda, lda, mc, p0, kc, kn.mr, apack.data());
+      for (std::int64_t q = 0; q < panels; ++q) {
+        const float* bp = b.data.data() + (q * k + p0) * kn.nr;
+        const std::int64_t j0 = q * kn.nr, cols = std::min<std::int64_t>(kn.nr, n - j0);
+        for (std::int64_t r0 = 0; r0 < mc; r0 += kn.mr) {
+          const float* ap = apack.data() + (r0 / kn.mr) * kc * kn.mr;
+          const std::int64_t rows = std::min<std::int64_t>(kn.mr, mc - r0);
+          float* cp = c + (i0 + r0) * ldc + j0;
+          if (rows == kn.mr && cols == kn.nr) {
+            kn.micro(kc, ap, bp, cp, ldc, accumulate);
+            continue;
+          }
+          // an edge tile: computed whole in a scratch tile, only its valid part kept
+          std::fill(tile.begin(), tile.end(), 0.0f);
+          if (accumulate)
+            for (std::int64_t i = 0; i < rows; ++i) std::memcpy(tile.data() + i * kn.nr, cp + i * ldc, sizeof(float) * cols);
+          kn.micro(kc, ap, bp, tile.data(), kn.nr, accumulate);
+          for (std::int64_t i = 0; i < rows; ++i) std::memcpy(cp + i * ldc, tile.data() + i * kn.nr, sizeof(float) * cols);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace attn::gemm

@@ -1,0 +1,36 @@
+// The CPU backend's matrix product, written so that every x86-64 machine gives the same bits: each
+// output element is one fused multiply-add chain over k in order, c = fma(a[i][k], b[k][j], c) from
+// c = 0, whatever the blocking, the thread, or the kernel (AVX-512, AVX2 + FMA, or portable code
+// with std::fma, which is correctly rounded everywhere). No threading here: callers split the rows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::gemm {
+
+// B (k, n), or B stored transposed as (n, k), packed once into column panels of the kernel's width:
+// panel p holds B[0..k)[p·nr .. p·nr + nr), k-major, zero-padded past n. Read-only once packed, so
+// one packed B serves every row chunk of a product in parallel.
+struct PackedB {
+  std::int64_t k = 0, n = 0;
+  int nr = 0;
+  std::vector<float> data;
+};
+
+// b: row-major, leading dimension ldb; transposed: b holds B as (n, k) rows (kᵀ given as k).
+PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n);
+
+// C (m, n) = A (m, k) · B, row-major with leading dimensions lda and ldc.
+void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc);
+
+// The kernel in use ("avx512", "avx2", "portable"), for benchmarks and notes.
+const char* kernel_name();
+// The kernels this CPU can run, and a switch between them (for the test that compares their bits;
+// not thread-safe, and a B packed before the switch cannot be used after it).
+std::vector<std::string> available_kernels();
+void use_kernel(std::string_view name);
+
+}  // namespace attn::gemm

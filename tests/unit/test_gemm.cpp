@@ -1,0 +1,61 @@
+// The CPU backend's matrix product gives the same bits on every x86-64 machine: each element is the
+// fma chain over k in order, whatever kernel (AVX-512, AVX2, portable), blocking or edge handling.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "attn/cpu/gemm.hpp"
+
+namespace {
+
+std::vector<float> random_matrix(std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(rows * cols));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// The definition: c[i][j] = fma(a[i][k-1], b[k-1][j], ... fma(a[i][0], b[0][j], 0)).
+std::vector<float> chain(const std::vector<float>& a, const std::vector<float>& b, bool transposed, std::int64_t m, std::int64_t k,
+                         std::int64_t n) {
+  std::vector<float> c(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[i * k + kk], transposed ? b[j * k + kk] : b[kk * n + j], acc);
+      c[i * n + j] = acc;
+    }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("every gemm kernel gives the fma chain's bits", "[gemm]") {
+  const auto before = std::string(attn::gemm::kernel_name());
+  std::mt19937 rng(7);
+  struct Size {
+    std::int64_t m, k, n;
+  };
+  // edges of every tile and block: 1, odd, just past a k-block (256) and a row block (96)
+  for (const Size s : {Size{1, 1, 1}, Size{7, 5, 3}, Size{33, 300, 17}, Size{97, 257, 70}, Size{8, 513, 33}, Size{5, 0, 4}}) {
+    const auto a = random_matrix(s.m, s.k, rng);
+    for (const bool transposed : {false, true}) {
+      const auto b = transposed ? random_matrix(s.n, s.k, rng) : random_matrix(s.k, s.n, rng);
+      const auto want = chain(a, b, transposed, s.m, s.k, s.n);
+      const auto kernels = attn::gemm::available_kernels();
+      CHECK(kernels.front() == "portable");
+      for (const auto& name : kernels) {
+        INFO("kernel " << name << ", m " << s.m << ", k " << s.k << ", n " << s.n << (transposed ? ", B transposed" : ""));
+        attn::gemm::use_kernel(name);
+        REQUIRE(std::string(attn::gemm::kernel_name()) == name);
+        const auto packed = attn::gemm::pack_b(b.data(), transposed ? s.k : s.n, transposed, s.k, s.n);
+        std::vector<float> c(static_cast<std::size_t>(s.m * s.n), -1.0f);
+        attn::gemm::multiply(a.data(), s.k, s.m, packed, c.data(), s.n);
+        CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+  attn::gemm::use_kernel(before);
+}
