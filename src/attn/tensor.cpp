@@ -82,19 +82,52 @@ std::int64_t Tensor::dim(int axis) const {
   return shape_[static_cast<std::size_t>(a)];
 }
 
+Tensor Tensor::deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.deferred_ = std::make_shared<Deferred>();
+  t.deferred_->fill = std::move(fill);
+  t.deferred_->element = std::move(element);
+  return t;
+}
+
+const Storage* Tensor::storage() const {
+  if (storage_) return storage_.get();
+  if (!deferred_) return nullptr;
+  Deferred& d = *deferred_;
+  std::call_once(d.once, [&] {
+    auto s = std::make_shared<Storage>(static_cast<std::size_t>(element_count(shape_)));
+    d.fill(s->data());
+    d.storage = std::move(s);
+  });
+  return d.storage.get();
+}
+
+const Scalar* Tensor::data() const {
+  const Storage* s = storage();
+  return s != nullptr ? s->data() : nullptr;
+}
+
 std::span<const Scalar> Tensor::values() const {
-  if (!storage_) return {};
-  return {storage_->data(), storage_->size()};
+  const Storage* s = storage();
+  if (s == nullptr) return {};
+  return {s->data(), s->size()};
+}
+
+Scalar Tensor::at(std::int64_t flat) const {
+  if (deferred_ && !deferred_->storage) return deferred_->element(flat);
+  return data()[flat];
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  if (!storage_) return shape_only(std::move(shape));
+  if (!has_data()) return shape_only(std::move(shape));
   if (element_count(shape) != element_count(shape_)) {
     throw InternalError(fmt::format("cannot view {} as {}", shape_string(shape_), shape_string(shape)));
   }
   Tensor t;
   t.shape_ = std::move(shape);
   t.storage_ = storage_;
+  t.deferred_ = deferred_;
   return t;
 }
 

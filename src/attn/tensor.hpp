@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <utility>
 #include <string>
@@ -49,16 +51,25 @@ class Tensor {
   static Tensor uninitialized(Shape shape);
   // A shape with no values: what a cost estimate (a dry run) works with.
   static Tensor shape_only(Shape shape);
-  bool has_data() const { return storage_ != nullptr; }
+  // Values computed when first needed: `fill` writes all of them (on the first data() or values()),
+  // `element` computes one (at(), without filling). For trace steps that are cheap functions of
+  // others (scores × factor, a mask applied): shown, dumped or compared exactly as if kept, never
+  // held unless asked for. Both must give the same bits.
+  static Tensor deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element);
+  bool has_data() const { return storage_ != nullptr || deferred_ != nullptr; }
+  // Whether the values are held (false for a deferred tensor not yet filled).
+  bool held() const { return storage_ != nullptr || (deferred_ && deferred_->storage); }
 
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   std::int64_t dim(int axis) const;  // axis < 0 counts from the end
-  std::int64_t size() const { return storage_ ? static_cast<std::int64_t>(storage_->size()) : 0; }
+  std::int64_t size() const { return has_data() ? element_count(shape_) : 0; }
   bool empty() const { return size() == 0; }
 
   std::span<const Scalar> values() const;
-  const Scalar* data() const { return storage_ ? storage_->data() : nullptr; }
+  const Scalar* data() const;
+  // One value by flat index; a deferred tensor not yet filled computes just this one.
+  Scalar at(std::int64_t flat) const;
   // Writable access is for the producer that has just created the tensor, before it is shared.
   Scalar* mutable_data() { return storage_ ? storage_->data() : nullptr; }
 
@@ -66,8 +77,17 @@ class Tensor {
   Tensor reshaped(Shape shape) const;
 
  private:
+  struct Deferred {
+    std::once_flag once;
+    std::function<void(Scalar*)> fill;
+    std::function<Scalar(std::int64_t)> element;
+    std::shared_ptr<Storage> storage;  // set once filled
+  };
+  const Storage* storage() const;  // fills a deferred tensor
+
   Shape shape_;
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<Deferred> deferred_;  // shared by reshaped views, so one fill serves all
 };
 
 }  // namespace attn

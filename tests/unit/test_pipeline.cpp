@@ -425,3 +425,31 @@ TEST_CASE("mistakes on general widths reproduce the student's arithmetic", "[pip
   const Trace merged = run_pipeline(s, *backend, {Mistake::MergeNoTranspose});
   CHECK(max_abs_diff(step(merged, "merged").value, step(right, "merged").value) > 0);
 }
+
+TEST_CASE("large scaled and masked steps are deferred, and give the eager values when shown", "[pipeline][deferred]") {
+  // H·T·S = 4·128·128 = 65536 entries: at the CPU backend's deferral size
+  const Trace t = trace_of(R"({"mode": "causal", "heads": 4, "random": {"seed": 3, "T": 128, "C": 16}})");
+  const Step& scores = step(t, "scores");
+  const Step& scaled = step(t, "scaled");
+  const Step& masked = step(t, "masked");
+  const Step& mask = step(t, "mask");
+  CHECK(!scaled.value.held());
+  CHECK(!masked.value.held());
+  const Scalar c = t.config.scale_factor;
+  const auto n = scores.value.size();
+  for (std::int64_t i = 0; i < n; i += 97) {  // one entry at a time: still deferred
+    CHECK(scaled.value.at(i) == scores.value.data()[i] * c);
+  }
+  CHECK(!scaled.value.held());
+  const auto plane = 128 * 128;
+  const Scalar* all = masked.value.data();  // now filled
+  CHECK(masked.value.held());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bool keep = mask.value.data()[i % plane] != 0;
+    const Scalar want = keep ? scores.value.data()[i] * c : -std::numeric_limits<Scalar>::infinity();
+    if (all[i] != want) FAIL("masked differs at " << i);
+  }
+  check_rows_sum_to_one(step(t, "weights"));
+  // the JSON trace writes deferred steps like any other
+  CHECK(std::isinf(masked.value.at(1)));
+}

@@ -37,20 +37,75 @@ using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 using MapC = Eigen::Map<const Matrix>;
 using Map = Eigen::Map<Matrix>;
 
-struct CpuBuffer final : BackendBuffer {
-  explicit CpuBuffer(Tensor t) : tensor(std::move(t)) {}
-  Tensor tensor;
+// Steps at least this large that are cheap functions of another (scaled, masked) are deferred.
+constexpr std::int64_t kDeferMin = std::int64_t{1} << 16;
+
+// A deferred elementwise step, held as its recipe: base · factor, then `fill` wherever keep is 0.
+// scaled = scores · c and masked = scaled with blocked keys filled are never held unless shown,
+// dumped or compared: softmax reads the recipe row by row. Computed exactly as the eager
+// primitives would (the same multiply, the same select), so the bits are the same.
+struct Elementwise {
+  Tensor base;                        // held
+  Scalar factor = 1;
+  Tensor keep;                        // held (B, T, S), or no data: nothing blocked
+  std::int64_t groups = 1, plane = 1;  // with keep: base is (B, groups, plane), plane = T·S
+  Scalar fill = 0;
+
+  // out[j] = value of flat index i0 + j, for j < n
+  void range(std::int64_t i0, std::int64_t n, Scalar* out) const {
+    const Scalar* b = base.data() + i0;
+    if (!keep.has_data()) {
+      for (std::int64_t j = 0; j < n; ++j) out[j] = b[j] * factor;
+      return;
+    }
+    const Scalar* k = keep.data();
+    for (std::int64_t j = 0; j < n;) {
+      const std::int64_t i = i0 + j, in_plane = i % plane, span = std::min(n - j, plane - in_plane);
+      const Scalar* kr = k + (i / (groups * plane)) * plane + in_plane;
+      for (std::int64_t t = 0; t < span; ++t) out[j + t] = kr[t] != 0 ? b[j + t] * factor : fill;
+      j += span;
+    }
+  }
+  Scalar value(std::int64_t i) const {
+    Scalar v;
+    range(i, 1, &v);
+    return v;
+  }
 };
 
-const Tensor& host(const BackendTensor& t) {
+struct CpuBuffer final : BackendBuffer {
+  explicit CpuBuffer(Tensor t, std::shared_ptr<const Elementwise> recipe = nullptr) : tensor(std::move(t)), lazy(std::move(recipe)) {}
+  Tensor tensor;                             // deferred when lazy is set
+  std::shared_ptr<const Elementwise> lazy;  // the recipe of a deferred elementwise step
+};
+
+const CpuBuffer& buffer(const BackendTensor& t) {
   const auto* b = dynamic_cast<const CpuBuffer*>(t.buffer.get());
   if (b == nullptr) throw InternalError("cpu backend given a tensor from another backend");
-  return b->tensor;
+  return *b;
 }
+
+const Tensor& host(const BackendTensor& t) { return buffer(t).tensor; }
 
 BackendTensor wrap(Tensor t) {
   Shape s = t.shape();
   return BackendTensor{std::move(s), std::make_shared<CpuBuffer>(std::move(t))};
+}
+
+// A deferred step of shape `shape` computed by `e`.
+BackendTensor defer(Shape shape, Elementwise e) {
+  auto recipe = std::make_shared<const Elementwise>(std::move(e));
+  const std::int64_t count = element_count(shape);
+  Tensor t = Tensor::deferred(
+      shape,
+      [recipe, count](Scalar* out) {
+        constexpr std::int64_t kChunk = 1 << 16;
+        const std::int64_t chunks = (count + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(count)))
+        for (std::int64_t c = 0; c < chunks; ++c) recipe->range(c * kChunk, std::min(kChunk, count - c * kChunk), out + c * kChunk);
+      },
+      [recipe](std::int64_t i) { return recipe->value(i); });
+  return BackendTensor{std::move(shape), std::make_shared<CpuBuffer>(std::move(t), std::move(recipe))};
 }
 
 void require(bool ok, const char* what, const BackendTensor& a) {
@@ -151,8 +206,10 @@ class CpuBackend final : public Backend {
   }
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
-    Tensor out = Tensor::uninitialized(a.shape);
     const auto n = element_count(a.shape);
+    // |factor| <= 1 keeps finite scores finite, so the deferred step needs no check of its own
+    if (n >= kDeferMin && std::fabs(factor) <= 1 && !buffer(a).lazy) return defer(a.shape, Elementwise{host(a), factor});
+    Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n)))
@@ -167,6 +224,12 @@ class CpuBackend final : public Backend {
                 keep.shape[2] == scores.shape[3],
             "masked_fill wants keep (B, T, S)", keep);
     const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
+    const auto& lazy = buffer(scores).lazy;
+    if (element_count(scores.shape) >= kDeferMin && (!lazy || !lazy->keep.has_data())) {
+      Elementwise e = lazy ? *lazy : Elementwise{host(scores)};
+      e.keep = host(keep), e.groups = groups, e.plane = plane, e.fill = fill;
+      return defer(scores.shape, std::move(e));
+    }
     Tensor out = Tensor::uninitialized(scores.shape);
     const Scalar* src = host(scores).data();
     const Scalar* k = host(keep).data();
@@ -186,11 +249,20 @@ class CpuBackend final : public Backend {
     require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
     const auto rows = a.shape[0], n = a.shape[1];
     Tensor out = Tensor::uninitialized(a.shape);
-    const Scalar* src = host(a).data();
+    const Elementwise* lazy = buffer(a).lazy.get();  // deferred scaled / masked scores: read row by row
+    const Scalar* src = lazy ? nullptr : host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for schedule(static) if (parallel(5.0 * rows * n))
     for (std::int64_t r = 0; r < rows; ++r) {
-      const Scalar* x = src + r * n;
+      thread_local std::vector<Scalar> row;
+      const Scalar* x;
+      if (lazy) {
+        row.resize(static_cast<std::size_t>(n));
+        lazy->range(r * n, n, row.data());
+        x = row.data();
+      } else {
+        x = src + r * n;
+      }
       Scalar* y = dst + r * n;
       Scalar mx = -std::numeric_limits<Scalar>::infinity();
       for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);

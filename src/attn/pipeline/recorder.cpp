@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "attn/error.hpp"
@@ -65,7 +66,9 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   step.note = std::move(text.note);
   step.flops = be_.take_flops();
   step.view = view;
-  if (!lenient_ && !allow_nan_) require_finite(step);
+  // a deferred step is finite whenever its inputs are (the backend defers only such steps): its
+  // values are not computed just to be checked
+  if (!lenient_ && !allow_nan_ && step.value.held()) require_finite(step);
   trace_.steps.push_back(std::move(step));
   clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
   return t;
@@ -80,8 +83,24 @@ void Recorder::attach_row_sums(const BackendTensor& sums) {
 void Recorder::require_finite(const Step& step) const {
   const bool minus_inf_allowed = step.id == "masked" || step.id == "mask.add";  // blocked positions
   const auto values = step.value.values();
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const Scalar v = values[i];
+  // First a branch-free pass (exponent bits all ones: inf or nan), in parallel over fixed chunks;
+  // only a step that has such a value is searched for its first offending entry.
+  const auto n = static_cast<std::int64_t>(values.size());
+  const Scalar* p = values.data();
+  bool special = false;
+#pragma omp parallel for reduction(|| : special) schedule(static) if (n >= (1 << 18))
+  for (std::int64_t c = 0; c < n; c += 4096) {
+    std::uint32_t any = 0;
+    for (std::int64_t i = c; i < std::min(n, c + 4096); ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, p + i, sizeof bits);
+      any |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    special = special || any != 0;
+  }
+  if (!special) return;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const Scalar v = p[i];
     if (std::isfinite(v) || (minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) continue;
     throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down", step.id,
                                  std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), i));
@@ -89,13 +108,16 @@ void Recorder::require_finite(const Step& step) const {
 }
 
 void Recorder::check_masked_rows() {
-  // Flat indices of the masked step's query rows with every key at -inf (none in a dry run).
-  const auto values = trace_.steps.back().value.values();
+  // Flat indices of the masked step's query rows with every key at -inf (none in a dry run). Read
+  // entry by entry, stopping at a row's first finite entry (usually its first): a deferred masked
+  // step is not computed for this.
+  const Tensor& masked = trace_.steps.back().value;
   std::vector<std::int64_t> empty;
-  const auto rows = static_cast<std::int64_t>(values.size()) / s_.S;
+  const auto rows = masked.size() / s_.S;
   for (std::int64_t r = 0; r < rows; ++r) {
-    const auto* row = values.data() + r * s_.S;
-    if (std::all_of(row, row + s_.S, [](Scalar v) { return v == -std::numeric_limits<Scalar>::infinity(); })) empty.push_back(r);
+    std::int64_t j = 0;
+    while (j < s_.S && masked.at(r * s_.S + j) == -std::numeric_limits<Scalar>::infinity()) ++j;
+    if (j == s_.S) empty.push_back(r);
   }
   facts.empty_rows = static_cast<std::int64_t>(empty.size());
   if (!empty.empty() && !lenient_ && s_.masked_row == MaskedRow::Error) {

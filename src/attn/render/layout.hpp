@@ -64,7 +64,7 @@ HeatScale heat_scale(const Step& step);
 // weight is exactly 0, which alone would look like a small weight. nullptr: nothing is blocked.
 const Step* blocking_step(const Trace& trace, const Step& step);
 inline bool blocked(const Step* masked, std::int64_t at) {
-  return masked != nullptr && masked->value.data()[at] == -std::numeric_limits<Scalar>::infinity();
+  return masked != nullptr && masked->value.at(at) == -std::numeric_limits<Scalar>::infinity();
 }
 
 // Display width in terminal cells: counts UTF-8 code points, not bytes.

@@ -34,7 +34,7 @@ void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l
   for (const auto& i : l.rows) {
     out << "| **" << (i ? cell_text(axis_label(c, l.row_dim, *i, b.batch)) : "…") << "** |";
     for (const auto& j : l.cols) {
-      out << " " << ((i && j) ? number(s, s.value.data()[b.offset + *i * l.col_count + *j], precision) : "…") << " |";
+      out << " " << ((i && j) ? number(s, s.value.at(b.offset + *i * l.col_count + *j), precision) : "…") << " |";
     }
     if (s.row_sums) out << " " << (i ? number(s, s.row_sums->data()[b.row_offset + *i], precision) : "…") << " |";
     out << "\n";

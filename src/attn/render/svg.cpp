@@ -92,8 +92,8 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
   for (std::size_t r = 0; r < rows.size(); ++r) {
     for (std::size_t k = 0; k < cols.size(); ++k) {
       const auto at = b.offset + rows[r] * l.col_count + cols[k];
-      Scalar v = s.value.data()[at];
-      if (blocked(masked, at)) v = masked->value.data()[at];
+      Scalar v = s.value.at(at);
+      if (blocked(masked, at)) v = masked->value.at(at);
       const int x = left + static_cast<int>(k) * kCell, y = top + static_cast<int>(r) * kCell;
       std::string fill, text, text_fill = "#000000";
       if (mask) {
@@ -103,8 +103,8 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
       } else if (!std::isfinite(v)) {
         fill = kBlocked;
         // A blocked weight is exactly 0 (grey says why); the masked step itself holds -inf.
-        const bool blocked_weight = std::isfinite(s.value.data()[at]);
-        text = blocked_weight ? format_fixed(s.value.data()[at], 0) : (v < 0 ? "−∞" : (v > 0 ? "+∞" : "nan"));
+        const bool blocked_weight = std::isfinite(s.value.at(at));
+        text = blocked_weight ? format_fixed(s.value.at(at), 0) : (v < 0 ? "−∞" : (v > 0 ? "+∞" : "nan"));
         text_fill = "#777777";
       } else {
         const Rgb col = viridis(rg.t(v));

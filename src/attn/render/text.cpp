@@ -142,7 +142,7 @@ class TextRenderer {
       for (const auto& i : l.rows) {
         if (!i) continue;
         for (const auto& j : l.cols)
-          if (j) num_w = std::max(num_w, number(s, s.value.data()[b.offset + *i * l.col_count + *j]).size());
+          if (j) num_w = std::max(num_w, number(s, s.value.at(b.offset + *i * l.col_count + *j)).size());
         if (s.row_sums) num_w = std::max(num_w, number(s, s.row_sums->data()[b.row_offset + *i]).size());
       }
     }
@@ -163,7 +163,7 @@ class TextRenderer {
     for (const auto& i : l.rows) {
       std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w);
       for (std::size_t c = 0; c < l.cols.size(); ++c) {
-        std::string cell = (i && l.cols[c]) ? number(s, s.value.data()[b.offset + *i * l.col_count + *l.cols[c]]) : std::string(kEllipsis);
+        std::string cell = (i && l.cols[c]) ? number(s, s.value.at(b.offset + *i * l.col_count + *l.cols[c])) : std::string(kEllipsis);
         line += "  " + pad_left(cell, col_w[c]);
       }
       if (sums) line += "  │ " + pad_left(i ? number(s, s.row_sums->data()[b.row_offset + *i]) : std::string(kEllipsis), num_w);
@@ -198,8 +198,8 @@ class TextRenderer {
             continue;
           }
           const auto at = b.offset + *i * l.col_count + *j;
-          Scalar v = s.value.data()[at];
-          if (blocked(masked, at)) v = masked->value.data()[at];
+          Scalar v = s.value.at(at);
+          if (blocked(masked, at)) v = masked->value.at(at);
           if (!std::isfinite(v)) {
             // -inf (blocked) as "··"; +inf or nan, which a mistaken trace can hold, as "??"
             const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
