@@ -11,6 +11,7 @@
 
 #include "attn/backend.hpp"
 #include "attn/cost.hpp"
+#include "attn/cpu/gemm.hpp"
 #include "attn/npy.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/render/render.hpp"
@@ -54,6 +55,34 @@ void BM_Pipeline(benchmark::State& state, const std::string& text) {
   state.counters["kept_bytes"] = attn::kept_bytes(attn::plan_trace(spec));
 }
 BENCHMARK_CAPTURE(BM_Pipeline, shape_flow_2x4x512, kShapeFlow)->Unit(benchmark::kMicrosecond);
+
+// What a trace costs (the dry run): its FLOPs, and the bytes a fully materialised trace keeps.
+void BM_Plan(benchmark::State& state) {
+  const attn::Spec spec = attn::parse_spec(causal_spec(static_cast<int>(state.range(0))), "bench");
+  attn::Trace plan;
+  for (auto _ : state) benchmark::DoNotOptimize(plan = attn::plan_trace(spec));
+  double flops = 0;
+  for (const auto& s : plan.steps) flops += s.flops;
+  state.counters["flops"] = flops;
+  state.counters["kept_bytes"] = attn::kept_bytes(plan);
+  state.SetLabel(attn::gemm::kernel_name());
+}
+BENCHMARK(BM_Plan)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMicrosecond);
+
+// The machine's fresh-memory write rate: 256 MB mapped, populated and written, as attn's large
+// tensors are (bench/run.py's limit divides bytes written by it).
+void BM_FreshWrite(benchmark::State& state) {
+  const std::int64_t n = std::int64_t{64} << 20;  // floats
+  for (auto _ : state) {
+    attn::Tensor t = attn::Tensor::uninitialized({n});
+    float* p = t.mutable_data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i & 7);
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetBytesProcessed(state.iterations() * n * static_cast<std::int64_t>(sizeof(float)));
+}
+BENCHMARK(BM_FreshWrite)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Pipeline, causal_T1024, causal_spec(1024))->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_Pipeline, causal_T2048, causal_spec(2048))->Unit(benchmark::kMillisecond)->MinTime(4.0);
 

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""attn beside PyTorch and NumPy, in one run, at one thread count; prints the ratios and the
-README's Performance and scaling tables (with --update-readme it writes them into README.md).
+"""attn beside NumPy and PyTorch on an optimised BLAS, in one run, at one thread count; prints every
+target's measurement and verdict, and with --update-readme writes the README's Performance tables.
 
-Usage (after building; see README "Performance"):
+Usage (after `scripts/setup.sh --bench` and a build; see README "Performance"):
     /usr/bin/python3 bench/run.py [--build build] [--threads N] [--quick] [--update-readme]
 
-Every comparison does the same materialised steps on both sides (projections, head split, kᵀ,
-scores, scale, mask, softmax with row sums, weights·v, merge, output projection), all kept.
+The anchors do the same materialised steps in process (projections, head split, kᵀ, scores, scale,
+mask, softmax with row sums, weights·v, merge, output projection; every intermediate kept); attn is
+timed as a whole process writing its default text walkthrough. Each anchor reports the BLAS library
+its process actually mapped; against a reference (unoptimised) BLAS no target is judged "met".
 """
 import argparse
+import hashlib
 import json
 import os
 import platform
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -23,7 +25,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
 
-# The reference computations, run in a child process so its thread settings take effect.
+# The anchors' computation, in a child process so its thread settings take effect. It prints the
+# median time and the BLAS libraries mapped into the process (read from /proc/self/maps).
 REFERENCE = r'''
 import json, math, sys, time
 cfg = json.loads(sys.argv[1])
@@ -70,6 +73,28 @@ def run_numpy(x, Wqkv, Wo, H, causal):
     kept["output"] = merged @ Wo
     return kept
 
+def sgemm(N):
+    a = np.ones((N, N), dtype=np.float32) if lib == "numpy" else torch.ones(N, N)
+    a @ a
+    ts = []
+    for _ in range(3):
+        t0 = time.perf_counter(); a @ a; ts.append(time.perf_counter() - t0)
+    return 2.0 * N ** 3 / min(ts)
+
+def mapped_blas():
+    libs = set()
+    for line in open("/proc/self/maps"):
+        path = line.split()[-1]
+        name = path.rsplit("/", 1)[-1]
+        if re.search(r"(blas|mkl|lapack|gomp|acml|blis)", name) and path.startswith("/"):
+            libs.add(path)
+    return sorted(libs)
+
+import re
+if cfg.get("sgemm"):
+    rate = sgemm(cfg["sgemm"])
+    print(json.dumps({"rate": rate, "blas": mapped_blas()}))
+    sys.exit(0)
 B, T, C, H, causal, reps = cfg["B"], cfg["T"], cfg["C"], cfg["H"], cfg["causal"], cfg["reps"]
 if lib == "torch":
     g = torch.Generator().manual_seed(0)
@@ -83,15 +108,33 @@ fn(x, Wqkv, Wo, H, causal)  # warm up
 times = []
 for _ in range(reps):
     t0 = time.perf_counter(); kept = fn(x, Wqkv, Wo, H, causal); times.append(time.perf_counter() - t0); del kept
-print(json.dumps(times))
+print(json.dumps({"times": times, "blas": mapped_blas()}))
 '''
 
-# cat/sat as a whole process: a user's script that prints the walkthrough's weights and output.
-CATSAT = {
-    "numpy": "import numpy as np\nx=np.array([[1.,0,1],[0,1,1]],dtype=np.float32)\ns=x@x.T/np.sqrt(3)\n"
-             "e=np.exp(s-s.max(-1,keepdims=True));w=e/e.sum(-1,keepdims=True)\nprint(x,x,x,x.T,x@x.T,s,w,w@x)\n",
-    "torch": "import torch\nx=torch.tensor([[1.,0,1],[0,1,1]])\ns=x@x.T/3**0.5\nw=torch.softmax(s,-1)\nprint(x,x,x,x.T,x@x.T,s,w,w@x)\n",
-}
+
+def blas_kind(libs):
+    """What the mapped libraries say about the BLAS in use."""
+    text = " ".join(libs)
+    if "openblas" in text:
+        return "OpenBLAS"
+    if "mkl" in text:
+        return "MKL"
+    if "blis" in text:
+        return "BLIS"
+    if re.search(r"/blas/libblas|libblas\.so", text):
+        return "reference BLAS (unoptimised)"
+    return "own kernels (no BLAS library mapped)"
+
+
+def optimised(kind):
+    return kind in ("OpenBLAS", "MKL", "BLIS") or kind.startswith("own kernels")
+
+
+def anchor(lib, threads, **cfg):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    out = subprocess.run([PY, "-c", REFERENCE, json.dumps(dict(lib=lib, threads=threads, **cfg))], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def wall(cmd, env, reps):
@@ -104,34 +147,18 @@ def wall(cmd, env, reps):
 
 
 def peak_rss(cmd, env):
-    """Peak resident memory (bytes) and wall time of one child process. Measured by GNU time: a
-    child forked straight from this Python would count Python's own memory (torch is loaded) in its
-    peak, since Linux keeps the pre-exec high-water mark."""
-    t0 = time.perf_counter()
+    """Peak resident memory (bytes) of one child process, by GNU time (a child forked from this
+    Python would count Python's own memory in its peak)."""
     p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        text=True, cwd=ROOT, check=True)
-    return int(p.stderr.strip().splitlines()[-1]) * 1024, time.perf_counter() - t0
+    return int(p.stderr.strip().splitlines()[-1]) * 1024
 
 
-def reference(lib, threads, B, T, C, H, causal, reps):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    cfg = json.dumps(dict(lib=lib, threads=threads, B=B, T=T, C=C, H=H, causal=causal, reps=reps))
-    out = subprocess.run([PY, "-c", REFERENCE, cfg], env=env, capture_output=True, text=True, check=True)
-    return statistics.median(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
-def machine(threads):
-    model = "unknown CPU"
+def cpu_model():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    import numpy, torch
-    blas = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
-    return (f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release().split('-')[0]}; "
-            f"{threads} threads on every side; PyTorch {torch.__version__} (BLAS: {blas.group(1) if blas else '?'}), "
-            f"NumPy {numpy.__version__}")
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
 
 
 def spec_file(tmp, T, B=1, C=768, H=12):
@@ -139,6 +166,10 @@ def spec_file(tmp, T, B=1, C=768, H=12):
     json.dump({"mode": "causal", "heads": H, "random": {"seed": 0, "B": B, "T": T, "C": C, "fused": True, "output_projection": True}},
               open(path, "w"))
     return path
+
+
+def digest(cmd, env):
+    return hashlib.sha256(subprocess.run(cmd, env=env, capture_output=True, check=True, cwd=ROOT).stdout).hexdigest()
 
 
 def main():
@@ -153,70 +184,83 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(n))
     reps = 3 if args.quick else 5
 
-    print(f"machine: {machine(n)}", flush=True)
-    g = subprocess.run([bench, "--benchmark_format=json"], env=env, capture_output=True, text=True, check=True)
-    bm = {re.sub(r"/min_time:[0-9.]+$", "", b["name"]): b for b in json.loads(g.stdout)["benchmarks"]}
-    ms = lambda name: bm[name]["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6}[bm[name]["time_unit"]]
+    g = subprocess.run([bench, "--benchmark_format=json", "--benchmark_filter=BM_Plan|BM_FreshWrite"], env=env, capture_output=True,
+                       text=True, check=True)
+    bm = {b["name"]: b for b in json.loads(g.stdout)["benchmarks"]}
+    kernel = f"attn's products on its {bm['BM_Plan/1024']['label']} fma-chain kernels"
+    fresh_rate = bm["BM_FreshWrite/real_time"]["bytes_per_second"]
+    np_gemm, th_gemm = anchor("numpy", n, sgemm=2048), anchor("torch", n, sgemm=2048)
+    sgemm_rate = max(np_gemm["rate"], th_gemm["rate"])
+    np_blas, th_blas = blas_kind(np_gemm["blas"]), blas_kind(th_gemm["blas"])
+    honest = optimised(np_blas) and optimised(th_blas)
+    import numpy
+    import torch
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    machine = (f"{cpu_model()}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release().split('-')[0]}; {n} threads "
+               f"on every side; {kernel}; NumPy {numpy.__version__} on {np_blas} ({', '.join(np_gemm['blas']) or 'none mapped'}); "
+               f"PyTorch {torch.__version__} on {th_blas} ({', '.join(th_gemm['blas']) or 'none mapped'}); measured sgemm "
+               f"{sgemm_rate / 1e9:.0f} GFLOP/s (2048³, the faster anchor), fresh-memory writes {fresh_rate / 1e9:.2f} GB/s")
+    print(f"machine: {machine}", flush=True)
+    if not honest:
+        print("anchors: a reference BLAS is loaded; no target is judged (run scripts/setup.sh --bench for OpenBLAS)", flush=True)
 
-    rows = []  # (case, attn, numpy, torch, target, verdict)
+    verdict = lambda ok: "—" if ok is None else ("not judged" if not honest else ("yes" if ok else "NO"))
+    small, big, checks = [], [], []
 
-    # 1. cat/sat, the whole process
-    a = wall([attn, "run", "examples/cat_sat.json"], env, 30) * 1000
-    np_ = wall([PY, "-c", CATSAT["numpy"]], env, 10) * 1000
-    th = wall([PY, "-c", CATSAT["torch"]], env, 5) * 1000
-    rows.append(("cat/sat walkthrough, whole process", a, np_, th, "≤ 5 ms", a <= 5))
+    # 1. small walkthroughs: every example as a whole process, default settings
+    examples = sorted(f for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".json"))
+    true_ms = wall(["/bin/true"], env, 30) * 1000
+    for f in examples:
+        ms = wall([attn, "run", os.path.join("examples", f)], env, 15 if args.quick else 31) * 1000
+        small.append((f[:-5], ms))
+    worst = max(small, key=lambda r: r[1])
+    catsat = dict(small)["cat_sat"]
+    checks.append(("cat/sat, whole process (median)", f"{catsat:.1f} ms (/bin/true: {true_ms:.1f} ms)", "≤ 4 ms", catsat <= 4))
+    checks.append((f"every example ({len(small)}), whole process (median); slowest", f"{worst[1]:.1f} ms ({worst[0]})", "≤ 4 ms",
+                   worst[1] <= 4))
+    print(f"  examples: cat/sat {catsat:.1f} ms, slowest {worst[0]} {worst[1]:.1f} ms", flush=True)
 
-    # 2.-3. in-process, every intermediate kept
-    cases = [("B=2 T=4 C=512 H=8 (shape guide)", "BM_Pipeline/shape_flow_2x4x512", (2, 4, 512, 8, False), None),
-             ("causal T=1024 C=768 H=12", "BM_Pipeline/causal_T1024", (1, 1024, 768, 12, True), 0.5),
-             ("causal T=2048 C=768 H=12", "BM_Pipeline/causal_T2048", (1, 2048, 768, 12, True), 0.5)]
-    for label, name, (B, T, C, H, causal), target in cases:
-        a = ms(name)
-        r = 3 if T >= 2048 else reps
-        np_ = reference("numpy", n, B, T, C, H, causal, r) * 1000
-        th = reference("torch", n, B, T, C, H, causal, r) * 1000
-        rows.append((label, a, np_, th, f"≤ {target}× PyTorch" if target else "—", a <= target * th if target else None))
-        print(f"  {label}: attn {a:.1f} ms, numpy {np_:.1f} ms, torch {th:.1f} ms", flush=True)
-
-    checks = []
-    pipe1024 = ms("BM_Pipeline/causal_T1024")
-    checks.append(("summarised text of the T=1024 trace", f"{ms('BM_RenderText_T1024'):.1f} ms = "
-                   f"{100 * ms('BM_RenderText_T1024') / pipe1024:.1f} % of the run", "≤ 10 %", ms("BM_RenderText_T1024") <= 0.1 * pipe1024))
-    checks.append(("--dump every step as .npy, T=1024", f"{ms('BM_Dump_T1024'):.0f} ms", "≤ 1 s", ms("BM_Dump_T1024") <= 1000))
-    checks.append(("load a 768 × 2304 float32 weight from .npy", f"{ms('BM_LoadWeightNpy'):.1f} ms", "≤ 20 ms", ms("BM_LoadWeightNpy") <= 20))
-    checks.append(("the same weight from JSON", f"{ms('BM_LoadWeightJson'):.0f} ms ({bm['BM_LoadWeightJson']['json_bytes'] / 1e6:.0f} MB of text)",
-                   "≤ 1 s", ms("BM_LoadWeightJson") <= 1000))
-
-    scaling = []
+    # 2. and 4. T = 1024, 2048, 4096: whole process against the anchors in process, and the limit
     with tempfile.TemporaryDirectory() as tmp:
-        for T in (1024, 2048):
-            kept = bm[f"BM_Pipeline/causal_T{T}"]["kept_bytes"]
-            peak, _ = peak_rss([attn, "run", spec_file(tmp, T), "--shapes-only"], env)
-            checks.append((f"peak memory of `attn run`, T={T}", f"{peak / 1e6:.0f} MB for {kept / 1e6:.0f} MB kept = {peak / kept:.2f}×",
-                           "≤ 1.3×", peak <= 1.3 * kept))
-        for T in (128, 256, 512, 1024, 2048, 4096):
-            times, peak = [], 0
-            for _ in range(1 if T >= 4096 or args.quick else 3):
-                p, t = peak_rss([attn, "run", spec_file(tmp, T), "--shapes-only"], env)
-                times.append(t)
-                peak = max(peak, p)
-            scaling.append((T, statistics.median(times) * 1000, peak / 1e6))
+        for T in (1024, 2048, 4096):
+            spec = spec_file(tmp, T)
+            r = 1 if T >= 4096 or args.quick else 3
+            a = wall([attn, "run", spec], env, r) * 1000
+            np_ = statistics.median(anchor("numpy", n, B=1, T=T, C=768, H=12, causal=True, reps=r)["times"]) * 1000
+            th = statistics.median(anchor("torch", n, B=1, T=T, C=768, H=12, causal=True, reps=r)["times"]) * 1000
+            flops, kept = bm[f"BM_Plan/{T}"]["flops"], bm[f"BM_Plan/{T}"]["kept_bytes"]
+            limit = max(flops / sgemm_rate, kept / fresh_rate) * 1000
+            big.append((T, a, np_, th, limit, a <= 0.5 * np_ and a <= 0.5 * th))
+            print(f"  T={T}: attn {a:.0f} ms, numpy {np_:.0f} ms, torch {th:.0f} ms, limit {limit:.0f} ms", flush=True)
+
+        # 3. memory at T = 2048
+        kept = bm["BM_Plan/2048"]["kept_bytes"]
+        peak = peak_rss([attn, "run", spec_file(tmp, 2048)], env)
+        checks.append(("peak memory of `attn run`, T = 2048", f"{peak / 1e6:.0f} MB for {kept / 1e6:.0f} MB of trace = {peak / kept:.2f}×",
+                       "≤ 0.6×", peak <= 0.6 * kept))
+
+        # 5. the same bytes for any thread count and product kernel
+        spec = spec_file(tmp, 256)
+        json_out = [attn, "run", spec, "--format", "json"]
+        d1 = digest(json_out + ["--threads", "1"], env)
+        d2 = digest(json_out + ["--threads", str(max(n, 2))], env)
+        d3 = digest(json_out, dict(env, ATTN_GEMM_KERNEL="portable"))
+        checks.append(("T = 256 JSON trace: --threads 1, --threads N, portable kernel", "identical" if d1 == d2 == d3 else "DIFFERENT",
+                       "identical", d1 == d2 == d3))
 
     fmt_ms = lambda v: f"{v:.1f} ms" if v < 100 else f"{v:.0f} ms"
-    perf = ["| case | attn | NumPy | PyTorch | attn / NumPy | attn / PyTorch | target | met |", "|---|---|---|---|---|---|---|---|"]
-    for label, a, np_, th, target, ok in rows:
-        perf.append(f"| {label} | {fmt_ms(a)} | {fmt_ms(np_)} | {fmt_ms(th)} | {a / np_:.2f}× | {a / th:.3f}× | {target} | "
-                    f"{'—' if ok is None else ('yes' if ok else 'NO')} |")
-    perf.append("")
-    perf.append("| check | measured | target | met |")
-    perf.append("|---|---|---|---|")
+    perf = ["| causal, C = 768, H = 12 | attn (whole process) | NumPy (in process) | PyTorch (in process) | attn / NumPy | "
+            "attn / PyTorch | limit | attn / limit | met (≤ 0.5× both) |", "|---|---|---|---|---|---|---|---|---|"]
+    for T, a, np_, th, limit, ok in big:
+        perf.append(f"| T = {T} | {fmt_ms(a)} | {fmt_ms(np_)} | {fmt_ms(th)} | {a / np_:.2f}× | {a / th:.2f}× | {fmt_ms(limit)} | "
+                    f"{a / limit:.2f}× | {verdict(ok)} |")
+    perf += ["", "| check | measured | target | met |", "|---|---|---|---|"]
     for label, measured, target, ok in checks:
-        perf.append(f"| {label} | {measured} | {target} | {'yes' if ok else 'NO'} |")
-    scale = ["| T | time (`attn run`, whole process) | peak memory | time / T² (ns) |", "|---|---|---|---|"]
-    for T, t, peak in scaling:
-        scale.append(f"| {T} | {fmt_ms(t)} | {peak:.0f} MB | {t * 1e6 / T / T:.1f} |")
-    text = (f"Measured by `bench/run.py` on {machine(n)}.\n\n" + "\n".join(perf) +
-            "\n\nScaling (causal, C = 768, H = 12, every intermediate kept):\n\n" + "\n".join(scale) + "\n")
+        perf.append(f"| {label} | {measured} | {target} | {verdict(ok)} |")
+    perf += ["", "Every example, whole process (median of runs, default settings):", "",
+             "| example | time |", "|---|---|"] + [f"| `{name}` | {ms:.1f} ms |" for name, ms in small]
+    text = (f"Measured by `bench/run.py` on {machine}.\n\nThe limit is max(FLOPs ÷ the measured sgemm rate, bytes of a fully "
+            f"materialised trace ÷ the measured fresh-memory write rate).\n\n" + "\n".join(perf) + "\n")
     print()
     print(text)
     if args.update_readme:
@@ -225,7 +269,8 @@ def main():
         a, b = s.index("<!-- bench:begin -->"), s.index("<!-- bench:end -->")
         open(readme, "w").write(s[:a] + "<!-- bench:begin -->\n" + text + s[b:])
         print("README.md updated")
-    return 0 if all(ok is not False for *_, ok in rows) and all(ok for *_, ok in checks) else 1
+    all_ok = all(ok for *_, ok in big) and all(ok for *_, ok in checks)
+    return 0 if honest and all_ok else 1
 
 
 if __name__ == "__main__":

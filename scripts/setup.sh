@@ -3,7 +3,8 @@
 # Usage: scripts/setup.sh [--tests | --bench]
 #   --tests adds what the tests use: numpy, torch, tmux, rsvg-convert, clang with its sanitizers,
 #           libFuzzer and OpenMP runtime
-#   --bench adds that and what bench/run.py uses: Google Benchmark, GNU time
+#   --bench adds that and what bench/run.py uses: Google Benchmark, GNU time, and OpenBLAS, which
+#           becomes NumPy's and PyTorch's BLAS (Debian's alternatives), so the anchors are optimised
 # Runs apt-get as root, or through sudo otherwise. Downloads nothing else.
 set -euo pipefail
 
@@ -12,7 +13,7 @@ if [[ "${1:-}" == "--tests" || "${1:-}" == "--bench" ]]; then
   pkgs+=(python3 python3-numpy python3-torch tmux librsvg2-bin clang libclang-rt-14-dev libomp-dev)
 fi
 if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(libbenchmark-dev time)
+  pkgs+=(libbenchmark-dev time libopenblas0-pthread)
 fi
 
 missing=()

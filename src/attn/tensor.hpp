@@ -63,7 +63,9 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   std::int64_t dim(int axis) const;  // axis < 0 counts from the end
-  std::int64_t size() const { return has_data() ? element_count(shape_) : 0; }
+  std::int64_t size() const {
+    return storage_ ? static_cast<std::int64_t>(storage_->size()) : deferred_ ? element_count(shape_) : 0;
+  }
   bool empty() const { return size() == 0; }
 
   std::span<const Scalar> values() const;
