@@ -82,12 +82,14 @@ std::int64_t Tensor::dim(int axis) const {
   return shape_[static_cast<std::size_t>(a)];
 }
 
-Tensor Tensor::deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element) {
+Tensor Tensor::deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element,
+                        std::function<std::int64_t()> nonfinite) {
   Tensor t;
   t.shape_ = std::move(shape);
   t.deferred_ = std::make_shared<Deferred>();
   t.deferred_->fill = std::move(fill);
   t.deferred_->element = std::move(element);
+  t.deferred_->nonfinite = std::move(nonfinite);
   return t;
 }
 

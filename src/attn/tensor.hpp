@@ -55,7 +55,12 @@ class Tensor {
   // `element` computes one (at(), without filling). For trace steps that are cheap functions of
   // others (scores × factor, a mask applied): shown, dumped or compared exactly as if kept, never
   // held unless asked for. Both must give the same bits.
-  static Tensor deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element);
+  // `nonfinite`, when given, finds the first flat index whose value is not finite (or -1) without
+  // filling: for a deferred step that could overflow where its inputs did not (a product).
+  static Tensor deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element,
+                         std::function<std::int64_t()> nonfinite = {});
+  // The deferred tensor's first non-finite entry, or -1 (also when held, or when no check was given).
+  std::int64_t deferred_nonfinite() const { return deferred_ && deferred_->nonfinite ? deferred_->nonfinite() : -1; }
   bool has_data() const { return storage_ != nullptr || deferred_ != nullptr; }
   // Whether the values are held (false for a deferred tensor not yet filled).
   bool held() const { return storage_ != nullptr || (deferred_ && deferred_->storage); }
@@ -83,6 +88,7 @@ class Tensor {
     std::once_flag once;
     std::function<void(Scalar*)> fill;
     std::function<Scalar(std::int64_t)> element;
+    std::function<std::int64_t()> nonfinite;
     std::shared_ptr<Storage> storage;  // set once filled
   };
   const Storage* storage() const;  // fills a deferred tensor

@@ -13,7 +13,9 @@
 #include <limits>
 
 #include "attn/backend.hpp"
+#include "attn/cpu/deferred.hpp"
 #include "attn/cpu/gemm.hpp"
+#include "attn/cpu/reduce.hpp"
 #include "attn/error.hpp"
 
 namespace attn {
@@ -37,46 +39,17 @@ using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 using MapC = Eigen::Map<const Matrix>;
 using Map = Eigen::Map<Matrix>;
 
-// Steps at least this large that are cheap functions of another (scaled, masked) are deferred.
+// Elementwise steps at least this large (scaled, masked) are deferred.
 constexpr std::int64_t kDeferMin = std::int64_t{1} << 16;
 
-// A deferred elementwise step, held as its recipe: base · factor, then `fill` wherever keep is 0.
-// scaled = scores · c and masked = scaled with blocked keys filled are never held unless shown,
-// dumped or compared: softmax reads the recipe row by row. Computed exactly as the eager
-// primitives would (the same multiply, the same select), so the bits are the same.
-struct Elementwise {
-  Tensor base;                        // held
-  Scalar factor = 1;
-  Tensor keep;                        // held (B, T, S), or no data: nothing blocked
-  std::int64_t groups = 1, plane = 1;  // with keep: base is (B, groups, plane), plane = T·S
-  Scalar fill = 0;
-
-  // out[j] = value of flat index i0 + j, for j < n
-  void range(std::int64_t i0, std::int64_t n, Scalar* out) const {
-    const Scalar* b = base.data() + i0;
-    if (!keep.has_data()) {
-      for (std::int64_t j = 0; j < n; ++j) out[j] = b[j] * factor;
-      return;
-    }
-    const Scalar* k = keep.data();
-    for (std::int64_t j = 0; j < n;) {
-      const std::int64_t i = i0 + j, in_plane = i % plane, span = std::min(n - j, plane - in_plane);
-      const Scalar* kr = k + (i / (groups * plane)) * plane + in_plane;
-      for (std::int64_t t = 0; t < span; ++t) out[j + t] = kr[t] != 0 ? b[j + t] * factor : fill;
-      j += span;
-    }
-  }
-  Scalar value(std::int64_t i) const {
-    Scalar v;
-    range(i, 1, &v);
-    return v;
-  }
-};
-
+// A buffer holds a tensor; a deferred step's tensor computes its values from the recipe it also
+// holds here, so the next primitive can read the recipe instead of the values.
 struct CpuBuffer final : BackendBuffer {
-  explicit CpuBuffer(Tensor t, std::shared_ptr<const Elementwise> recipe = nullptr) : tensor(std::move(t)), lazy(std::move(recipe)) {}
-  Tensor tensor;                             // deferred when lazy is set
-  std::shared_ptr<const Elementwise> lazy;  // the recipe of a deferred elementwise step
+  explicit CpuBuffer(Tensor t) : tensor(std::move(t)) {}
+  Tensor tensor;
+  std::shared_ptr<const cpu::Product> product;   // scores = q · kᵀ, deferred
+  std::shared_ptr<const cpu::Elementwise> lazy;  // scaled / masked, deferred
+  std::shared_ptr<const cpu::Softmax> softmax;   // weights, deferred
 };
 
 const CpuBuffer& buffer(const BackendTensor& t) {
@@ -87,25 +60,78 @@ const CpuBuffer& buffer(const BackendTensor& t) {
 
 const Tensor& host(const BackendTensor& t) { return buffer(t).tensor; }
 
+bool deferred(const BackendTensor& t) {
+  const auto& b = buffer(t);
+  return b.product || b.lazy || b.softmax;
+}
+
 BackendTensor wrap(Tensor t) {
   Shape s = t.shape();
   return BackendTensor{std::move(s), std::make_shared<CpuBuffer>(std::move(t))};
 }
 
-// A deferred step of shape `shape` computed by `e`.
-BackendTensor defer(Shape shape, Elementwise e) {
-  auto recipe = std::make_shared<const Elementwise>(std::move(e));
+// Fills `out` (count entries) by `rows(r0, rows, out)` over fixed blocks of whole rows, in parallel.
+template <typename Rows>
+void fill_rows(std::int64_t row_count, std::int64_t width, Scalar* out, const Rows& rows) {
+  constexpr std::int64_t kBlock = 32;
+  const std::int64_t blocks = (row_count + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(row_count * width)))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t r0 = b * kBlock;
+    rows(r0, std::min(kBlock, row_count - r0), out + r0 * width);
+  }
+}
+
+BackendTensor defer_product(Shape shape, std::shared_ptr<const cpu::Product> p, std::int64_t width) {
   const std::int64_t count = element_count(shape);
   Tensor t = Tensor::deferred(
-      shape,
-      [recipe, count](Scalar* out) {
-        constexpr std::int64_t kChunk = 1 << 16;
-        const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(count)))
-        for (std::int64_t c = 0; c < chunks; ++c) recipe->range(c * kChunk, std::min(kChunk, count - c * kChunk), out + c * kChunk);
+      shape, [p, count, width](Scalar* out) { fill_rows(count / width, width, out, [&](auto r0, auto n, Scalar* o) { p->values(r0 * width, n * width, o); }); },
+      [p](std::int64_t i) {
+        Scalar v;
+        p->values(i, 1, &v);
+        return v;
       },
-      [recipe](std::int64_t i) { return recipe->value(i); });
-  return BackendTensor{std::move(shape), std::make_shared<CpuBuffer>(std::move(t), std::move(recipe))};
+      [p] { return p->first_nonfinite(); });
+  auto b = std::make_shared<CpuBuffer>(std::move(t));
+  b->product = std::move(p);
+  return BackendTensor{std::move(shape), std::move(b)};
+}
+
+BackendTensor defer_elementwise(Shape shape, cpu::Elementwise e) {
+  auto recipe = std::make_shared<const cpu::Elementwise>(std::move(e));
+  const std::int64_t count = element_count(shape), width = shape.back();
+  Tensor t = Tensor::deferred(
+      shape,
+      [recipe, count, width](Scalar* out) {
+        fill_rows(count / width, width, out, [&](auto r0, auto n, Scalar* o) { recipe->values(r0 * width, n * width, o); });
+      },
+      [recipe](std::int64_t i) {
+        Scalar v;
+        recipe->values(i, 1, &v);
+        return v;
+      });
+  auto b = std::make_shared<CpuBuffer>(std::move(t));
+  b->lazy = std::move(recipe);
+  return BackendTensor{std::move(shape), std::move(b)};
+}
+
+BackendTensor defer_softmax(Shape shape, std::shared_ptr<const cpu::Softmax> sm) {
+  Tensor t = Tensor::deferred(
+      shape, [sm](Scalar* out) { fill_rows(sm->rows(), sm->width(), out, [&](auto r0, auto n, Scalar* o) { sm->compute_rows(r0, n, o); }); },
+      [sm](std::int64_t i) { return sm->entry(i); });
+  auto b = std::make_shared<CpuBuffer>(std::move(t));
+  b->softmax = std::move(sm);
+  return BackendTensor{std::move(shape), std::move(b)};
+}
+
+// The recipe of a deferred elementwise step over `t` (its base, as it stands), or none.
+std::shared_ptr<const cpu::Elementwise> recipe_over(const BackendTensor& t) {
+  const auto& b = buffer(t);
+  if (b.lazy) return b.lazy;
+  cpu::Elementwise e;
+  if (b.product) e.product = b.product;
+  else e.held = b.tensor;
+  return std::make_shared<const cpu::Elementwise>(std::move(e));
 }
 
 void require(bool ok, const char* what, const BackendTensor& a) {
@@ -127,6 +153,10 @@ class CpuBackend final : public Backend {
     require(shared_b ? b.shape[0] == k : (b.shape.size() == 3 && b.shape[0] == n_batch && b.shape[1] == k),
             "matmul wants b (k, n) or (N, k, n)", b);
     const auto n = b.shape.back();
+    if (!shared_b && buffer(a).softmax && !deferred(b)) return weights_times(a, b);
+    if (!shared_b && !deferred(a) && !deferred(b) && cpu::worth_deferring_product(n_batch, m, k, n)) {
+      return defer_product({n_batch, m, n}, std::make_shared<const cpu::Product>(host(a), host(b), n_batch, m, k, n), n);
+    }
     Tensor out = Tensor::uninitialized({n_batch, m, n});
     const Scalar* pa = host(a).data();
     const Scalar* pb = host(b).data();
@@ -208,7 +238,11 @@ class CpuBackend final : public Backend {
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
     const auto n = element_count(a.shape);
     // |factor| <= 1 keeps finite scores finite, so the deferred step needs no check of its own
-    if (n >= kDeferMin && std::fabs(factor) <= 1 && !buffer(a).lazy) return defer(a.shape, Elementwise{host(a), factor});
+    if (n >= kDeferMin && std::fabs(factor) <= 1 && !buffer(a).lazy && !buffer(a).softmax) {
+      cpu::Elementwise e = *recipe_over(a);
+      e.factor = factor;
+      return defer_elementwise(a.shape, std::move(e));
+    }
     Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
     Scalar* dst = out.mutable_data();
@@ -225,10 +259,10 @@ class CpuBackend final : public Backend {
             "masked_fill wants keep (B, T, S)", keep);
     const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
     const auto& lazy = buffer(scores).lazy;
-    if (element_count(scores.shape) >= kDeferMin && (!lazy || !lazy->keep.has_data())) {
-      Elementwise e = lazy ? *lazy : Elementwise{host(scores)};
+    if (element_count(scores.shape) >= kDeferMin && !buffer(scores).softmax && (!lazy || !lazy->keep.has_data())) {
+      cpu::Elementwise e = *recipe_over(scores);
       e.keep = host(keep), e.groups = groups, e.plane = plane, e.fill = fill;
-      return defer(scores.shape, std::move(e));
+      return defer_elementwise(scores.shape, std::move(e));
     }
     Tensor out = Tensor::uninitialized(scores.shape);
     const Scalar* src = host(scores).data();
@@ -248,8 +282,13 @@ class CpuBackend final : public Backend {
     // a -inf entry becomes exp(-inf) = 0 exactly.
     require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
     const auto rows = a.shape[0], n = a.shape[1];
+    if ((buffer(a).lazy || buffer(a).product) && rows * n >= kDeferMin) {
+      // over deferred scores: weights deferred too, computed row block by row block when the context
+      // product (or a reader) asks
+      return defer_softmax(a.shape, std::make_shared<const cpu::Softmax>(recipe_over(a), rows, n, empty));
+    }
     Tensor out = Tensor::uninitialized(a.shape);
-    const Elementwise* lazy = buffer(a).lazy.get();  // deferred scaled / masked scores: read row by row
+    const cpu::Elementwise* lazy = buffer(a).lazy.get();  // deferred scaled / masked scores: read row by row
     const Scalar* src = lazy ? nullptr : host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for schedule(static) if (parallel(5.0 * rows * n))
@@ -258,14 +297,13 @@ class CpuBackend final : public Backend {
       const Scalar* x;
       if (lazy) {
         row.resize(static_cast<std::size_t>(n));
-        lazy->range(r * n, n, row.data());
+        lazy->values(r * n, n, row.data());
         x = row.data();
       } else {
         x = src + r * n;
       }
       Scalar* y = dst + r * n;
-      Scalar mx = -std::numeric_limits<Scalar>::infinity();
-      for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+      const Scalar mx = cpu::row_max(x, n);
       if (mx == -std::numeric_limits<Scalar>::infinity()) {
         // A row with every entry -inf has no distribution: the caller's policy decides (NaN by
         // default, which makes it visible rather than plausible).
@@ -275,12 +313,9 @@ class CpuBackend final : public Backend {
         std::fill(y, y + n, fill);
         continue;
       }
-      double sum = 0.0;  // accumulated in double: rows can be thousands of entries long
-      for (std::int64_t j = 0; j < n; ++j) {
-        y[j] = std::exp(x[j] - mx);
-        sum += y[j];
-      }
-      const Scalar inv = static_cast<Scalar>(1.0 / sum);
+      // the sum in double (rows can be thousands of entries long), in reduce.hpp's fixed order
+      for (std::int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - mx);
+      const Scalar inv = static_cast<Scalar>(1.0 / cpu::row_sum(y, n));
       for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
     }
     return wrap(std::move(out));
@@ -339,15 +374,48 @@ class CpuBackend final : public Backend {
 
   BackendTensor row_sums(const BackendTensor& a) override {
     require(a.shape.size() == 2, "row_sums wants (N, n)", a);
+    if (const auto sm = buffer(a).softmax) {
+      // the sums the softmax recorded for each row (the context product computes every row)
+      const auto rows = a.shape[0];
+      Tensor t = Tensor::deferred(
+          {rows},
+          [sm, rows](Scalar* out) {
+            for (std::int64_t r = 0; r < rows; ++r) out[r] = sm->row_sum(r);
+          },
+          [sm](std::int64_t r) { return sm->row_sum(r); });
+      return wrap(std::move(t));
+    }
     const auto rows = a.shape[0], n = a.shape[1];
     Tensor out = Tensor::uninitialized({rows});
     const Scalar* src = host(a).data();
 #pragma omp parallel for schedule(static) if (parallel(static_cast<double>(rows * n)))
     for (std::int64_t r = 0; r < rows; ++r) {
-      double s = 0.0;
-      for (std::int64_t j = 0; j < n; ++j) s += src[r * n + j];
-      out.mutable_data()[r] = static_cast<Scalar>(s);
+      out.mutable_data()[r] = static_cast<Scalar>(cpu::row_sum(src + r * n, n));
     }
+    return wrap(std::move(out));
+  }
+
+ private:
+  // context (N, m, n) = weights (N, m, k), deferred, · v (N, k, n): weights rows are computed block
+  // by block into scratch and multiplied at once, never held.
+  BackendTensor weights_times(const BackendTensor& w, const BackendTensor& v) {
+    const auto& sm = *buffer(w).softmax;
+    const auto n_batch = w.shape[0], m = w.shape[1], k = w.shape[2], n = v.shape[2];
+    Tensor out = Tensor::uninitialized({n_batch, m, n});
+    const Scalar* pv = host(v).data();
+    Scalar* po = out.mutable_data();
+    constexpr std::int64_t kBlock = 32;
+    const std::int64_t blocks = (m + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(2.0 * n_batch * m * k * n))
+    for (std::int64_t i = 0; i < n_batch; ++i)
+      for (std::int64_t bl = 0; bl < blocks; ++bl) {
+        thread_local std::vector<Scalar> rows;
+        const std::int64_t r0 = bl * kBlock, count = std::min(kBlock, m - r0);
+        rows.resize(static_cast<std::size_t>(count * k));
+        sm.compute_rows(i * m + r0, count, rows.data());
+        const gemm::PackedB packed = gemm::pack_b(pv + i * k * n, n, false, k, n);
+        gemm::multiply(rows.data(), k, count, packed, po + (i * m + r0) * n, n);
+      }
     return wrap(std::move(out));
   }
 };

@@ -99,12 +99,29 @@ void Recorder::require_finite(const Step& step) const {
     special = special || any != 0;
   }
   if (!special) return;
+  check_deferred();  // an earlier deferred step that overflowed is the one to name
   for (std::int64_t i = 0; i < n; ++i) {
     const Scalar v = p[i];
     if (std::isfinite(v) || (minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) continue;
     throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down", step.id,
                                  std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), i));
   }
+}
+
+void Recorder::check_deferred() const {
+  if (lenient_) return;
+  for (const auto& step : trace_.steps) {
+    const auto i = step.value.deferred_nonfinite();
+    if (i < 0) continue;
+    const Scalar v = step.value.at(i);
+    throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down", step.id,
+                                 std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), i));
+  }
+}
+
+Trace Recorder::take() {
+  check_deferred();
+  return std::move(trace_);
 }
 
 void Recorder::check_masked_rows() {

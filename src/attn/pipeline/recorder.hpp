@@ -27,12 +27,14 @@ class Recorder {
 
   TextFacts facts;
   const TraceConfig& config() const { return trace_.config; }
-  Trace take() { return std::move(trace_); }
+  // The trace, once deferred steps that could overflow (a deferred product) are checked too.
+  Trace take();
 
  private:
   Dims display_dims(const Dims& full) const;
   Shape display_shape(const Dims& full, const Shape& shape) const;
   void require_finite(const Step& step) const;
+  void check_deferred() const;  // deferred steps so far, in order
 
   const Spec& s_;
   Backend& be_;
