@@ -10,7 +10,9 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 
 #include "attn/backend.hpp"
 #include "attn/cpu/deferred.hpp"
@@ -41,6 +43,13 @@ using Map = Eigen::Map<Matrix>;
 
 // Elementwise steps at least this large (scaled, masked) are deferred.
 constexpr std::int64_t kDeferMin = std::int64_t{1} << 16;
+
+// ATTN_DEFER=0 computes and holds every step: the test that deferred steps have the eager bits
+// compares the two.
+bool deferral() {
+  const char* v = std::getenv("ATTN_DEFER");
+  return v == nullptr || std::string_view(v) != "0";
+}
 
 // A buffer holds a tensor; a deferred step's tensor computes its values from the recipe it also
 // holds here, so the next primitive can read the recipe instead of the values.
@@ -154,7 +163,7 @@ class CpuBackend final : public Backend {
             "matmul wants b (k, n) or (N, k, n)", b);
     const auto n = b.shape.back();
     if (!shared_b && buffer(a).softmax && !deferred(b)) return weights_times(a, b);
-    if (!shared_b && !deferred(a) && !deferred(b) && cpu::worth_deferring_product(n_batch, m, k, n)) {
+    if (deferral() && !shared_b && !deferred(a) && !deferred(b) && cpu::worth_deferring_product(n_batch, m, k, n)) {
       return defer_product({n_batch, m, n}, std::make_shared<const cpu::Product>(host(a), host(b), n_batch, m, k, n), n);
     }
     Tensor out = Tensor::uninitialized({n_batch, m, n});
@@ -238,7 +247,7 @@ class CpuBackend final : public Backend {
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
     const auto n = element_count(a.shape);
     // |factor| <= 1 keeps finite scores finite, so the deferred step needs no check of its own
-    if (n >= kDeferMin && std::fabs(factor) <= 1 && !buffer(a).lazy && !buffer(a).softmax) {
+    if (deferral() && n >= kDeferMin && std::fabs(factor) <= 1 && !buffer(a).lazy && !buffer(a).softmax) {
       cpu::Elementwise e = *recipe_over(a);
       e.factor = factor;
       return defer_elementwise(a.shape, std::move(e));
@@ -259,7 +268,7 @@ class CpuBackend final : public Backend {
             "masked_fill wants keep (B, T, S)", keep);
     const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
     const auto& lazy = buffer(scores).lazy;
-    if (element_count(scores.shape) >= kDeferMin && !buffer(scores).softmax && (!lazy || !lazy->keep.has_data())) {
+    if (deferral() && element_count(scores.shape) >= kDeferMin && !buffer(scores).softmax && (!lazy || !lazy->keep.has_data())) {
       cpu::Elementwise e = *recipe_over(scores);
       e.keep = host(keep), e.groups = groups, e.plane = plane, e.fill = fill;
       return defer_elementwise(scores.shape, std::move(e));
@@ -282,7 +291,7 @@ class CpuBackend final : public Backend {
     // a -inf entry becomes exp(-inf) = 0 exactly.
     require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
     const auto rows = a.shape[0], n = a.shape[1];
-    if ((buffer(a).lazy || buffer(a).product) && rows * n >= kDeferMin) {
+    if (deferral() && (buffer(a).lazy || buffer(a).product) && rows * n >= kDeferMin) {
       // over deferred scores: weights deferred too, computed row block by row block when the context
       // product (or a reader) asks
       return defer_softmax(a.shape, std::make_shared<const cpu::Softmax>(recipe_over(a), rows, n, empty));

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Deferred steps have the eager bits: every problem's JSON trace (every step, every value) is the
+# same byte for byte with deferral on (the default) and off (ATTN_DEFER=0), at sizes where the CPU
+# backend defers scores, scaled, masked and weights; and a --mistake run too.
+# Usage: deferred_check.sh ATTN WORK_DIR
+set -u
+attn=$1 work=$2/deferred
+mkdir -p "$work"
+fail=0
+check() {  # name, JSON input, extra arguments
+  local name=$1 input=$2
+  shift 2
+  printf '%s' "$input" >"$work/$name.json"
+  ATTN_DEFER=0 "$attn" run "$work/$name.json" --format json "$@" >"$work/$name.eager" 2>&1
+  local rc_eager=$?
+  "$attn" run "$work/$name.json" --format json "$@" >"$work/$name.deferred" 2>&1
+  local rc=$?
+  if [[ $rc != "$rc_eager" ]] || ! cmp -s "$work/$name.eager" "$work/$name.deferred"; then
+    echo "FAIL $name: deferred (exit $rc) and eager (exit $rc_eager) traces differ"; fail=1
+  else
+    echo "ok   $name ($(wc -c <"$work/$name.eager") bytes, exit $rc)"
+  fi
+}
+r='"seed": 5, "T": 130, "C": 32, "output_projection": true'
+check causal "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}"
+check self_batched "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r, \"B\": 2}, \"padding\": {\"lengths\": [130, 77]}}"
+check cross "{\"mode\": \"cross\", \"heads\": 4, \"random\": {$r, \"S\": 150, \"Cs\": 24, \"dv\": 8}}"
+check bottom_right "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \"heads\": 2, \"q\": $(python3 -c 'import json,random; random.seed(1); print(json.dumps([[random.uniform(-1,1) for _ in range(8)] for _ in range(100)]))'), \"k\": $(python3 -c 'import json,random; random.seed(2); print(json.dumps([[random.uniform(-1,1) for _ in range(8)] for _ in range(700)]))')}"
+check fill "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}, \"mask_fill\": -1e9}"
+check scale_none "{\"mode\": \"causal\", \"heads\": 4, \"scale\": \"none\", \"random\": {$r}}"
+check masked_rows "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \"heads\": 4, \"masked_row\": \"zeros\", \"random\": {$r, \"B\": 1}, \"padding\": {\"lengths\": [60]}}"
+check mistake_after "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake mask-after-softmax
+check mistake_axis "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake softmax-wrong-axis
+check overflow "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[1e21 if (i+j)%7==0 else 0.5 for j in range(32)] for i in range(130)]))')}"
+exit $fail
