@@ -18,6 +18,7 @@ struct StepInfo {
   StepId step;
   std::string_view id;     // stable: "q.heads", "weights"; keys text, JSON, goldens, check and diff
   std::string_view title;  // "Queries, heads first"
+  bool relayout = false;   // the values of earlier steps moved, none computed (a view, a transpose)
 };
 
 const std::vector<StepInfo>& all_steps();  // in canonical pipeline order

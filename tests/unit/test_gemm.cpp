@@ -59,3 +59,22 @@ TEST_CASE("every gemm kernel gives the fma chain's bits", "[gemm]") {
   }
   attn::gemm::use_kernel(before);
 }
+
+TEST_CASE("gemm windows: a column range and a prefix of k give the same chains' bits", "[gemm]") {
+  std::mt19937 rng(11);
+  const std::int64_t m = 37, k = 300, n = 90;
+  const auto a = random_matrix(m, k, rng), b = random_matrix(k, n, rng);
+  const auto packed = attn::gemm::pack_b(b.data(), n, false, k, n);
+  for (const std::int64_t k_used : {std::int64_t{0}, std::int64_t{1}, std::int64_t{257}, k})
+    for (const auto [col0, col1] : {std::pair<std::int64_t, std::int64_t>{0, n}, {40, 77}, {0, 1}, {89, 90}}) {
+      INFO("k_used " << k_used << ", columns " << col0 << " .. " << col1);
+      std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
+      attn::gemm::multiply(a.data(), k, m, packed, c.data(), n, k_used, col0, col1);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = col0; j < col1; ++j) {
+          float want = 0.0f;
+          for (std::int64_t kk = 0; kk < k_used; ++kk) want = std::fma(a[i * k + kk], b[kk * n + j], want);
+          if (std::memcmp(&c[i * n + j], &want, sizeof want) != 0) FAIL("entry " << i << ", " << j);
+        }
+    }
+}

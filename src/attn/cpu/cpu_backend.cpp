@@ -270,7 +270,7 @@ class CpuBackend final : public Backend {
     const auto& lazy = buffer(scores).lazy;
     if (deferral() && element_count(scores.shape) >= kDeferMin && !buffer(scores).softmax && (!lazy || !lazy->keep.has_data())) {
       cpu::Elementwise e = *recipe_over(scores);
-      e.keep = host(keep), e.groups = groups, e.plane = plane, e.fill = fill;
+      e.set_keep(host(keep), groups, scores.shape[2], scores.shape[3], fill);
       return defer_elementwise(scores.shape, std::move(e));
     }
     Tensor out = Tensor::uninitialized(scores.shape);
@@ -421,8 +421,9 @@ class CpuBackend final : public Backend {
         thread_local std::vector<Scalar> rows;
         const std::int64_t r0 = bl * kBlock, count = std::min(kBlock, m - r0);
         rows.resize(static_cast<std::size_t>(count * k));
-        sm.compute_rows(i * m + r0, count, rows.data());
-        const gemm::PackedB packed = gemm::pack_b(pv + i * k * n, n, false, k, n);
+        // weights from column `live` on are exactly 0: their terms would leave each chain unchanged
+        const std::int64_t live = sm.compute_rows(i * m + r0, count, rows.data());
+        const gemm::PackedB packed = gemm::pack_b(pv + i * k * n, n, false, live, n);
         gemm::multiply(rows.data(), k, count, packed, po + (i * m + r0) * n, n);
       }
     return wrap(std::move(out));

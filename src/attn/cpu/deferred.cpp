@@ -37,8 +37,12 @@ bool worth_deferring_product(std::int64_t batches, std::int64_t m, std::int64_t 
 Product::Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n)
     : a_(std::move(a)), b_(std::move(b)), batches_(batches), m_(m), k_(k), n_(n),
       packed_once_(new std::once_flag[static_cast<std::size_t>(batches)]), packed_(static_cast<std::size_t>(batches)),
-      row_state_(new std::atomic<std::uint8_t>[static_cast<std::size_t>(batches * m)]) {
-  for (std::int64_t r = 0; r < batches * m; ++r) row_state_[static_cast<std::size_t>(r)].store(0, std::memory_order_relaxed);
+      done_(new std::atomic<std::int64_t>[static_cast<std::size_t>(batches * m)]),
+      bad_(new std::atomic<std::uint8_t>[static_cast<std::size_t>(batches * m)]) {
+  for (std::int64_t r = 0; r < batches * m; ++r) {
+    done_[static_cast<std::size_t>(r)].store(0, std::memory_order_relaxed);
+    bad_[static_cast<std::size_t>(r)].store(0, std::memory_order_relaxed);
+  }
 }
 
 const gemm::PackedB& Product::packed(std::int64_t batch) const {
@@ -55,10 +59,24 @@ Scalar Product::entry(std::int64_t batch, std::int64_t row, std::int64_t col) co
   return c;
 }
 
-void Product::full_rows(std::int64_t batch, std::int64_t row, std::int64_t rows, Scalar* out) const {
-  gemm::multiply(a_.data() + (batch * m_ + row) * k_, k_, rows, packed(batch), out, n_);
+void Product::block(std::int64_t batch, std::int64_t row, std::int64_t rows, std::int64_t col0, std::int64_t col1, Scalar* out,
+                    std::int64_t ld) const {
+  gemm::multiply(a_.data() + (batch * m_ + row) * k_, k_, rows, packed(batch), out, ld, -1, col0, col1);
   for (std::int64_t r = 0; r < rows; ++r) {
-    row_state_[static_cast<std::size_t>(batch * m_ + row + r)].store(finite_row(out + r * n_, n_) ? 1 : 2, std::memory_order_relaxed);
+    const auto i = static_cast<std::size_t>(batch * m_ + row + r);
+    if (!finite_row(out + r * ld + col0, col1 - col0)) bad_[i].store(1, std::memory_order_relaxed);
+    // columns are recorded as a prefix: a block starting at or before what is known extends it
+    std::int64_t done = done_[i].load(std::memory_order_relaxed);
+    while (col0 <= done && done < col1 && !done_[i].compare_exchange_weak(done, col1, std::memory_order_relaxed)) {
+    }
+  }
+}
+
+void Product::rows(std::int64_t row0, std::int64_t count, std::int64_t col1, Scalar* out, std::int64_t ld) const {
+  while (count > 0) {
+    const std::int64_t batch = row0 / m_, row = row0 % m_, n = std::min(count, m_ - row);
+    block(batch, row, n, 0, col1, out, ld);
+    row0 += n, count -= n, out += n * ld;
   }
 }
 
@@ -67,7 +85,7 @@ void Product::values(std::int64_t i0, std::int64_t count, Scalar* out) const {
     const std::int64_t batch = i0 / (m_ * n_), rem = i0 % (m_ * n_), row = rem / n_, col = rem % n_;
     if (col == 0 && count >= n_) {
       const std::int64_t rows = std::min(count / n_, m_ - row);
-      full_rows(batch, row, rows, out);
+      block(batch, row, rows, 0, n_, out, n_);
       i0 += rows * n_, out += rows * n_, count -= rows * n_;
       continue;
     }
@@ -78,10 +96,18 @@ void Product::values(std::int64_t i0, std::int64_t count, Scalar* out) const {
 }
 
 std::int64_t Product::first_nonfinite() const {
-  std::vector<Scalar> buf(static_cast<std::size_t>(n_));
+  // the columns no pass has computed yet, 32 rows at a time; then the first row found not finite
+  constexpr std::int64_t kBlock = 32;
+  std::vector<Scalar> buf(static_cast<std::size_t>(kBlock * n_));
+  for (std::int64_t batch = 0; batch < batches_; ++batch)
+    for (std::int64_t row = 0; row < m_; row += kBlock) {
+      const std::int64_t rows = std::min(kBlock, m_ - row);
+      std::int64_t from = n_;
+      for (std::int64_t r = 0; r < rows; ++r) from = std::min(from, done_[static_cast<std::size_t>(batch * m_ + row + r)].load());
+      if (from < n_) block(batch, row, rows, from, n_, buf.data(), n_);
+    }
   for (std::int64_t r = 0; r < batches_ * m_; ++r) {
-    if (row_state_[static_cast<std::size_t>(r)].load(std::memory_order_relaxed) == 0) full_rows(r / m_, r % m_, 1, buf.data());
-    if (row_state_[static_cast<std::size_t>(r)].load(std::memory_order_relaxed) != 2) continue;
+    if (bad_[static_cast<std::size_t>(r)].load() == 0) continue;
     values(r * n_, n_, buf.data());
     for (std::int64_t j = 0; j < n_; ++j)
       if (!std::isfinite(buf[static_cast<std::size_t>(j)])) return r * n_ + j;
@@ -107,6 +133,54 @@ void Elementwise::values(std::int64_t i0, std::int64_t count, Scalar* out) const
   }
 }
 
+void Elementwise::set_keep(Tensor k, std::int64_t g, std::int64_t T, std::int64_t S, Scalar f) {
+  keep = std::move(k), groups = g, plane = T * S, fill = f;
+  const std::int64_t keep_rows = keep.size() / S;
+  visible.assign(static_cast<std::size_t>(keep_rows), 0);
+  for (std::int64_t r = 0; r < keep_rows; ++r) {
+    const Scalar* row = keep.data() + r * S;
+    std::int64_t last = S;
+    while (last > 0 && row[last - 1] == 0) --last;
+    visible[static_cast<std::size_t>(r)] = last;
+  }
+}
+
+std::int64_t Elementwise::visible_end(std::int64_t row0, std::int64_t count, std::int64_t width) const {
+  if (!keep.has_data()) return width;
+  const std::int64_t rows_per_plane = plane / width;  // T: a batch's keep is (T, S)
+  std::int64_t end = 0;
+  for (std::int64_t r = row0; r < row0 + count && end < width; ++r) {
+    const std::int64_t b = r / (groups * rows_per_plane), i = r % rows_per_plane;
+    end = std::max(end, visible[static_cast<std::size_t>(b * rows_per_plane + i)]);
+  }
+  return end;
+}
+
+void Elementwise::rows(std::int64_t row0, std::int64_t count, std::int64_t width, std::int64_t end, Scalar* out) const {
+  if (product) {
+    if (end > 0) product->rows(row0, count, end, out, width);
+  } else {
+    for (std::int64_t r = 0; r < count; ++r)
+      std::memcpy(out + r * width, held.data() + (row0 + r) * width, sizeof(Scalar) * static_cast<std::size_t>(end));
+  }
+  const std::int64_t rows_per_plane = plane / width;
+  for (std::int64_t r = 0; r < count; ++r) {
+    Scalar* y = out + r * width;
+    if (!keep.has_data()) {
+      for (std::int64_t j = 0; j < end; ++j) y[j] = y[j] * factor;
+      continue;
+    }
+    const std::int64_t row = row0 + r, b = row / (groups * rows_per_plane), i = row % rows_per_plane;
+    const Scalar* k = keep.data() + b * plane + i * width;
+    for (std::int64_t j = 0; j < end; ++j) y[j] = k[j] != 0 ? y[j] * factor : fill;
+    std::fill(y + end, y + width, fill);  // every key from `end` on is blocked
+  }
+}
+
+bool Elementwise::blocks_with_minus_infinity() const {
+  return keep.has_data() && fill == -std::numeric_limits<Scalar>::infinity();
+}
+
 // ---- Softmax ----------------------------------------------------------------------------------
 
 Softmax::Softmax(std::shared_ptr<const Elementwise> logits, std::int64_t rows, std::int64_t n, Backend::EmptyRow empty)
@@ -116,8 +190,13 @@ Softmax::Softmax(std::shared_ptr<const Elementwise> logits, std::int64_t rows, s
   for (std::int64_t r = 0; r < rows; ++r) known_[static_cast<std::size_t>(r)].store(0, std::memory_order_relaxed);
 }
 
-void Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* out) const {
-  logits_->values(r0 * n_, count * n_, out);
+std::int64_t Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* out) const {
+  // Keys from `end` on are blocked in every row here: their scores are not computed (they are
+  // replaced by the fill), and with a -inf fill their weights are exp(-inf) = 0 without an exp.
+  const std::int64_t end = logits_->visible_end(r0, count, n_);
+  logits_->rows(r0, count, n_, end, out);
+  const bool zero_tail = logits_->blocks_with_minus_infinity();
+  bool every_row_kept_a_key = true;
   for (std::int64_t r = 0; r < count; ++r) {
     // the eager softmax_rows, line for line: the row max subtracted before exp, the sum in double
     Scalar* y = out + r * n_;
@@ -128,8 +207,11 @@ void Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* out) con
                           : empty_ == Backend::EmptyRow::Uniform ? static_cast<Scalar>(1.0 / static_cast<double>(n_))
                                                                  : std::numeric_limits<Scalar>::quiet_NaN();
       std::fill(y, y + n_, fill);
+      every_row_kept_a_key = false;
     } else {
-      for (std::int64_t j = 0; j < n_; ++j) y[j] = std::exp(y[j] - mx);
+      const std::int64_t live = zero_tail ? end : n_;
+      for (std::int64_t j = 0; j < live; ++j) y[j] = std::exp(y[j] - mx);
+      std::fill(y + live, y + n_, 0.0f);  // exp(-inf - mx) is exactly +0
       inv = static_cast<Scalar>(1.0 / cpu::row_sum(y, n_));
       for (std::int64_t j = 0; j < n_; ++j) y[j] *= inv;
     }
@@ -138,6 +220,7 @@ void Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* out) con
     max_[i] = mx, inv_[i] = inv, sum_[i] = static_cast<Scalar>(s);
     known_[i].store(1, std::memory_order_release);
   }
+  return zero_tail && every_row_kept_a_key ? end : n_;
 }
 
 void Softmax::statistics(std::int64_t row) const {

@@ -27,20 +27,26 @@ class Product {
   std::int64_t size() const { return batches_ * m_ * n_; }
   // out[j] = entry i0 + j (flat, row-major), j < count; whole rows by the gemm kernels
   void values(std::int64_t i0, std::int64_t count, Scalar* out) const;
+  // Columns [0, col1) of rows [row0, row0 + count) (rows flat over the batches), row r at out + r·ld.
+  void rows(std::int64_t row0, std::int64_t count, std::int64_t col1, Scalar* out, std::int64_t ld) const;
   // The first flat index whose value is not finite, or -1: from the rows computed so far, and the
   // rest computed now.
   std::int64_t first_nonfinite() const;
 
  private:
   Scalar entry(std::int64_t batch, std::int64_t row, std::int64_t col) const;
-  void full_rows(std::int64_t batch, std::int64_t row, std::int64_t rows, Scalar* out) const;
+  // rows of one batch, columns [col0, col1): computed, checked and recorded
+  void block(std::int64_t batch, std::int64_t row, std::int64_t rows, std::int64_t col0, std::int64_t col1, Scalar* out,
+             std::int64_t ld) const;
   const gemm::PackedB& packed(std::int64_t batch) const;
 
   Tensor a_, b_;
   std::int64_t batches_, m_, k_, n_;
   mutable std::unique_ptr<std::once_flag[]> packed_once_;
   mutable std::vector<gemm::PackedB> packed_;
-  mutable std::unique_ptr<std::atomic<std::uint8_t>[]> row_state_;  // per row: 0 unknown, 1 finite, 2 not
+  // per row: columns [0, done) computed and checked; whether one of them was not finite
+  mutable std::unique_ptr<std::atomic<std::int64_t>[]> done_;
+  mutable std::unique_ptr<std::atomic<std::uint8_t>[]> bad_;
 };
 
 // base · factor, then `fill` wherever keep is 0 (scaled and masked scores).
@@ -51,8 +57,17 @@ struct Elementwise {
   Tensor keep;                              // held (B, T, S), or no data: nothing blocked
   std::int64_t groups = 1, plane = 1;       // with keep: base is (B, groups, plane), plane = T·S
   Scalar fill = 0;
+  std::vector<std::int64_t> visible;  // with keep: per keep row (b, i), one past its last kept key
 
+  // Sets keep and what goes with it; keep is (B, T, S), the base (B, groups, T·S).
+  void set_keep(Tensor k, std::int64_t groups, std::int64_t T, std::int64_t S, Scalar fill);
   void values(std::int64_t i0, std::int64_t count, Scalar* out) const;
+  // Where the rows' visible keys end: every entry of these rows from this column on is blocked.
+  std::int64_t visible_end(std::int64_t row0, std::int64_t count, std::int64_t width) const;
+  // Rows [row0, row0 + count) of `width` entries into out; the base is computed only for columns
+  // [0, end) (`end` from visible_end: the rest are blocked, so `fill`).
+  void rows(std::int64_t row0, std::int64_t count, std::int64_t width, std::int64_t end, Scalar* out) const;
+  bool blocks_with_minus_infinity() const;
 };
 
 // softmax along rows of n entries of `logits`; a row whose entries are all -inf gets `empty`.
@@ -61,8 +76,9 @@ class Softmax {
   Softmax(std::shared_ptr<const Elementwise> logits, std::int64_t rows, std::int64_t n, Backend::EmptyRow empty);
   std::int64_t rows() const { return rows_; }
   std::int64_t width() const { return n_; }
-  // rows [r0, r0 + count) into out (count × n); records their statistics and sums
-  void compute_rows(std::int64_t r0, std::int64_t count, Scalar* out) const;
+  // rows [r0, r0 + count) into out (count × n); records their statistics and sums. Returns the
+  // column from which every entry of these rows is exactly 0 (blocked by -inf), or n.
+  std::int64_t compute_rows(std::int64_t r0, std::int64_t count, Scalar* out) const;
   Scalar entry(std::int64_t flat) const;  // from the row's statistics (computing them if needed)
   Scalar row_sum(std::int64_t row) const;
 

@@ -163,12 +163,14 @@ PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k
   return p;
 }
 
-void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc) {
+void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc, std::int64_t k_used,
+              std::int64_t col0, std::int64_t col1) {
   const Kernel& kn = *chosen();
   if (b.nr != kn.nr) throw InternalError("gemm: B was packed for another kernel");
-  const std::int64_t k = b.k, n = b.n;
+  const std::int64_t k = k_used < 0 ? b.k : std::min(k_used, b.k), n = col1 < 0 ? b.n : std::min(col1, b.n);
+  const std::int64_t first_panel = col0 / kn.nr;
   if (k == 0) {  // an empty sum
-    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + first_panel * kn.nr, c + i * ldc + n, 0.0f);
     return;
   }
   thread_local std::vector<float> apack, tile;
@@ -181,8 +183,8 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
     for (std::int64_t i0 = 0; i0 < m; i0 += kMC) {
       const std::int64_t mc = std::min(kMC, m - i0);
       pack_a(a + i0 * lda, lda, mc, p0, kc, kn.mr, apack.data());
-      for (std::int64_t q = 0; q < panels; ++q) {
-        const float* bp = b.data.data() + (q * k + p0) * kn.nr;
+      for (std::int64_t q = first_panel; q < panels; ++q) {
+        const float* bp = b.data.data() + (q * b.k + p0) * kn.nr;
         const std::int64_t j0 = q * kn.nr, cols = std::min<std::int64_t>(kn.nr, n - j0);
         for (std::int64_t r0 = 0; r0 < mc; r0 += kn.mr) {
           const float* ap = apack.data() + (r0 / kn.mr) * kc * kn.mr;

@@ -23,8 +23,11 @@ struct PackedB {
 // b: row-major, leading dimension ldb; transposed: b holds B as (n, k) rows (kᵀ given as k).
 PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n);
 
-// C (m, n) = A (m, k) · B, row-major with leading dimensions lda and ldc.
-void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc);
+// C (m, n) = A (m, k) · B, row-major with leading dimensions lda and ldc. Optionally only columns
+// [col0, col1) of C (col0 is rounded down to a panel: those columns are written too, with the same
+// bits), and only the first k_used terms of each chain (exact when A's later columns are zero).
+void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc,
+              std::int64_t k_used = -1, std::int64_t col0 = 0, std::int64_t col1 = -1);
 
 // The kernel in use ("avx512", "avx2", "portable"), for benchmarks and notes.
 const char* kernel_name();

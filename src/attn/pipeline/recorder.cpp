@@ -68,7 +68,8 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   step.view = view;
   // a deferred step is finite whenever its inputs are (the backend defers only such steps): its
   // values are not computed just to be checked
-  if (!lenient_ && !allow_nan_ && step.value.held()) require_finite(step);
+  // nor are re-layouts checked again: their values are an earlier step's, moved
+  if (!lenient_ && !allow_nan_ && step.value.held() && !step_info(id).relayout) require_finite(step);
   trace_.steps.push_back(std::move(step));
   clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
   return t;
