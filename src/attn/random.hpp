@@ -1,6 +1,7 @@
 // Deterministic values for tensors the input does not give: the same seed gives the same numbers
-// on every machine. Uses std::mt19937_64 (its output is fixed by the C++ standard) and our own
-// conversions, never std::*_distribution (whose algorithms differ between standard libraries).
+// on every machine. Uses std::mt19937_64's sequence (fixed by the C++ standard; Mt64 below produces
+// it in blocks) and our own conversions, never std::*_distribution (whose algorithms differ between
+// standard libraries).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,19 @@
 #include "attn/tensor.hpp"
 
 namespace attn {
+
+// The words std::mt19937_64 produces for a seed, in the same order, a block at a time.
+class Mt64 {
+ public:
+  explicit Mt64(std::uint64_t seed);
+  void fill(std::uint64_t* out, std::int64_t n);
+
+ private:
+  static constexpr int kN = 312, kM = 156;
+  void twist();
+  std::uint64_t s_[kN];
+  int next_ = kN;
+};
 
 // Each tensor draws from its own stream, keyed by seed and name, so adding a tensor to the input
 // never changes the values of another.

@@ -39,3 +39,21 @@ TEST_CASE("normal draws have mean 0 and variance 1; uniform draws stay in range"
   CHECK(lo < -0.249);
   CHECK(hi > 0.249);
 }
+
+TEST_CASE("Mt64 gives std::mt19937_64's words, in any block sizes", "[random]") {
+  for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{5489}, std::uint64_t{0xDEADBEEFCAFEF00D}}) {
+    std::mt19937_64 ref(seed);
+    Mt64 g(seed);
+    std::vector<std::uint64_t> got(2000);
+    std::int64_t at = 0;
+    for (const std::int64_t block : {1, 311, 312, 313, 700, 363}) {
+      g.fill(got.data() + at, block);
+      at += block;
+    }
+    for (std::int64_t i = 0; i < at; ++i) {
+      const auto want = ref();
+      if (got[static_cast<std::size_t>(i)] != want) FAIL("seed " << seed << ", word " << i);
+    }
+    CHECK(at == 2000);
+  }
+}
