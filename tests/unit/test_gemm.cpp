@@ -6,7 +6,10 @@
 #include <cstring>
 #include <random>
 
+#include "attn/cpu/exp.hpp"
 #include "attn/cpu/gemm.hpp"
+
+#include <limits>
 
 namespace {
 
@@ -77,4 +80,39 @@ TEST_CASE("gemm windows: a column range and a prefix of k give the same chains' 
           if (std::memcmp(&c[i * n + j], &want, sizeof want) != 0) FAIL("entry " << i << ", " << j);
         }
     }
+}
+
+TEST_CASE("the softmax's exp: every kernel gives the portable bits, within 2 ulp of exp", "[gemm][exp]") {
+  const auto before = std::string(attn::gemm::kernel_name());
+  std::vector<float> xs = {0.0f, -0.0f, -1e-30f, -1e-7f, -0.5f, -1.0f, -10.0f, -86.9f, -87.0f, -87.5f, -100.0f, -103.9f, -104.0f,
+                           -104.5f, -1000.0f, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                           1.0f, 20.0f, 88.0f, 88.5f, 89.0f};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-110.0f, 2.0f);
+  for (int i = 0; i < 20000; ++i) xs.push_back(d(rng));
+  std::vector<float> want(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) want[i] = attn::cpu::exp_deterministic(xs[i]);
+  double worst_ulp = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (!std::isfinite(xs[i]) || want[i] == 0 || !std::isfinite(want[i])) continue;
+    const double exact = std::exp(static_cast<double>(xs[i]));
+    if (exact < std::numeric_limits<float>::min()) continue;  // subnormal results: absolute error instead
+    const double ulp = std::nextafter(static_cast<float>(exact), std::numeric_limits<float>::infinity()) - static_cast<float>(exact);
+    worst_ulp = std::max(worst_ulp, std::fabs(want[i] - exact) / ulp);
+  }
+  CHECK(worst_ulp <= 2.0);
+  CHECK(attn::cpu::exp_deterministic(-std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(std::isnan(attn::cpu::exp_deterministic(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(attn::cpu::exp_deterministic(0.0f) == 1.0f);
+  for (const auto& name : attn::gemm::available_kernels()) {
+    INFO("kernel " << name);
+    attn::gemm::use_kernel(name);
+    for (const std::size_t n : {xs.size(), std::size_t{7}, std::size_t{17}}) {
+      std::vector<float> y(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n));
+      attn::cpu::exp_shifted(y.data(), static_cast<std::int64_t>(n), 0.0f);
+      for (std::size_t i = 0; i < n; ++i)
+        if (std::memcmp(&y[i], &want[i], sizeof(float)) != 0) FAIL("x = " << xs[i] << ": " << y[i] << " against " << want[i]);
+    }
+  }
+  attn::gemm::use_kernel(before);
 }

@@ -16,6 +16,7 @@
 
 #include "attn/backend.hpp"
 #include "attn/cpu/deferred.hpp"
+#include "attn/cpu/exp.hpp"
 #include "attn/cpu/gemm.hpp"
 #include "attn/cpu/reduce.hpp"
 #include "attn/error.hpp"
@@ -323,7 +324,8 @@ class CpuBackend final : public Backend {
         continue;
       }
       // the sum in double (rows can be thousands of entries long), in reduce.hpp's fixed order
-      for (std::int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - mx);
+      if (y != x) std::copy(x, x + n, y);
+      cpu::exp_shifted(y, n, mx);
       const Scalar inv = static_cast<Scalar>(1.0 / cpu::row_sum(y, n));
       for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
     }

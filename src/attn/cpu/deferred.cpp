@@ -2,6 +2,7 @@
 // chains, multiplies, selects and softmax), so a deferred value has the eager value's bits.
 #include "attn/cpu/deferred.hpp"
 
+#include "attn/cpu/exp.hpp"
 #include "attn/cpu/reduce.hpp"
 
 #include <algorithm>
@@ -210,7 +211,7 @@ std::int64_t Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* 
       every_row_kept_a_key = false;
     } else {
       const std::int64_t live = zero_tail ? end : n_;
-      for (std::int64_t j = 0; j < live; ++j) y[j] = std::exp(y[j] - mx);
+      exp_shifted(y, live, mx);
       std::fill(y + live, y + n_, 0.0f);  // exp(-inf - mx) is exactly +0
       inv = static_cast<Scalar>(1.0 / cpu::row_sum(y, n_));
       for (std::int64_t j = 0; j < n_; ++j) y[j] *= inv;
@@ -240,7 +241,7 @@ Scalar Softmax::entry(std::int64_t flat) const {
   }
   Scalar x;
   logits_->values(flat, 1, &x);
-  Scalar y = std::exp(x - max_[i]);
+  const Scalar y = exp_deterministic(x - max_[i]);
   return y * inv_[i];
 }
 
