@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 #include <algorithm>
+#include <vector>
 
 namespace attn {
 namespace {
@@ -72,17 +73,16 @@ Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape) {
   Tensor t = Tensor::uninitialized(std::move(shape));
   Scalar* p = t.mutable_data();
   const auto n = t.size();
-  std::uint64_t bits[kBlock];  // an even count: pairs never straddle two blocks
-  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
-    const std::int64_t m = std::min(kBlock, n - i0);
-    g.fill(bits, m + (m & 1));
-    for (std::int64_t j = 0; j < m; j += 2) {
-      const double u1 = 1.0 - unit(bits[j]);  // (0, 1]: log(u1) is finite
-      const double u2 = unit(bits[j + 1]);
-      const double r = std::sqrt(-2.0 * std::log(u1));
-      p[i0 + j] = static_cast<Scalar>(r * std::cos(2.0 * std::numbers::pi * u2));
-      if (j + 1 < m) p[i0 + j + 1] = static_cast<Scalar>(r * std::sin(2.0 * std::numbers::pi * u2));
-    }
+  std::vector<std::uint64_t> bits(static_cast<std::size_t>(n + (n & 1)));  // whole pairs
+  g.fill(bits.data(), static_cast<std::int64_t>(bits.size()));
+  // the words come from one stream, in order; turning each pair into two numbers is independent
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+  for (std::int64_t i = 0; i < n; i += 2) {
+    const double u1 = 1.0 - unit(bits[static_cast<std::size_t>(i)]);  // (0, 1]: log(u1) is finite
+    const double u2 = unit(bits[static_cast<std::size_t>(i + 1)]);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    p[i] = static_cast<Scalar>(r * std::cos(2.0 * std::numbers::pi * u2));
+    if (i + 1 < n) p[i + 1] = static_cast<Scalar>(r * std::sin(2.0 * std::numbers::pi * u2));
   }
   return t;
 }
