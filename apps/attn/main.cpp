@@ -157,6 +157,11 @@ struct DiffOptions {
 
 void setup_diff(CLI::App& app, DiffOptions& o) {
   auto* diff = app.add_subcommand("diff", "Compare two traces step by step (JSON traces or directories of <step id>.npy)");
+  diff->footer(R"(Example: yesterday's trace against today's
+  $ attn run examples/cat_sat.json --format json > old.json
+  $ attn diff old.json my_trace.json
+
+Exit codes: 0 same within the tolerance, 1 they differ (the first diverging step is named), 2 bad input.)");
   diff->add_option("a", o.a, "trace A: attn run --format json output, or a --dump directory")->required();
   diff->add_option("b", o.b, "trace B, compared against A")->required();
   add_tolerances(diff, o.tol);
@@ -170,6 +175,13 @@ struct DiagnoseOptions {
 
 void setup_diagnose(CLI::App& app, DiagnoseOptions& o) {
   auto* d = app.add_subcommand("diagnose", "Find which common mistake reproduces a student's tensors");
+  d->footer(R"(Example: a student's .npy files (named by step id: q.npy, scores.npy, weights.npy, ...)
+  $ attn run examples/diagnose_causal_2heads.json --mistake scale-missing --dump student/
+  $ attn diagnose examples/diagnose_causal_2heads.json student/
+    ...
+    verdict: scale-missing
+
+Exit codes: 0 the student is correct, 1 a difference (with the mistake that explains it, if any), 2 bad input.)");
   d->add_option("spec", o.spec, "the problem (input JSON)")->required();
   d->add_option("student", o.student, "the student's tensors: a directory of <step id>.npy files, or a JSON trace")->required();
   add_tolerances(d, o.tol);
@@ -184,6 +196,13 @@ struct CheckOptions {
 
 void setup_check(CLI::App& app, CheckOptions& o) {
   auto* check = app.add_subcommand("check", "Compare the numbers a document printed (the input's expect) with the computed ones");
+  check->footer(R"(Example: a document's printed weights against the true ones
+  $ attn check examples/masked_4x4.json
+    ...
+    summary: 48 printed values checked: 39 match, 9 differ
+
+Each printed number may be off by half a unit in its last printed decimal ("tolerance" in expect
+overrides). Exit codes: 0 every number matches, 1 some differ, 2 bad input.)");
   check->add_option("file", o.file, "input JSON file with an expect block (- reads standard input)")->required();
   check->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
   add_resources(check, o.resources);
@@ -198,6 +217,11 @@ struct CostOptions {
 
 void setup_cost(CLI::App& app, CostOptions& o) {
   auto* cost = app.add_subcommand("cost", "FLOPs and bytes of every step before running, and how they grow with T");
+  cost->footer(R"(Examples:
+  $ attn cost examples/cross_narrow_source.json
+  $ attn cost --T 100000 --C 768 --H 12 --mode causal
+    ...
+    one [T, S] attention matrix: 100000 × 100000 × 4 bytes = 40.0 GB)");
   cost->add_option("file", o.file, "an input JSON (or give the sizes below)");
   cost->add_option("--B", o.sizes.B, "batch size (default 1)");
   cost->add_option("--T", o.sizes.T, "query length");

@@ -123,13 +123,21 @@ void render_cost(const Spec& spec, std::ostream& out) {
   out << fmt::format("\none [T, S] attention matrix: {} × {} × 4 bytes = {}\n", c.T, c.S,
                      human_bytes(static_cast<double>(c.T) * static_cast<double>(c.S) * 4));
 
-  // Growth: the same problem at T / 4 .. T × 8 (S follows T unless cross-attention fixed it).
-  out << "\nas T grows (doubling T doubles the [T, C] steps and quadruples every [T, S] step):\n";
+  // Growth: the same problem at T·2^k, six rows from T/4 where that is a whole number (S follows T
+  // unless cross-attention fixed it).
+  if (spec.cross()) {
+    out << fmt::format("\nas T grows (S held at {}: doubling T doubles every step with a T axis, the [T, S] ones included):\n", c.S);
+  } else {
+    out << "\nas T grows (S = T: doubling T doubles the [T, C] steps and quadruples every [T, S] step):\n";
+  }
   out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}\n", "T", "FLOPs", "bytes kept", "one attention matrix");
-  for (int k = -2; k <= 3; ++k) {
-    const double f = std::pow(2.0, k);
-    const auto t = static_cast<std::int64_t>(std::llround(static_cast<double>(c.T) * f));
-    if (t < 1) continue;
+  std::vector<std::int64_t> sizes;
+  for (int k = -2; sizes.size() < 6; ++k) {
+    if (k < 0 && c.T % (std::int64_t{1} << -k) != 0) continue;  // T / 2^-k only when whole
+    sizes.push_back(k < 0 ? c.T >> -k : c.T << k);
+  }
+  for (const std::int64_t t : sizes) {
+    const bool here = t == c.T;
     Spec g = spec;
     g.T = t;
     if (!g.cross()) g.S = t;
@@ -147,7 +155,7 @@ void render_cost(const Spec& spec, std::ostream& out) {
     double pf = 0;
     for (const auto& s : p.steps) pf += s.flops;
     out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}{}\n", t, human_flops(pf), human_bytes(kept_bytes(p)),
-                       human_bytes(static_cast<double>(t) * static_cast<double>(g.S) * 4), k == 0 ? "  ← this problem" : "");
+                       human_bytes(static_cast<double>(t) * static_cast<double>(g.S) * 4), here ? "  ← this problem" : "");
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "attn/backend.hpp"
 #include "attn/error.hpp"
+#include "attn/suggest.hpp"
 
 namespace attn {
 
@@ -74,11 +75,12 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
 }
 
 void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
-  out << fmt::format("attn diagnose\n  reference: {}\n  student:   {} ({} steps compared: {})\n", d.reference, d.student,
-                     d.compared.size(), fmt::join(d.compared, ", "));
+  out << fmt::format("attn diagnose\n  reference: {}\n  student:   {} ({} compared: {})\n", d.reference, d.student,
+                     count_of(d.compared.size(), "step"), fmt::join(d.compared, ", "));
   if (!d.unknown.empty()) out << fmt::format("  ignored:   {} (no such step in the reference)\n", fmt::join(d.unknown, ", "));
   if (d.correct) {
-    out << fmt::format("\ncorrect: the student's {} steps all match the reference\n", d.compared.size());
+    out << fmt::format("\ncorrect: the student's {} {} the reference\n", count_of(d.compared.size(), "step"),
+                       d.compared.size() == 1 ? "matches" : "all match");
     return;
   }
   const auto& f = d.first;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "attn/suggest.hpp"
+
 namespace attn {
 
 DiffReport diff_traces(const LoadedTrace& a, const LoadedTrace& b, const Tolerance& tol) {
@@ -94,7 +96,8 @@ void render_diff_text(const DiffReport& r, std::ostream& out) {
     if (!d.note.empty()) what += " (" + d.note + ")";
     out << fmt::format("  {:<{}}  {}\n", d.id, w, what);
   }
-  out << fmt::format("summary: {} steps: {} same, {} differ, {} only in A, {} only in B\n", r.steps.size(), same, differ, only_a, only_b);
+  out << fmt::format("summary: {}: {} same, {} differ, {} only in A, {} only in B\n", count_of(r.steps.size(), "step"), same, differ, only_a,
+                     only_b);
 }
 
 }  // namespace attn

@@ -8,6 +8,8 @@
 #include <limits>
 
 namespace attn {
+
+std::string count_of(std::size_t n, std::string_view noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 namespace {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

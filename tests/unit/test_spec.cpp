@@ -1,4 +1,5 @@
 // Input format v1: what is accepted and how, and every refusal's exact message (JSON path + expectation).
+#include "attn/suggest.hpp"
 #include "helpers.hpp"
 
 using namespace attn;
@@ -142,7 +143,7 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
       {base(R"("mode": "cross", "source": {"embedding": [[1, 1, 1]]})"), "source.embedding: unknown key (did you mean \"embeddings\"?); allowed here: tokens, sentence, embeddings"},
       {base(R"("sentence": "")"), "sentence: give tokens or sentence, not both"},
       {R"({"sentence": "a b c", "embeddings": [[1], [2]], "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}})", "sentence: expected 2 labels (one per position, T = 2), got 3"},
-      {base(R"("scale": "sqrt")"), "scale: expected one of \"sqrt_dk\", \"none\", got \"sqrt\" (did you mean \"sqrt_dk\"?)"},
+      {base(R"("scale": "sqrt")"), "scale: expected \"sqrt_dk\", \"none\" or a non-zero number such as 0.125, got \"sqrt\" (did you mean \"sqrt_dk\"?)"},
       {base(R"("scale": 0)"), "scale: expected a finite, non-zero number, got 0"},
       {base(R"("layout": "pytorch")"), "layout: expected one of \"x@W\", \"torch\", got \"pytorch\" (did you mean \"torch\"?)"},
       {base(R"("padding": {"lengths": [3]})"), "padding.lengths[0]: expected an integer in 1..2 (the key length T = 2), got the number 3"},
@@ -180,4 +181,20 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
     INFO(text);
     CHECK(error_of(text) == message);
   }
+}
+
+TEST_CASE("a random block takes T (and S) from the labels when it does not say them", "[spec][random]") {
+  const Spec s = parse_spec(R"({"sentence": "the cat sat", "random": {"seed": 1, "C": 4}})", "t.json");
+  CHECK(s.T == 3);
+  const Spec c = parse_spec(R"({"mode": "cross", "tokens": ["a", "b"], "source": {"sentence": "x y z w"}, "random": {"seed": 1, "C": 4}})", "t.json");
+  CHECK(c.T == 2);
+  CHECK(c.S == 4);
+  CHECK(error_of(R"({"sentence": "the cat sat", "random": {"seed": 1, "T": 4, "C": 4}})") ==
+        "sentence: expected 4 labels (one per position, T = 4), got 3");
+}
+
+TEST_CASE("counts say step or steps", "[spec]") {
+  CHECK(count_of(1, "step") == "1 step");
+  CHECK(count_of(0, "step") == "0 steps");
+  CHECK(count_of(3, "step") == "3 steps");
 }

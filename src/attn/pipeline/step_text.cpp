@@ -62,7 +62,7 @@ StepText head_split(StepId step, const Spec& s) {
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
   const bool query = id[0] == 'q', value = id[0] == 'v';
   const Dim L = query ? Dim::T : Dim::S;
-  const char* l = query ? "T" : "S";
+  const char* l = query || s.keys_are_queries() ? "T" : "S";  // as the shape is written
   const auto title = std::string(step_info(step).title);
   // classic widths say C and hs; general ones dk and hs for q and k, dv and hv for v
   const Dim h = value ? Dim::hv : Dim::hs;

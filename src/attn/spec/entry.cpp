@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
+#include <sstream>
 
 #include "attn/spec/readers.hpp"
 
@@ -52,6 +54,20 @@ Sequence read_sequence(ReadContext& ctx, const json& parent, const std::string& 
   }
   const std::int64_t width = parent_path.empty() ? *rnd.C : rnd.Cs.value_or(*rnd.C);
   return {rnd.sequence(ctx, path, *random_len, width), rnd.B.has_value()};
+}
+
+// How many positions the labels of `obj` name (a sentence's words, or a list of tokens), if any:
+// with them a random block needs no T (or S) of its own.
+std::optional<std::int64_t> labelled_length(const json& obj) {
+  if (obj.contains("sentence") && obj["sentence"].is_string()) {
+    std::istringstream in(obj["sentence"].get<std::string>());
+    return static_cast<std::int64_t>(std::distance(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()));
+  }
+  if (obj.contains("tokens") && obj["tokens"].is_array() && !obj["tokens"].empty()) {
+    const json& t = obj["tokens"];
+    return static_cast<std::int64_t>(t[0].is_array() ? t[0].size() : t.size());
+  }
+  return std::nullopt;
 }
 
 // What each entry point excludes.
@@ -138,7 +154,7 @@ void read_cross_source(ReadContext& ctx, const json& root, const json& src, cons
   if (!root.contains("source") && !rnd.present) {
     fail("source", "required for mode \"cross\": {\"tokens\": [...], \"embeddings\": [S, Cs] or [B, S, Cs]}");
   }
-  std::optional<std::int64_t> random_s = rnd.S ? rnd.S : std::optional<std::int64_t>(s.T);
+  std::optional<std::int64_t> random_s = rnd.S ? rnd.S : labelled_length(src) ? labelled_length(src) : std::optional<std::int64_t>(s.T);
   Sequence y = read_sequence(ctx, src, "source", "embeddings", "S", rnd, random_s, "S");
   // Any width Cs (W_k and W_v read it); the batch must be the embeddings'.
   const Shape want = s.batched ? Shape{s.B, y.x.dim(1), y.x.dim(2)} : Shape{y.x.dim(1), y.x.dim(2)};
@@ -154,7 +170,7 @@ void read_cross_source(ReadContext& ctx, const json& root, const json& src, cons
 
 // Embeddings (with a cross source), then the weights that project them.
 void read_embeddings_entry(ReadContext& ctx, const json& root, const json& src, const RandomFill& rnd, Spec& s) {
-  Sequence x = read_sequence(ctx, root, "", "embeddings", "T", rnd, rnd.T, "T");
+  Sequence x = read_sequence(ctx, root, "", "embeddings", "T", rnd, rnd.T ? rnd.T : labelled_length(root), "T");
   s.batched = x.has_batch;
   s.x = x.x;
   s.B = s.x.dim(0), s.T = s.x.dim(1), s.C = s.x.dim(2);

@@ -19,6 +19,7 @@
 #include "attn/bytes.hpp"
 #include "attn/error.hpp"
 #include "attn/spec/readers.hpp"
+#include "attn/suggest.hpp"
 
 namespace attn {
 
@@ -51,8 +52,12 @@ void read_settings(const json& root, Spec& s) {
       }
       s.scale_kind = ScaleKind::Number;
       s.scale_number = static_cast<Scalar>(d);
+    } else if (j == "sqrt_dk" || j == "none") {
+      s.scale_kind = j == "none" ? ScaleKind::None : ScaleKind::SqrtDk;
     } else {
-      s.scale_kind = read_choice<ScaleKind>(j, "scale", {{"sqrt_dk", ScaleKind::SqrtDk}, {"none", ScaleKind::None}});
+      const std::string hint = j.is_string() ? did_you_mean(j.get<std::string>(), {"sqrt_dk", "none"}) : "";
+      fail("scale", fmt::format("expected \"sqrt_dk\", \"none\" or a non-zero number such as 0.125, got {}{}",
+                                j.is_string() ? j.dump() : describe(j), hint));
     }
   }
 }
