@@ -106,6 +106,7 @@ struct RunOptions {
   std::optional<std::int64_t> head, batch;
   std::int64_t summary_threshold = 1000;
   std::string svg_dir;
+  bool force = false;
   bool timings = false;
   std::string check_against;
 };
@@ -138,7 +139,9 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   add_resources(run, o.resources);
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json");
+  run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json (a new or empty DIR, or one "
+                                        "holding attn's own earlier output, which is replaced)");
+  run->add_flag("--force", o.force, "let --dump and --svg-dir write into a directory holding other files (same-named files are replaced)");
   std::vector<std::string> names;
   for (const auto& m : attn::all_mistakes()) names.push_back(m.name);
   run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + fmt::format("{}", fmt::join(names, ", ")))
@@ -275,7 +278,7 @@ int run_run(const RunOptions& o) {
   attn::PipelineOptions options;
   if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
   const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
-  if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir);
+  if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir, o.force);
   attn::TextOptions t;
   t.precision = o.precision;
   t.shapes_only = o.shapes_only;
@@ -288,7 +291,7 @@ int run_run(const RunOptions& o) {
   t.color = color_mode(o.color);
   t.explain = o.explain;
   t.timings = o.timings;
-  if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir);
+  if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
   if (o.format == "json") {
     attn::render_json(trace, std::cout);

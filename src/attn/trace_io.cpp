@@ -11,6 +11,7 @@
 
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
+#include "attn/output_dir.hpp"
 #include "attn/render/render.hpp"
 #include "attn/steps.hpp"
 
@@ -79,24 +80,22 @@ LoadedTrace load_trace(const std::string& path) {
 
 LoadedTrace loaded_from(const Trace& trace, std::string origin) { return loaded(trace, std::move(origin), true); }
 
-void dump_trace(const Trace& trace, const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError(fmt::format("--dump {}: cannot create the directory ({})", dir, ec.message()));
-  for (const auto& step : trace.steps) write_npy((fs::path(dir) / (step.id + ".npy")).string(), step.value);
-  std::ofstream json((fs::path(dir) / "trace.json").string(), std::ios::binary | std::ios::trunc);
+void dump_trace(const Trace& trace, const std::string& dir, bool force) {
+  OutputDir out(dir, "--dump", force);
+  for (const auto& step : trace.steps) write_npy(out.file(step.id + ".npy"), step.value);
+  std::ofstream json(out.file("trace.json"), std::ios::binary | std::ios::trunc);
   if (!json) throw InputError(fmt::format("--dump {}: cannot write trace.json", dir));
   render_json(trace, json, /*data_in_npy_files=*/true);
+  out.finish();
 }
 
-void write_svg_pictures(const Trace& trace, const TextOptions& options, const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError(fmt::format("--svg-dir {}: cannot create the directory ({})", dir, ec.message()));
+void write_svg_pictures(const Trace& trace, const TextOptions& options, const std::string& dir, bool force) {
+  OutputDir out(dir, "--svg-dir", force);
   for (const auto& [name, svg] : render_svg_pictures(trace, options)) {
-    std::ofstream f((fs::path(dir) / name).string(), std::ios::binary | std::ios::trunc);
+    std::ofstream f(out.file(name), std::ios::binary | std::ios::trunc);
     if (!(f << svg)) throw InputError(fmt::format("--svg-dir {}: cannot write {}", dir, name));
   }
+  out.finish();
 }
 
 }  // namespace attn

@@ -27,11 +27,12 @@ struct LoadedTrace {
 LoadedTrace load_trace(const std::string& path);  // JSON trace file, or a directory of .npy files
 LoadedTrace loaded_from(const Trace& trace, std::string origin);
 
-// attn run --dump DIR: every step as DIR/<step id>.npy, plus DIR/trace.json pointing at them.
-void dump_trace(const Trace& trace, const std::string& dir);
+// attn run --dump DIR: every step as DIR/<step id>.npy, plus DIR/trace.json pointing at them, into a
+// directory that OutputDir takes (force: --force).
+void dump_trace(const Trace& trace, const std::string& dir, bool force = false);
 
 struct TextOptions;
 // attn run --svg-dir DIR: the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg.
-void write_svg_pictures(const Trace& trace, const TextOptions& options, const std::string& dir);
+void write_svg_pictures(const Trace& trace, const TextOptions& options, const std::string& dir, bool force = false);
 
 }  // namespace attn

@@ -67,7 +67,7 @@ def main():
         subprocess.run([attn, "run", "examples/masked_4x4.json", "--svg-dir", os.path.join(tmp, "masked")],
                        cwd=src, check=True, stdout=subprocess.DEVNULL)
         files = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".svg"))
-        files += sorted(os.path.join(tmp, "masked", f) for f in os.listdir(os.path.join(tmp, "masked")))
+        files += sorted(os.path.join(tmp, "masked", f) for f in os.listdir(os.path.join(tmp, "masked")) if f.endswith(".svg"))
         names = [os.path.basename(f) for f in files]
         want = ["scores.h0.svg", "scores.h1.svg", "weights.h0.svg", "weights.h1.svg", "mask.svg", "weights.svg"]
         if names != want:
