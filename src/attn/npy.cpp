@@ -73,10 +73,20 @@ Tensor parse_npy(std::string_view bytes, const std::string& path, const std::str
     if (it->str().size() > 15) refuse(what, path, fmt::format("dimension {} is too large", it->str()));
     shape.push_back(std::stoll(it->str()));
   }
+  // Floats, and booleans and integers (a mask saved as np.tril(np.ones(..., bool))): every value must
+  // be exactly a float32, as every integer up to 2^24 is.
+  enum class Kind { Float, Signed, Unsigned, Bool };
+  Kind kind = Kind::Float;
   std::size_t width = 0;
   if (descr == "<f4") width = 4;
   else if (descr == "<f8") width = 8;
-  else refuse(what, path, fmt::format("dtype '{}' is not supported: attn reads float32 ('<f4') or float64 ('<f8'), little-endian", descr));
+  else if (descr == "|b1") kind = Kind::Bool, width = 1;
+  else if (descr == "|i1" || descr == "<i2" || descr == "<i4" || descr == "<i8") kind = Kind::Signed, width = static_cast<std::size_t>(descr[2] - '0');
+  else if (descr == "|u1" || descr == "<u2" || descr == "<u4" || descr == "<u8") kind = Kind::Unsigned, width = static_cast<std::size_t>(descr[2] - '0');
+  else {
+    refuse(what, path, fmt::format("dtype '{}' is not supported: attn reads float32 ('<f4'), float64 ('<f8'), bool and integers, "
+                                   "little-endian", descr));
+  }
 
   double elements = 1;
   for (auto d : shape) elements *= static_cast<double>(d);
@@ -89,13 +99,27 @@ Tensor parse_npy(std::string_view bytes, const std::string& path, const std::str
   const auto n = static_cast<std::size_t>(element_count(shape));
   std::vector<Scalar> values(n);
   for (std::size_t i = 0; i < n; ++i) {
-    double v;
-    if (width == 4) {
+    double v = 0;
+    const char* at = bytes.data() + pos + i * width;
+    if (kind == Kind::Float && width == 4) {
       float f;
-      std::memcpy(&f, bytes.data() + pos + i * 4, 4);
+      std::memcpy(&f, at, 4);
       v = f;
+    } else if (kind == Kind::Float) {
+      std::memcpy(&v, at, 8);
+    } else if (kind == Kind::Bool) {
+      v = *at != 0 ? 1 : 0;
     } else {
-      std::memcpy(&v, bytes.data() + pos + i * 8, 8);
+      std::uint64_t u = 0;
+      std::memcpy(&u, at, width);  // little-endian: the low bytes
+      if (kind == Kind::Signed && width < 8 && (u >> (8 * width - 1)) != 0) u |= ~std::uint64_t{0} << (8 * width);  // sign-extend
+      const bool negative = kind == Kind::Signed && static_cast<std::int64_t>(u) < 0;
+      const std::uint64_t magnitude = negative ? ~u + 1 : u;
+      if (magnitude > (std::uint64_t{1} << 24)) {
+        refuse(what, path, fmt::format("value {}{} at flat index {} is not exactly a float32 (integers up to 2^24 are)", negative ? "-" : "",
+                                       magnitude, i));
+      }
+      v = negative ? -static_cast<double>(magnitude) : static_cast<double>(magnitude);
     }
     if (non_finite == NonFinite::Refuse && (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<Scalar>::max())) {
       refuse(what, path, fmt::format("value {} at flat index {} is not a finite float32", v, i));

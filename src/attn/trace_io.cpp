@@ -58,7 +58,8 @@ LoadedTrace load_npy_dir(const std::string& path) {
     return a < b;
   });
   for (const auto& id : ids) {
-    t.steps.push_back({id, read_npy((fs::path(path) / (id + ".npy")).string(), fmt::format("{}/{}.npy", path, id), NonFinite::Allow), {}});
+    // named by its step id: the message adds the file's path
+    t.steps.push_back({id, read_npy((fs::path(path) / (id + ".npy")).string(), id, NonFinite::Allow), {}});
   }
   return t;
 }

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "attn/npy.hpp"
+#include "attn/trace_io.hpp"
 #include "attn/numpy_random.hpp"
 #include "helpers.hpp"
 
@@ -78,7 +79,7 @@ TEST_CASE(".npy: Fortran order, other dtypes, big-endian and truncated files are
     out << h << std::string(data_bytes, '\0');
   };
   write("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16);
-  write("int.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", 16);
+  write("int.npy", "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16);
   write("big.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8);
   write("short.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", 8);
   auto err = [&](const std::string& name) {
@@ -90,9 +91,44 @@ TEST_CASE(".npy: Fortran order, other dtypes, big-endian and truncated files are
     return std::string();
   };
   CHECK_THAT(err("fortran.npy"), Catch::StartsWith("embeddings: Fortran-order arrays are not supported"));
-  CHECK_THAT(err("int.npy"), Catch::StartsWith("embeddings: dtype '<i8' is not supported"));
+  CHECK_THAT(err("int.npy"), Catch::StartsWith("embeddings: dtype '<c8' is not supported: attn reads float32 ('<f4'), float64 ('<f8'), bool and integers"));
   CHECK_THAT(err("big.npy"), Catch::StartsWith("embeddings: dtype '>f4' is not supported"));
   CHECK_THAT(err("short.npy"), Catch::StartsWith("embeddings: truncated data: shape [4] needs 32 bytes"));
   CHECK_THAT(err("missing.npy"), Catch::StartsWith("embeddings: cannot open the .npy file: No such file or directory"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(".npy: bool and integer arrays are read where every value is exactly a float32", "[npy]") {
+  const auto dir = std::filesystem::temp_directory_path() / "attn_npy_ints";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& descr, const std::string& shape, const std::string& data) {
+    std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+    h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+    h += '\n';
+    std::ofstream out(dir / name, std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char len[2] = {static_cast<char>(h.size() & 0xff), static_cast<char>(h.size() >> 8)};
+    out.write(len, 2);
+    out << h << data;
+  };
+  write("mask.npy", "|b1", "2, 2", std::string("\x01\x00\x01\x01", 4));  // np.tril(np.ones((2, 2), bool))
+  write("i1.npy", "|i1", "3,", std::string("\xfd\x00\x64", 3));          // [-3, 0, 100]
+  write("u2.npy", "<u2", "2,", std::string("\xff\xff\x07\x00", 4));      // [65535, 7]
+  write("i4.npy", "<i4", "1,", std::string("\x01\x00\x00\x81", 4));      // -2130706431: past 2^24
+  const auto values = [&](const std::string& name) {
+    const Tensor t = read_npy((dir / name).string(), "mask");
+    return std::vector<Scalar>(t.values().begin(), t.values().end());
+  };
+  CHECK(values("mask.npy") == std::vector<Scalar>{1, 0, 1, 1});
+  CHECK(values("i1.npy") == std::vector<Scalar>{-3, 0, 100});
+  CHECK(values("u2.npy") == std::vector<Scalar>{65535, 7});
+  CHECK_THROWS_WITH(read_npy((dir / "i4.npy").string(), "mask"),
+                    "mask: value -2130706431 at flat index 0 is not exactly a float32 (integers up to 2^24 are) (" + (dir / "i4.npy").string() + ")");
+  // a student's directory: its messages name the step once, and a bool mask reads like any other
+  CHECK_THROWS_WITH(load_trace(dir.string()),
+                    "i4: value -2130706431 at flat index 0 is not exactly a float32 (integers up to 2^24 are) (" + (dir / "i4.npy").string() + ")");
+  std::filesystem::remove(dir / "i4.npy");
+  const LoadedTrace t = load_trace(dir.string());
+  CHECK(t.find("mask") != nullptr);
   std::filesystem::remove_all(dir);
 }
