@@ -1,4 +1,9 @@
 // Heatmaps, colour, explanations, selection, markdown and SVG: what a class sees.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "attn/explain.hpp"
@@ -27,7 +32,7 @@ TEST_CASE("viridis runs from dark purple to yellow; shades from blank to full", 
   CHECK(svg_hex(viridis(1)) == "#fde725");
   CHECK(svg_hex(viridis(0.5)) == "#21918c");
   CHECK(shade(0) == " ");
-  CHECK(shade(0.5) == "▒");
+  CHECK(shade(0.4) == "▒");
   CHECK(shade(1) == "█");
   CHECK(ansi_background(ColorMode::TrueColor, {1, 2, 3}) == "\x1b[48;2;1;2;3m");
   CHECK(ansi_background(ColorMode::Ansi256, {253, 231, 37}) == "\x1b[48;5;220m");  // nearest cube colour
@@ -36,8 +41,9 @@ TEST_CASE("viridis runs from dark purple to yellow; shades from blank to full", 
 
 TEST_CASE("the weights heatmap marks blocked cells apart from small weights", "[classroom]") {
   const auto out = text(trace_of(kMasked));
-  CHECK_THAT(out, Catch::Contains("    t0  ██ ·· ·· ··\n    t1  ▒▒ ▒▒ ·· ··\n    t2  ░░ ░░ ░░ ··\n    t3  ░░ ░░ ░░ ░░\n"));
-  CHECK_THAT(out, Catch::Contains("heatmap of weights · ' ' 0.00–0.20  ░ 0.20–0.40  ▒ 0.40–0.60  ▓ 0.60–0.80  █ 0.80–1.00 · ·· masked"));
+  // rows [1], [0.5744 0.4256], [0.3322 0.3672 0.3006], [0.2138 0.2612 0.2887 0.2363]
+  CHECK_THAT(out, Catch::Contains("    t0  ██ ·· ·· ··\n    t1  ▓▓ ▒▒ ·· ··\n    t2  ▒▒ ▒▒ ▒▒ ··\n    t3  ░░ ▒▒ ▒▒ ░░\n"));
+  CHECK_THAT(out, Catch::Contains("heatmap of weights · ' ' 0.00–0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ 0.75–1.00 · ·· masked"));
   TextOptions colour;
   colour.color = ColorMode::TrueColor;
   const auto c = text(trace_of(kMasked), colour);
@@ -104,4 +110,54 @@ TEST_CASE("SVG pictures: one per head, the mask as its own, blocked cells grey",
   CHECK_THAT(w, Catch::Contains(">masked</text>"));    // the legend says so
   CHECK_THAT(w, Catch::EndsWith("</svg>\n"));
   CHECK(pics == render_svg_pictures(trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})"), o));
+}
+
+TEST_CASE("the shade ramp leaves only (near) zero blank", "[classroom]") {
+  CHECK(shade(0.0) == " ");
+  CHECK(shade(0.019) == " ");
+  CHECK(shade(0.17) == "░");  // a near-uniform row of 0.17 .. 0.24 is not blank
+  CHECK(shade(0.24) == "░");
+  CHECK(shade(0.5) == "▓");
+  CHECK(shade(1.0) == "█");
+}
+
+TEST_CASE("256 colours: 16 distinct steps of increasing lightness, the same in cells and legend", "[classroom]") {
+  // relative luminance of an xterm cube colour
+  auto luminance = [](int index) {
+    static const int kLevels[6] = {0, 95, 135, 175, 215, 255};
+    const int i = index - 16;
+    auto lin = [](int v) {
+      const double c = v / 255.0;
+      return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+    };
+    return 0.2126 * lin(kLevels[i / 36]) + 0.7152 * lin(kLevels[(i / 6) % 6]) + 0.0722 * lin(kLevels[i % 6]);
+  };
+  std::set<int> distinct;
+  for (int k = 0; k < 16; ++k) {
+    distinct.insert(kRamp256[k]);
+    CHECK(kRamp256[k] >= 16);
+    CHECK(kRamp256[k] < 232);
+    if (k > 0) CHECK(luminance(kRamp256[k]) > luminance(kRamp256[k - 1]));
+  }
+  CHECK(distinct.size() == 16);
+  CHECK(heat_step(0.0) == 0);
+  CHECK(heat_step(1.0) == 15);
+  // a row of 24 weights spread over 0 .. 1 uses 16 colours, every one of them in the legend
+  std::string row = "[";
+  for (int j = 0; j < 24; ++j) row += fmt::format("{}{}", j ? ", " : "", j / 23.0 * 8.0);
+  const Trace t = trace_of(R"({"scores": [)" + row + R"(]], "heads": 1})");
+  TextOptions o;
+  o.color = ColorMode::Ansi256;
+  o.heatmaps = {"scores"};
+  const auto out = text(t, o);
+  const auto legend = out.substr(out.find("heatmap of scores"));
+  const auto legend_line = legend.substr(0, legend.find('\n'));
+  const auto grid = legend.substr(legend.find('\n'));
+  std::set<std::string> in_legend, in_cells;
+  const std::regex code("\x1b\\[48;5;(\\d+)m");
+  for (std::sregex_iterator it(legend_line.begin(), legend_line.end(), code), end; it != end; ++it) in_legend.insert((*it)[1]);
+  for (std::sregex_iterator it(grid.begin(), grid.end(), code), end; it != end; ++it) in_cells.insert((*it)[1]);
+  CHECK(in_legend.size() == 16);
+  CHECK(in_cells.size() == 16);
+  for (const auto& c : in_cells) CHECK(in_legend.count(c) == 1);
 }

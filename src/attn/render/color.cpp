@@ -49,9 +49,18 @@ std::string ansi_foreground(ColorMode mode, Rgb c) {
 }
 
 std::string shade(double t) {
-  static const char* kRamp[5] = {" ", "░", "▒", "▓", "█"};
+  static const char* kShades[5] = {" ", "░", "▒", "▓", "█"};
   t = std::clamp(t, 0.0, 1.0);
-  return kRamp[std::min(4, static_cast<int>(t * 5.0))];
+  int k = 0;
+  while (k < 4 && t >= kShadeBands[k]) ++k;
+  return kShades[k];
+}
+
+int heat_step(double t) { return std::clamp(static_cast<int>(std::clamp(t, 0.0, 1.0) * 16.0), 0, 15); }
+
+std::string heat_background(ColorMode mode, double t) {
+  if (mode == ColorMode::Ansi256) return fmt::format("\x1b[48;5;{}m", kRamp256[heat_step(t)]);
+  return ansi_background(mode, viridis(t));
 }
 
 std::string svg_hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }

@@ -205,7 +205,7 @@ class TextRenderer {
             const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
             line += colour ? std::string(kAnsiDim) + mark + kAnsiReset : mark;
           } else if (colour) {
-            line += ansi_background(o_.color, viridis(sc.t(v))) + std::string(cell_w, ' ') + kAnsiReset;
+            line += heat_background(o_.color, sc.t(v)) + std::string(cell_w, ' ') + kAnsiReset;
           } else {
             line += repeat(shade(sc.t(v)), cell_w);
           }
@@ -233,18 +233,24 @@ class TextRenderer {
     const auto lo = format_fixed(static_cast<Scalar>(sc.lo), o_.precision);
     const auto hi = format_fixed(static_cast<Scalar>(sc.hi), o_.precision);
     if (o_.color == ColorMode::None) {
-      // The five shades and the value bands they stand for.
+      // The five shades and the value bands they stand for (blank: near the bottom of the range only).
       std::vector<std::string> bands;
       for (int k = 0; k < 5; ++k) {
-        const double a = sc.lo + (sc.hi - sc.lo) * k / 5.0, z = sc.lo + (sc.hi - sc.lo) * (k + 1) / 5.0;
-        bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((k + 0.5) / 5.0), k == 0 ? "'" : "",
+        const double from = k == 0 ? 0.0 : kShadeBands[k - 1];
+        const double a = sc.lo + (sc.hi - sc.lo) * from, z = sc.lo + (sc.hi - sc.lo) * kShadeBands[k];
+        bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((from + kShadeBands[k]) / 2), k == 0 ? "'" : "",
                                     format_fixed(static_cast<Scalar>(a), 2), format_fixed(static_cast<Scalar>(z), 2)));
       }
       out_ << fmt::format("{} · ·· masked\n", fmt::join(bands, "  "));
       return;
     }
+    // one swatch per 256-colour step (the cells' own table), ten samples of viridis in 24-bit colour
     std::string bar;
-    for (int k = 0; k < 10; ++k) bar += ansi_background(o_.color, viridis(k / 9.0)) + " " + kAnsiReset;
+    const int swatches = o_.color == ColorMode::Ansi256 ? 16 : 10;
+    for (int k = 0; k < swatches; ++k) {
+      const double t = o_.color == ColorMode::Ansi256 ? (k + 0.5) / 16.0 : k / 9.0;
+      bar += heat_background(o_.color, t) + " " + kAnsiReset;
+    }
     out_ << fmt::format("{} {} {} · {}··{} masked\n", lo, bar, hi, kAnsiDim, kAnsiReset);
   }
 
