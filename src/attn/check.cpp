@@ -45,7 +45,13 @@ CheckReport check_trace(const Spec& spec, const Trace& trace) {
         const double printed = x.values[i];
         const double computed = step.value.data()[i];
         const int decimals = x.decimals[i];
-        const double tol = spec.expect_tolerance ? *spec.expect_tolerance : 0.5 * std::pow(10.0, -std::max(decimals, 0));
+        // An integer literal claims the exact value; a decimal one half a unit in its last place. Never
+        // less than 4 float32 ulps of the printed value, so a right value printed to 8 or 9 significant
+        // digits is not flagged for float32 rounding.
+        const double floor = 4.0 * std::ldexp(1.0, -24) * std::fabs(printed);
+        const double tol = spec.expect_tolerance ? *spec.expect_tolerance
+                           : decimals == kExactInteger ? floor
+                                                       : std::max(0.5 * std::pow(10.0, -std::max(decimals, 0)), floor);
         // printed 0.005 steps are not exactly representable: a hair of slack
         const bool match = values_match(printed, computed, Tolerance{tol * (1 + 1e-9), 0});
         const double diff = std::isfinite(printed) && std::isfinite(computed) ? computed - printed
@@ -73,7 +79,7 @@ namespace {
 
 std::string printed_text(const CheckEntry& e) {
   if (const auto name = nonfinite_name(e.printed)) return std::string(*name);
-  return format_fixed(static_cast<Scalar>(e.printed), e.decimals);
+  return format_fixed(static_cast<Scalar>(e.printed), std::max(e.decimals, 0));
 }
 
 // Two more decimals than were printed, so the reader sees where the printed value went wrong.
@@ -89,7 +95,8 @@ std::string difference_text(const CheckEntry& e) {
 }
 
 std::string tolerance_text(const CheckReport& r) {
-  return r.tolerance ? fmt::format("±{} (expect.tolerance)", *r.tolerance) : "half a unit in each number's last printed decimal";
+  return r.tolerance ? fmt::format("±{} (expect.tolerance)", *r.tolerance)
+                     : "half a unit in each number's last printed decimal; a printed integer is exact; never under 4 float32 ulps";
 }
 
 }  // namespace
@@ -111,7 +118,9 @@ void render_check_text(const CheckReport& r, std::ostream& out) {
                                w_printed, "computed", w_computed, "difference", w_diff, "tolerance");
     for (const auto& e : r.differing) {
       // Half a unit in the last printed decimal needs exactly one decimal more than was printed.
-      const std::string tol = r.tolerance ? fmt::format("{}", e.tolerance) : fmt::format("{:.{}f}", e.tolerance, std::max(e.decimals, 0) + 1);
+      const std::string tol = r.tolerance                       ? fmt::format("{}", e.tolerance)
+                              : e.decimals == kExactInteger ? std::string("0 (exact)")
+                                                            : fmt::format("{:.{}f}", e.tolerance, std::max(e.decimals, 0) + 1);
       out << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  ±{}\n", e.step, w_step, e.position, w_pos, printed_text(e), w_printed,
                          computed_text(e), w_computed, difference_text(e), w_diff, tol);
     }
@@ -132,7 +141,7 @@ void render_check_json(const CheckReport& r, std::ostream& out) {
   const auto quote = json_quote;
   out << "{\n  \"format\": \"attn-check\",\n";
   out << "  \"title\": " << quote(r.title) << ",\n";
-  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal\"") << ",\n";
+  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal; a printed integer is exact; never under 4 float32 ulps\"") << ",\n";
   out << fmt::format("  \"checked\": {}, \"matches\": {}, \"differences\": {},\n", r.checked, r.matches, r.differences);
   out << "  \"steps\": [";
   for (std::size_t i = 0; i < r.steps.size(); ++i) {

@@ -28,12 +28,15 @@ struct Weights {
   std::optional<Tensor> b_o;           // [Co]
 };
 
+inline constexpr int kExactInteger = -2;
+
 // Numbers a document printed for one step, to be checked against the computed step (attn check).
 struct Expectation {
   std::string id;                  // step id
   Shape shape;                     // as given; must equal the step's shape
   std::vector<double> values;      // row-major; NaN where the entry is null (not printed)
-  std::vector<int> decimals;       // printed decimals per entry (-1: null, or a non-finite string)
+  std::vector<int> decimals;       // printed decimals per entry (-1: null, or a non-finite string;
+                                   // kExactInteger: an integer literal, which claims the exact value)
   std::vector<bool> present;       // false where null
 };
 

@@ -36,8 +36,17 @@ TEST_CASE("the tolerance is half a unit in the last printed decimal, read from t
   CHECK(check_of(kHead + "[0.6, 0.4]]}}").differences == 0);          // ±0.05
   CHECK(check_of(kHead + "[0.60, 0.40]]}}").differences == 2);        // ±0.005: a trailing zero is a printed digit
   CHECK(check_of(kHead + "[5.744e-1, 4.256e-1]]}}").differences == 0);  // 4 decimals through the exponent
-  CHECK(check_of(kHead + "[1, 0]]}}").differences == 0);              // integers: ±0.5
-  CHECK(check_of(kHead + "[0, 1]]}}").differences == 2);              // 0.574 is more than 0.5 from 0, 0.426 from 1
+  CHECK(check_of(kHead + "[1, 0]]}}").differences == 2);              // a printed integer claims the exact value
+}
+
+TEST_CASE("a printed integer is exact; a right value printed to 9 digits passes float32 rounding", "[check]") {
+  // 2 does not pass for 2.4; 2.0 (one decimal) does not either, 2.4 passes
+  CHECK(check_of(R"({"scores": [[2.4, 1]], "scale": "none", "expect": {"scores": [[2, 1]]}})").differences == 1);
+  CHECK(check_of(R"({"scores": [[2.4, 1]], "scale": "none", "expect": {"scores": [[2.4, 1]]}})").differences == 0);
+  CHECK(check_of(R"({"scores": [[2, 1]], "scale": "none", "expect": {"scores": [[2, 1]]}})").differences == 0);
+  // softmax([0.5, 0.2]) = [0.574442516811659, 0.425557483188341]: float32 holds 0.57444251 and 0.42555749
+  CHECK(check_of(kHead + "[0.574442517, 0.425557483]]}}").differences == 0);
+  CHECK(check_of(kHead + "[0.574442817, 0.425557183]]}}").differences == 2);  // 3e-7 off: beyond 4 ulps
 }
 
 TEST_CASE("expect.tolerance overrides printed precision; null entries are not checked", "[check]") {

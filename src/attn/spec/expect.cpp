@@ -31,8 +31,9 @@ class ExpectDecimals final : public json::json_sax_t {
 
   bool null() override { return add(-1); }
   bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return add(0); }
-  bool number_unsigned(number_unsigned_t) override { return add(0); }
+  // an integer literal ("2") claims an exact value: marked kExactInteger, printed with 0 decimals
+  bool number_integer(number_integer_t) override { return add(kExactInteger); }
+  bool number_unsigned(number_unsigned_t) override { return add(kExactInteger); }
   bool number_float(number_float_t, const string_t& s) override { return add(printed_decimals(s)); }
   bool string(string_t&) override { return add(-1); }
   bool binary(binary_t&) override { return true; }
