@@ -3,6 +3,8 @@
 // means); the words are ours and the numbers are this run's.
 #include "attn/explain.hpp"
 
+#include "attn/render/layout.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -84,6 +86,17 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
   return fmt::format("{} and {}", fmt::join(parts, ", "), last);
 }
 
+// Which keys of the row the mask blocks (-inf in the masked step of the same shape); none without one.
+std::vector<bool> blocked_keys(const Trace& t, const Step& s, const Row& r) {
+  const auto S = s.value.shape().back();
+  std::vector<bool> out(static_cast<std::size_t>(S), false);
+  const Step* masked = blocking_step(t, s);
+  if (masked == nullptr) return out;
+  const auto offset = r.values - s.value.data();
+  for (std::int64_t j = 0; j < S; ++j) out[static_cast<std::size_t>(j)] = blocked(masked, offset + j);
+  return out;
+}
+
 }  // namespace
 
 std::string explain_step(const Trace& t, const Step& s) {
@@ -155,14 +168,20 @@ std::string explain_step(const Trace& t, const Step& s) {
     if (c.entry == Entry::Scores) return "The scores, given directly: entry [i, j] is how well query i matches key j.";
     const Row r = pick_row(s);
     const auto S = s.value.shape().back();
-    const auto best = std::max_element(r.values, r.values + S) - r.values;
-    std::vector<std::string> tops;  // the best key, and any tied with it
+    const auto blocked = blocked_keys(t, s, r);
+    // the best key the query may see (the mask is about to block the others), and any tied with it
+    std::int64_t best = -1;
     for (std::int64_t j = 0; j < S; ++j)
-      if (r.values[j] == r.values[best]) tops.push_back(key_name(c, s.dims.back(), j, r.query, s.dims.back() == Dim::T));
+      if (!blocked[static_cast<std::size_t>(j)] && (best < 0 || r.values[j] > r.values[best])) best = j;
+    if (best < 0) return "Entry [i, j] is the dot product of query i and key j: large when they point the same way.";
+    std::vector<std::string> tops;
+    for (std::int64_t j = 0; j < S; ++j)
+      if (!blocked[static_cast<std::size_t>(j)] && r.values[j] == r.values[best]) tops.push_back(key_name(c, s.dims.back(), j, r.query, s.dims.back() == Dim::T));
     const auto highest = tops.size() == 1 ? fmt::format("highest against {} ({:.2f})", tops[0], r.values[best])
                                           : fmt::format("highest, {:.2f}, against {} alike", r.values[best], fmt::join(tops, " and "));
-    return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores {}.",
-                       row_words(s), tok(r.query), highest);
+    const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
+    return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores {}{}.",
+                       row_words(s), tok(r.query), highest, some_blocked ? " among the keys it may see (the mask blocks the others next)" : "");
   }
   if (id == "scaled") {
     if (c.hs > 0 && c.scale.starts_with("1/√")) {
@@ -206,12 +225,21 @@ std::string explain_step(const Trace& t, const Step& s) {
     if (w == nullptr) return "";
     const Row r = pick_row(*w);
     const auto S = w->value.shape().back();
+    const auto blocked = blocked_keys(t, *w, r);
     std::vector<std::string> terms;
-    for (std::int64_t j = 0; j < S && terms.size() < 4; ++j) {
-      if (r.values[j] >= 0.005f) terms.push_back(fmt::format("{:.2f} · v[{}]", r.values[j], q(axis_label(c, w->dims.back(), j, 0))));
+    bool more = false;  // a key of some weight beyond the four shown
+    for (std::int64_t j = 0; j < S; ++j) {
+      if (r.values[j] < 0.005f) continue;
+      if (terms.size() == 4) {
+        more = true;
+        break;
+      }
+      terms.push_back(fmt::format("{:.2f} · v[{}]", r.values[j], q(axis_label(c, w->dims.back(), j, 0))));
     }
-    return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.",
-                       block_prefix(*w), tok(r.query), fmt::join(terms, " + "), terms.size() < static_cast<std::size_t>(S) ? " + …" : "");
+    const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
+    return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.{}",
+                       block_prefix(*w), tok(r.query), fmt::join(terms, " + "), more ? " + …" : "",
+                       some_blocked ? " Masked keys add nothing: their weight is exactly 0." : "");
   }
   if (id == "merged" && c.general) {
     return fmt::format("Transpose back to [.., T, H, hv] and read as [.., T, dv]: head h's hv = {} features land in columns h·{} .. "

@@ -161,3 +161,17 @@ TEST_CASE("256 colours: 16 distinct steps of increasing lightness, the same in c
   CHECK(in_cells.size() == 16);
   for (const auto& c : in_cells) CHECK(in_legend.count(c) == 1);
 }
+
+TEST_CASE("explanations in causal mode: no praise for a blocked key, no dangling terms", "[classroom][explain]") {
+  // keys 0, 1, 9 along q: every query's largest score is the last key, which causal masking blocks
+  // for queries 0 and 1
+  const Trace t = trace_of(R"({"mode": "causal", "q": [[1, 0], [1, 0], [1, 0]], "k": [[0, 0], [1, 0], [9, 0]],
+                               "v": [[1, 0], [0, 1], [5, 5]]})");
+  const auto scores = explain_step(t, step(t, "scores"));
+  CHECK_THAT(scores, Catch::Contains("Row \"t0\" scores highest against itself (0.00) among the keys it may see"));
+  CHECK_THAT(scores, !Catch::Contains("\"t2\""));
+  const auto context = explain_step(t, step(t, "context"));
+  CHECK_THAT(context, Catch::Contains("context[\"t1\"] = 0.33 · v[\"t0\"] + 0.67 · v[\"t1\"]."));
+  CHECK_THAT(context, !Catch::Contains("…"));
+  CHECK_THAT(context, Catch::Contains("Masked keys add nothing"));
+}
