@@ -8,6 +8,7 @@
 
 #include "attn/backend.hpp"
 #include "attn/error.hpp"
+#include "attn/steps.hpp"
 #include "attn/suggest.hpp"
 
 namespace attn {
@@ -33,18 +34,30 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
                                  }()));
   }
   std::size_t first = ordered.size();
+  std::vector<std::size_t> differing;
   for (std::size_t i = 0; i < ordered.size(); ++i) {
     const Step& r = *ref.find(ordered[i]->id);
     StepDiff sd = compare_step(r.id, r.value, ordered[i]->value, tol, ref.config, r.dims);
-    if (sd.status != StepStatus::Same) {
-      d.first = std::move(sd);
-      first = i;
-      break;
+    if (sd.status == StepStatus::Same) {
+      d.matching.push_back(r.id);
+      continue;
     }
+    differing.push_back(i);
+    if (first == ordered.size()) d.first = std::move(sd), first = i;
   }
   if (first == ordered.size()) {
     d.correct = true;
     return d;
+  }
+  // A differing file may hold another step's values (the scaled scores saved as scores.npy).
+  for (const auto i : differing) {
+    for (const auto& r : ref.steps) {
+      if (r.id == ordered[i]->id) continue;
+      if (compare_step(r.id, r.value, ordered[i]->value, tol, ref.config, r.dims).status == StepStatus::Same) {
+        d.misnamed.push_back({ordered[i]->id, r.id});
+        break;
+      }
+    }
   }
   for (const auto& m : all_mistakes()) {
     Trace t;
@@ -71,18 +84,49 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
   std::stable_sort(d.matches.begin(), d.matches.end(), [](const MistakeMatch& a, const MistakeMatch& b) {
     return a.later_total - a.later_consistent < b.later_total - b.later_consistent;
   });
+  // No mistake explains it, and every differing file is another reference step: the work is right,
+  // saved under other names.
+  if (d.matches.empty() && d.misnamed.size() == differing.size()) d.correct = true;
   return d;
 }
+
+namespace {
+
+// What saving one step's values under another step's name usually means.
+std::string misnamed_hint(const Misnamed& m) {
+  const auto order = [](const std::string& id) { return step_order(id); };
+  if (m.reference == "scaled" && m.student == "scores") return "did you save after scaling?";
+  if (m.reference == "scores" && m.student == "scaled") return "did you save before scaling?";
+  if (m.reference == "masked") return "did you save after masking?";
+  if (m.student == "masked") return "did you save before masking?";
+  return order(m.reference) > order(m.student) ? "saved from a later step?" : "saved from an earlier step?";
+}
+
+void render_misnamed(const Diagnosis& d, std::ostream& out) {
+  for (const auto& m : d.misnamed) {
+    out << fmt::format("  your {}.npy equals the reference's {}: {}\n", m.student, m.reference, misnamed_hint(m));
+  }
+}
+
+}  // namespace
 
 void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
   out << fmt::format("attn diagnose\n  reference: {}\n  student:   {} ({} compared: {})\n", d.reference, d.student,
                      count_of(d.compared.size(), "step"), fmt::join(d.compared, ", "));
   if (!d.unknown.empty()) out << fmt::format("  ignored:   {} (no such step in the reference)\n", fmt::join(d.unknown, ", "));
-  if (d.correct) {
+  if (d.correct && d.misnamed.empty()) {
     out << fmt::format("\ncorrect: the student's {} {} the reference\n", count_of(d.compared.size(), "step"),
                        d.compared.size() == 1 ? "matches" : "all match");
     return;
   }
+  if (d.correct) {
+    out << fmt::format("\ncorrect, saved under other names: {} match the reference as named ({}), and\n",
+                       count_of(d.matching.size(), "step"), fmt::join(d.matching, ", "));
+    render_misnamed(d, out);
+    out << "verdict: correct (rename the files above)\n";
+    return;
+  }
+  if (!d.matching.empty()) out << fmt::format("  matching:  {}\n", fmt::join(d.matching, ", "));
   const auto& f = d.first;
   out << fmt::format("\nfirst step that differs from the reference: {}\n", f.id);
   if (f.status == StepStatus::ShapeMismatch) {
@@ -96,6 +140,7 @@ void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
   }
   if (d.matches.empty()) {
     out << fmt::format("\nno common mistake reproduces the student's {}; compare every step with attn diff\n", f.id);
+    render_misnamed(d, out);
     out << "verdict: differs, cause not diagnosed\n";
     return;
   }

@@ -18,6 +18,12 @@ struct MistakeMatch {
   int later_total = 0;       // later student steps it has a value for
 };
 
+// A student file whose values are another reference step's (saved at another point of the pipeline).
+struct Misnamed {
+  std::string student;    // the file's step id: "scores"
+  std::string reference;  // the reference step it equals: "scaled"
+};
+
 struct Diagnosis {
   std::string reference, student;
   std::vector<std::string> compared;  // student steps with a reference counterpart, in pipeline order
@@ -25,6 +31,8 @@ struct Diagnosis {
   bool correct = false;
   StepDiff first;                     // reference (A) vs student (B) at the first differing step
   std::vector<MistakeMatch> matches;  // best explanation first
+  std::vector<std::string> matching;  // student steps equal to the reference's, in pipeline order
+  std::vector<Misnamed> misnamed;     // differing files that hold another reference step
 };
 
 Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol);

@@ -36,11 +36,12 @@ DiffReport diff_traces(const LoadedTrace& a, const LoadedTrace& b, const Toleran
     d.shape_b = sb.value.shape();
     r.steps.push_back(d);
   }
+  // a step only one side has (a student who saved fewer steps) is no divergence
   for (std::size_t i = 0; i < r.steps.size(); ++i) {
-    if (r.steps[i].status != StepStatus::Same) {
-      r.first_diverging = static_cast<int>(i);
-      break;
-    }
+    const auto st = r.steps[i].status;
+    if (st == StepStatus::OnlyInA || st == StepStatus::OnlyInB) continue;
+    ++r.shared;
+    if (st != StepStatus::Same && r.first_diverging < 0) r.first_diverging = static_cast<int>(i);
   }
   return r;
 }
@@ -49,7 +50,9 @@ void render_diff_text(const DiffReport& r, std::ostream& out) {
   out << fmt::format("attn diff\n  A: {}\n  B: {}\n  tolerance: |a − b| ≤ {} + {}·|b|; non-finite values must match exactly\n", r.a, r.b,
                      r.tol.atol, r.tol.rtol);
   if (r.same()) {
-    out << "\nsame: every step of A is in B with the same shape and values within the tolerance\n";
+    out << fmt::format("\nsame: the {} both traces have match in shape and values within the tolerance\n", count_of(r.shared, "step"));
+  } else if (r.shared == 0) {
+    out << "\nnothing to compare: the traces have no step id in common\n";
   } else {
     const auto& d = r.steps[static_cast<std::size_t>(r.first_diverging)];
     out << fmt::format("\nfirst diverging step: {}\n", d.id);

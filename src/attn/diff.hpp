@@ -17,8 +17,10 @@ struct DiffReport {
   std::string a, b;
   Tolerance tol;
   std::vector<StepDiff> steps;
-  int first_diverging = -1;  // index into steps, -1 when none
-  bool same() const { return first_diverging < 0; }
+  int first_diverging = -1;  // index into steps of the first shared step that differs, -1 when none
+  int shared = 0;            // steps both traces have
+  // Every shared step matches (a step only one trace has is no divergence), and there is one.
+  bool same() const { return first_diverging < 0 && shared > 0; }
 };
 
 DiffReport diff_traces(const LoadedTrace& a, const LoadedTrace& b, const Tolerance& tol);

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "attn/check.hpp"
+#include "attn/diagnose.hpp"
 #include "helpers.hpp"
 
 using namespace attn;
@@ -92,4 +93,36 @@ TEST_CASE("check refuses a missing expect, an unknown step and a wrong shape", "
   CHECK(check_error(R"({"scores": [[1, 2]], "expect": {"weights": [[0.3, "x"]]}})") ==
         "expect.weights[0][1]: expected a number, null (not printed), \"-inf\", \"inf\" or \"nan\", got the string \"x\"");
   CHECK(check_error(R"({"scores": [[1, 2]], "expect": {"tolerance": -1}})") == "expect.tolerance: expected a non-negative number, got the number -1");
+}
+
+TEST_CASE("diagnose: a right student who saved a step under another name is correct, and told which", "[diagnose]") {
+  const Spec spec = parse_spec(R"({"tokens": ["cat", "sat"], "embeddings": [[1, 0, 1], [0, 1, 1]],
+                                   "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}})", "cat_sat.json");
+  auto backend = make_cpu_backend();
+  const Trace ref = run_pipeline(spec, *backend);
+  LoadedTrace student;
+  student.origin = "student/";
+  student.steps.push_back({"scores", ref.find("scaled")->value, {}});  // saved after scaling
+  student.steps.push_back({"weights", ref.find("weights")->value, {}});
+  student.steps.push_back({"context", ref.find("context")->value, {}});
+  const Diagnosis d = diagnose(spec, "cat_sat.json", student, {});
+  CHECK(d.correct);
+  REQUIRE(d.misnamed.size() == 1);
+  CHECK(d.misnamed[0].student == "scores");
+  CHECK(d.misnamed[0].reference == "scaled");
+  CHECK(d.matching == std::vector<std::string>{"weights", "context"});
+  std::ostringstream out;
+  render_diagnosis_text(d, out);
+  CHECK_THAT(out.str(), Catch::Contains("your scores.npy equals the reference's scaled: did you save after scaling?"));
+  CHECK_THAT(out.str(), Catch::Contains("verdict: correct (rename the files above)"));
+  // a student with a real mistake is still diagnosed, the matching steps named
+  LoadedTrace wrong;
+  wrong.origin = "wrong/";
+  const Trace mistaken = run_pipeline(spec, *backend, {Mistake::ScaleMissing});
+  for (const char* id : {"q", "scaled", "weights"}) wrong.steps.push_back({id, mistaken.find(id)->value, {}});
+  const Diagnosis w = diagnose(spec, "cat_sat.json", wrong, {});
+  CHECK(!w.correct);
+  CHECK(w.matching == std::vector<std::string>{"q"});
+  REQUIRE(!w.matches.empty());
+  CHECK(w.matches.front().mistake->mistake == Mistake::ScaleMissing);
 }
