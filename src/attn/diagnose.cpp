@@ -13,6 +13,40 @@
 
 namespace attn {
 
+namespace {
+
+// Where a known framework habit explains the first difference, say how to get what attn shows.
+void add_hints(const Trace& ref, const Tensor& student, const Tolerance& tol, Diagnosis& d) {
+  const Step* w = ref.find("weights");
+  if (d.first.id == "weights" && w != nullptr && ref.config.H > 1) {
+    // nn.MultiheadAttention returns the weights averaged over the heads unless told otherwise
+    const auto& shape = w->value.shape();  // [B, H, T, S] or [H, T, S]
+    const std::int64_t S = shape.back(), T = shape[shape.size() - 2], H = ref.config.H, blocks = w->value.size() / (H * T * S);
+    Shape mean_shape = shape;
+    mean_shape.erase(mean_shape.end() - 3);
+    Tensor mean = Tensor::uninitialized(mean_shape);
+    for (std::int64_t b = 0; b < blocks; ++b)
+      for (std::int64_t i = 0; i < T * S; ++i) {
+        double s = 0;
+        for (std::int64_t h = 0; h < H; ++h) s += w->value.data()[(b * H + h) * T * S + i];
+        mean.mutable_data()[b * T * S + i] = static_cast<Scalar>(s / static_cast<double>(H));
+      }
+    if (compare_step("weights", mean, student, tol, ref.config, {}).status == StepStatus::Same) {
+      d.hints.push_back(fmt::format("your weights.npy is the average over the H = {} heads: nn.MultiheadAttention returns that by "
+                                    "default; call it with average_attn_weights=False for one [T, S] matrix per head", H));
+    }
+  }
+  for (const auto& m : d.matches) {
+    if (m.mistake->mistake == Mistake::WTransposed || m.mistake->mistake == Mistake::OutputTransposed) {
+      d.hints.push_back(std::string("if your weights are nn.Linear's (weight is [out, in]), give them as they are with \"layout\": "
+                                    "\"torch\" in the problem, or transpose them: attn's default layout is x@W ([in, out])"));
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol) {
   auto backend = make_cpu_backend();
   const Trace ref = run_pipeline(spec, *backend);
@@ -87,6 +121,7 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
   // No mistake explains it, and every differing file is another reference step: the work is right,
   // saved under other names.
   if (d.matches.empty() && d.misnamed.size() == differing.size()) d.correct = true;
+  add_hints(ref, ordered[first]->value, tol, d);
   return d;
 }
 
@@ -138,6 +173,7 @@ void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
     out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", "position", w, "reference", "student");
     for (const auto& e : f.worst) out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", e.position, w, value_text(e.a), value_text(e.b));
   }
+  for (const auto& h : d.hints) out << "\nhint: " << h << "\n";
   if (d.matches.empty()) {
     out << fmt::format("\nno common mistake reproduces the student's {}; compare every step with attn diff\n", f.id);
     render_misnamed(d, out);

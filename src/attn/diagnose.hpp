@@ -33,6 +33,7 @@ struct Diagnosis {
   std::vector<MistakeMatch> matches;  // best explanation first
   std::vector<std::string> matching;  // student steps equal to the reference's, in pipeline order
   std::vector<Misnamed> misnamed;     // differing files that hold another reference step
+  std::vector<std::string> hints;     // where the fix is known: "the head average nn.MultiheadAttention returns"
 };
 
 Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol);

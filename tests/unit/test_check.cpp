@@ -126,3 +126,25 @@ TEST_CASE("diagnose: a right student who saved a step under another name is corr
   REQUIRE(!w.matches.empty());
   CHECK(w.matches.front().mistake->mistake == Mistake::ScaleMissing);
 }
+
+TEST_CASE("diagnose hints: the head average nn.MultiheadAttention returns; nn.Linear's layout", "[diagnose]") {
+  const Spec spec = parse_spec(R"({"mode": "multi-head", "heads": 2, "random": {"seed": 4, "T": 3, "C": 4}})", "mh.json");
+  auto backend = make_cpu_backend();
+  const Trace ref = run_pipeline(spec, *backend);
+  const Tensor& w = ref.find("weights")->value;  // [H, T, S] = [2, 3, 3]
+  std::vector<Scalar> mean(9);
+  for (int i = 0; i < 9; ++i) mean[static_cast<std::size_t>(i)] = static_cast<Scalar>((double(w.data()[i]) + w.data()[9 + i]) / 2);
+  LoadedTrace averaged;
+  averaged.origin = "avg/";
+  averaged.steps.push_back({"weights", Tensor({3, 3}, mean), {}});
+  const Diagnosis d = diagnose(spec, "mh.json", averaged, {});
+  REQUIRE(!d.hints.empty());
+  CHECK_THAT(d.hints[0], Catch::Contains("average over the H = 2 heads: nn.MultiheadAttention returns that by default"));
+  LoadedTrace transposed;
+  transposed.origin = "t/";
+  const Trace wrong = run_pipeline(spec, *backend, {Mistake::WTransposed});
+  transposed.steps.push_back({"q", wrong.find("q")->value, {}});
+  const Diagnosis t = diagnose(spec, "mh.json", transposed, {});
+  REQUIRE(!t.hints.empty());
+  CHECK_THAT(t.hints.back(), Catch::Contains("\"layout\": \"torch\""));
+}
