@@ -35,7 +35,7 @@ constexpr int kExitBadInput = 2;
 constexpr int kExitInternal = 3;
 constexpr std::int64_t kMaxSize = std::int64_t{1} << 40;  // a size option's upper bound
 
-constexpr const char* kExamples = R"(Worked example (003 "cat sat": identity weights, d = 3):
+constexpr const char* kExamples = R"(Worked example ("cat sat" from Self-Attention: Complete Deep Dive; identity weights, d = 3):
   $ attn run examples/cat_sat.json
     ...
     [8] weights · Attention weights
