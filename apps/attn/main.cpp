@@ -292,6 +292,7 @@ int run_run(const RunOptions& o) {
   t.explain = o.explain;
   t.timings = o.timings;
   if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
+  t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
   if (o.format == "json") {
     attn::render_json(trace, std::cout);

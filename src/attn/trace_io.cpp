@@ -92,9 +92,9 @@ void dump_trace(const Trace& trace, const std::string& dir, bool force) {
 
 void write_svg_pictures(const Trace& trace, const TextOptions& options, const std::string& dir, bool force) {
   OutputDir out(dir, "--svg-dir", force);
-  for (const auto& [name, svg] : render_svg_pictures(trace, options)) {
-    std::ofstream f(out.file(name), std::ios::binary | std::ios::trunc);
-    if (!(f << svg)) throw InputError(fmt::format("--svg-dir {}: cannot write {}", dir, name));
+  for (const auto& p : render_svg_pictures(trace, options)) {
+    std::ofstream f(out.file(p.name), std::ios::binary | std::ios::trunc);
+    if (!(f << p.svg)) throw InputError(fmt::format("--svg-dir {}: cannot write {}", dir, p.name));
   }
   out.finish();
 }

@@ -102,14 +102,42 @@ TEST_CASE("SVG pictures: one per head, the mask as its own, blocked cells grey",
   TextOptions o;
   const auto pics = render_svg_pictures(trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})"), o);
   std::vector<std::string> names;
-  for (const auto& p : pics) names.push_back(p.first);
+  for (const auto& p : pics) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"mask.svg", "weights.h0.svg", "weights.h1.svg"});
-  const auto& w = pics[1].second;
+  CHECK(pics[0].step == "mask");
+  CHECK(pics[2].step == "weights");
+  const auto& w = pics[1].svg;
   CHECK_THAT(w, Catch::StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\""));
   CHECK_THAT(w, Catch::Contains("fill=\"#e6e6e6\""));  // blocked cells
   CHECK_THAT(w, Catch::Contains(">masked</text>"));    // the legend says so
   CHECK_THAT(w, Catch::EndsWith("</svg>\n"));
-  CHECK(pics == render_svg_pictures(trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})"), o));
+  const auto again = render_svg_pictures(trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})"), o);
+  REQUIRE(again.size() == pics.size());
+  for (std::size_t i = 0; i < pics.size(); ++i) CHECK(again[i].svg == pics[i].svg);
+}
+
+TEST_CASE("the markdown handout carries its pictures: inline, or linked to --svg-dir", "[classroom]") {
+  const auto trace = trace_of(R"({"mode": "causal", "heads": 2, "random": {"seed": 1, "T": 3, "C": 4}})");
+  TextOptions o;
+  o.heatmaps = {"weights"};
+  std::ostringstream inline_md;
+  render_markdown(trace, inline_md, o);
+  const auto md = inline_md.str();
+  // each picture right after its own step's tables, before the next step's heading
+  const auto mask_at = md.find("\n![mask](data:image/svg+xml;base64,PD94bWwg");  // "<?xml "
+  const auto h1_at = md.find("\n![weights.h1](data:image/svg+xml;base64,PD94bWwg");
+  REQUIRE(mask_at != std::string::npos);
+  REQUIRE(h1_at != std::string::npos);
+  CHECK(mask_at > md.find("(`mask`)"));
+  CHECK(mask_at < md.find("(`masked`)"));
+  CHECK(h1_at > md.find("(`weights`)"));
+  CHECK(md.find("![weights.h0]") < h1_at);
+  o.picture_dir = "pics";
+  std::ostringstream linked;
+  render_markdown(trace, linked, o);
+  CHECK_THAT(linked.str(), Catch::Contains("\n![mask](pics/mask.svg)\n"));
+  CHECK_THAT(linked.str(), Catch::Contains("\n![weights.h0](pics/weights.h0.svg)\n"));
+  CHECK(linked.str().find("base64") == std::string::npos);
 }
 
 TEST_CASE("the shade ramp leaves only (near) zero blank", "[classroom]") {

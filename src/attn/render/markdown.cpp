@@ -17,6 +17,24 @@ std::string cell_text(const std::string& s) {
   return out;
 }
 
+std::string base64(const std::string& in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const auto n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(n >> 18) & 63], out += kAlphabet[(n >> 12) & 63], out += kAlphabet[(n >> 6) & 63], out += kAlphabet[n & 63];
+  }
+  if (i < in.size()) {
+    const bool two = i + 1 < in.size();
+    const auto n = (static_cast<unsigned char>(in[i]) << 16) | (two ? static_cast<unsigned char>(in[i + 1]) << 8 : 0);
+    out += kAlphabet[(n >> 18) & 63], out += kAlphabet[(n >> 12) & 63];
+    out += two ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 std::string number(const Step& s, Scalar v, int precision) {
   if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
   return format_fixed(v, precision);
@@ -51,6 +69,7 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
                      ", " + widths_text(c, ", "));
   out << fmt::format("- scale: {}\n", c.scale);
   for (const auto& n : c.notes) out << "- note: " << n << "\n";
+  const auto pictures = render_svg_pictures(t, o);
   std::vector<std::size_t> indices = o.steps;
   if (indices.empty())
     for (std::size_t i = 0; i < t.steps.size(); ++i) indices.push_back(i);
@@ -69,6 +88,13 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
       out << "\n";
       if (!b.title.empty()) out << "**" << b.title << "**\n\n";
       table(out, t, s, l, b, o.precision);
+    }
+    // the step's pictures (a heatmap per batch row and head, the mask), after its tables
+    for (const auto& p : pictures) {
+      if (p.step != s.id) continue;
+      const auto alt = p.name.substr(0, p.name.size() - 4);  // without ".svg"
+      if (!o.picture_dir.empty()) out << fmt::format("\n![{}]({}/{})\n", alt, o.picture_dir, p.name);
+      else out << fmt::format("\n![{}](data:image/svg+xml;base64,{})\n", alt, base64(p.svg));
     }
     if (o.explain) {
       const auto text = explain_step(t, s);

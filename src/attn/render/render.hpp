@@ -23,6 +23,9 @@ struct TextOptions {
   ColorMode color = ColorMode::None;
   bool explain = false;       // a short explanation after each step
   bool timings = false;       // each step's time (varies run to run: never in goldens)
+  // where --svg-dir writes the pictures: the markdown handout links them there (relative to where
+  // the handout is read); empty: the handout carries them inline as data URIs
+  std::string picture_dir;
 };
 
 // The whole walkthrough: header, then every selected step.
@@ -42,8 +45,12 @@ Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata
 void render_markdown(const Trace& trace, std::ostream& out, const TextOptions& options);
 
 // Pictures: attention heatmaps per batch row and head (and the mask pattern), as SVG documents.
-// Each is (file name, SVG text): "weights.svg" or "weights.b0.h1.svg", "mask.svg", ...
-std::vector<std::pair<std::string, std::string>> render_svg_pictures(const Trace& trace, const TextOptions& options);
+struct SvgPicture {
+  std::string step;  // the step id it shows
+  std::string name;  // file name: "weights.svg" or "weights.b0.h1.svg", "mask.svg", ...
+  std::string svg;   // the whole SVG document
+};
+std::vector<SvgPicture> render_svg_pictures(const Trace& trace, const TextOptions& options);
 // All pictures in one SVG document, stacked.
 void render_svg(const Trace& trace, std::ostream& out, const TextOptions& options);
 

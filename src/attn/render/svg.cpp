@@ -46,6 +46,7 @@ std::string clip(const std::string& s, std::size_t max_chars) {
 }
 
 struct Picture {
+  std::string step;  // step id
   std::string name;  // file name
   int width = 0, height = 0;
   std::string body;  // SVG elements, origin at the picture's top left
@@ -73,6 +74,7 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
   p.height = top + grid_h + legend_h;
   std::string title = fmt::format("{} · {}", s.id, s.title);
   if (!b.title.empty()) title += " · " + b.title;
+  p.step = s.id;
   p.name = s.id + (many && !b.key.empty() ? "." + b.key : "");
   p.name += ".svg";
 
@@ -174,9 +176,9 @@ std::vector<Picture> pictures(const Trace& t, const TextOptions& o) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> render_svg_pictures(const Trace& t, const TextOptions& o) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& p : pictures(t, o)) out.emplace_back(p.name, document(p.width, p.height, p.body));
+std::vector<SvgPicture> render_svg_pictures(const Trace& t, const TextOptions& o) {
+  std::vector<SvgPicture> out;
+  for (const auto& p : pictures(t, o)) out.push_back({p.step, p.name, document(p.width, p.height, p.body)});
   return out;
 }
 
