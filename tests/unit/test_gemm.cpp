@@ -116,3 +116,29 @@ TEST_CASE("the softmax's exp: every kernel gives the portable bits, within 2 ulp
   }
   attn::gemm::use_kernel(before);
 }
+
+#include "attn/cpu/deferred.hpp"
+
+TEST_CASE("a deferred product skips the finiteness pass only when its inputs bound every entry", "[gemm][deferred]") {
+  using attn::Tensor;
+  const std::int64_t m = 40, k = 64, n = 48;
+  auto product = [&](float a_value, float b_value) {
+    Tensor a({1, m, k}), b({1, k, n});
+    for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = (i % 3 == 0 ? -a_value : a_value);
+    for (std::int64_t i = 0; i < b.size(); ++i) b.mutable_data()[i] = b_value;
+    return attn::cpu::Product(a, b, 1, m, k, n);
+  };
+  // 64 · 1e18 · 1e18 = 6.4e37 · 1.01 < 1e38: no entry can overflow, none is computed to say so
+  CHECK(product(1e18f, 1e18f).cannot_overflow());
+  CHECK(product(1e18f, 1e18f).first_nonfinite() == -1);
+  // 64 · 1e19 · 1e19 = 6.4e39: entries (of 2/3 positive, 1/3 negative terms) reach ~2e39 and overflow;
+  // the bound cannot rule it out, so every entry is computed and the first inf found
+  CHECK_FALSE(product(1e19f, 1e19f).cannot_overflow());
+  CHECK(product(1e19f, 1e19f).first_nonfinite() == 0);
+  // a NaN or an inf input: no bound
+  Tensor a({1, m, k}), b({1, k, n});
+  a.mutable_data()[5] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_FALSE(attn::cpu::Product(a, b, 1, m, k, n).cannot_overflow());
+  a.mutable_data()[5] = -std::numeric_limits<float>::infinity();
+  CHECK_FALSE(attn::cpu::Product(a, b, 1, m, k, n).cannot_overflow());
+}

@@ -173,13 +173,18 @@ class CpuBackend final : public Backend {
     Scalar* po = out.mutable_data();
     if (shared_b) {
       // (N·m, k) · (k, n): B packed once, then fixed blocks of kRowChunk rows in parallel
-      const gemm::PackedB packed = gemm::pack_b(pb, n, false, k, n);
+      gemm::PackedB packed = gemm::unpacked_b(k, n);
       const std::int64_t rows = n_batch * m;
       const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
-#pragma omp parallel for schedule(static) if (parallel(2.0 * rows * k * n))
-      for (std::int64_t c = 0; c < chunks; ++c) {
-        const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);
-        gemm::multiply(pa + r0 * k, k, nr, packed, po + r0 * n, n);
+#pragma omp parallel if (parallel(2.0 * rows * k * n))
+      {
+#pragma omp for schedule(static)
+        for (std::int64_t q = 0; q < packed.panels(); ++q) gemm::pack_b_panels(pb, n, false, packed, q, q + 1);
+#pragma omp for schedule(static)
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);
+          gemm::multiply(pa + r0 * k, k, nr, packed, po + r0 * n, n);
+        }
       }
     } else {
 #pragma omp parallel for schedule(static) if (parallel(2.0 * n_batch * m * k * n))
@@ -417,7 +422,12 @@ class CpuBackend final : public Backend {
     Scalar* po = out.mutable_data();
     constexpr std::int64_t kBlock = 32;
     const std::int64_t blocks = (m + kBlock - 1) / kBlock;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel(2.0 * n_batch * m * k * n))
+    const bool threads = parallel(2.0 * n_batch * m * k * n);
+    // each batch's v packed once, for all its row blocks
+    std::vector<gemm::PackedB> packed(static_cast<std::size_t>(n_batch));
+#pragma omp parallel for schedule(static) if (threads)
+    for (std::int64_t i = 0; i < n_batch; ++i) packed[static_cast<std::size_t>(i)] = gemm::pack_b(pv + i * k * n, n, false, k, n);
+#pragma omp parallel for collapse(2) schedule(static) if (threads)
     for (std::int64_t i = 0; i < n_batch; ++i)
       for (std::int64_t bl = 0; bl < blocks; ++bl) {
         thread_local std::vector<Scalar> rows;
@@ -425,8 +435,7 @@ class CpuBackend final : public Backend {
         rows.resize(static_cast<std::size_t>(count * k));
         // weights from column `live` on are exactly 0: their terms would leave each chain unchanged
         const std::int64_t live = sm.compute_rows(i * m + r0, count, rows.data());
-        const gemm::PackedB packed = gemm::pack_b(pv + i * k * n, n, false, live, n);
-        gemm::multiply(rows.data(), k, count, packed, po + (i * m + r0) * n, n);
+        gemm::multiply(rows.data(), k, count, packed[static_cast<std::size_t>(i)], po + (i * m + r0) * n, n, live);
       }
     return wrap(std::move(out));
   }

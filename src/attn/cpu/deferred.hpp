@@ -32,6 +32,9 @@ class Product {
   // The first flat index whose value is not finite, or -1: from the rows computed so far, and the
   // rest computed now.
   std::int64_t first_nonfinite() const;
+  // True when no entry can leave float32's range (a bound from the inputs' largest magnitudes), so
+  // that first_nonfinite need not compute the columns no pass has needed.
+  bool cannot_overflow() const;
 
  private:
   Scalar entry(std::int64_t batch, std::int64_t row, std::int64_t col) const;
@@ -58,6 +61,7 @@ struct Elementwise {
   std::int64_t groups = 1, plane = 1;       // with keep: base is (B, groups, plane), plane = T·S
   Scalar fill = 0;
   std::vector<std::int64_t> visible;  // with keep: per keep row (b, i), one past its last kept key
+  std::vector<std::uint8_t> prefix;   // with keep: per keep row, 1 when every key before that is kept
 
   // Sets keep and what goes with it; keep is (B, T, S), the base (B, groups, T·S).
   void set_keep(Tensor k, std::int64_t groups, std::int64_t T, std::int64_t S, Scalar fill);

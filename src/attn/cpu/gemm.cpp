@@ -146,20 +146,28 @@ void use_kernel(std::string_view name) {
     if (name == k->name && supported(*k)) chosen_slot() = k;
 }
 
-PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n) {
-  const Kernel& kn = *chosen();
+PackedB unpacked_b(std::int64_t k, std::int64_t n) {
   PackedB p;
-  p.k = k, p.n = n, p.nr = kn.nr;
-  const std::int64_t panels = (n + kn.nr - 1) / kn.nr;
-  p.data.resize(static_cast<std::size_t>(panels * k * kn.nr));
-  float* out = p.data.data();
-  for (std::int64_t q = 0; q < panels; ++q) {
-    const std::int64_t j0 = q * kn.nr, cols = std::min<std::int64_t>(kn.nr, n - j0);
-    for (std::int64_t kk = 0; kk < k; ++kk, out += kn.nr) {
+  p.k = k, p.n = n, p.nr = chosen()->nr;
+  p.data = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(p.panels() * k * p.nr));
+  return p;
+}
+
+void pack_b_panels(const float* b, std::int64_t ldb, bool transposed, PackedB& p, std::int64_t p0, std::int64_t p1) {
+  const std::int64_t nr = p.nr, k = p.k;
+  for (std::int64_t q = p0; q < std::min(p1, p.panels()); ++q) {
+    float* out = p.data.get() + q * k * nr;
+    const std::int64_t j0 = q * nr, cols = std::min<std::int64_t>(nr, p.n - j0);
+    for (std::int64_t kk = 0; kk < k; ++kk, out += nr) {
       for (std::int64_t j = 0; j < cols; ++j) out[j] = transposed ? b[(j0 + j) * ldb + kk] : b[kk * ldb + j0 + j];
-      for (std::int64_t j = cols; j < kn.nr; ++j) out[j] = 0.0f;
+      for (std::int64_t j = cols; j < nr; ++j) out[j] = 0.0f;
     }
   }
+}
+
+PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n) {
+  PackedB p = unpacked_b(k, n);
+  pack_b_panels(b, ldb, transposed, p, 0, p.panels());
   return p;
 }
 
@@ -184,7 +192,7 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
       const std::int64_t mc = std::min(kMC, m - i0);
       pack_a(a + i0 * lda, lda, mc, p0, kc, kn.mr, apack.data());
       for (std::int64_t q = first_panel; q < panels; ++q) {
-        const float* bp = b.data.data() + (q * b.k + p0) * kn.nr;
+        const float* bp = b.data.get() + (q * b.k + p0) * kn.nr;
         const std::int64_t j0 = q * kn.nr, cols = std::min<std::int64_t>(kn.nr, n - j0);
         for (std::int64_t r0 = 0; r0 < mc; r0 += kn.mr) {
           const float* ap = apack.data() + (r0 / kn.mr) * kc * kn.mr;

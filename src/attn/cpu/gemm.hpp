@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,11 +18,16 @@ namespace attn::gemm {
 struct PackedB {
   std::int64_t k = 0, n = 0;
   int nr = 0;
-  std::vector<float> data;
+  std::unique_ptr<float[]> data;  // panels() · k · nr floats
+  std::int64_t panels() const { return (n + nr - 1) / nr; }
 };
 
 // b: row-major, leading dimension ldb; transposed: b holds B as (n, k) rows (kᵀ given as k).
 PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n);
+// The same in two parts, for callers that pack in parallel: the storage (unfilled), then panels
+// [p0, p1) of it from b (each panel is written by exactly one call).
+PackedB unpacked_b(std::int64_t k, std::int64_t n);
+void pack_b_panels(const float* b, std::int64_t ldb, bool transposed, PackedB& out, std::int64_t p0, std::int64_t p1);
 
 // C (m, n) = A (m, k) · B, row-major with leading dimensions lda and ldc. Optionally only columns
 // [col0, col1) of C (col0 is rounded down to a panel: those columns are written too, with the same
