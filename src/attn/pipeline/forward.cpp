@@ -66,6 +66,10 @@ BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
   std::optional<BT> user;
   if (!s.user_keep.shape().empty()) keep = be.keep_and(keep, *(user = be.upload(s.user_keep)));
   if (s.mask_per_batch()) return r.emit(StepId::Mask, keep);
+  if (s.B == 1) {  // the one batch row's pattern is the keep itself
+    r.emit(StepId::Mask, keep.view({s.T, s.S}));
+    return keep;
+  }
   BT pattern = be.mask_keep(1, s.T, s.S, s.causal, s.causal_offset(), {}, m.flip_mask);
   if (user) pattern = be.keep_and(pattern, *user);
   r.emit(StepId::Mask, pattern.view({s.T, s.S}));
