@@ -42,7 +42,7 @@ TEST_CASE("every gemm kernel gives the fma chain's bits", "[gemm]") {
     std::int64_t m, k, n;
   };
   // edges of every tile and block: 1, odd, just past a k-block (256) and a row block (96)
-  for (const Size s : {Size{1, 1, 1}, Size{7, 5, 3}, Size{33, 300, 17}, Size{97, 257, 70}, Size{8, 513, 33}, Size{5, 0, 4}}) {
+  for (const Size s : {Size{1, 1, 1}, Size{7, 5, 3}, Size{15, 40, 37}, Size{33, 300, 17}, Size{97, 257, 70}, Size{8, 513, 33}, Size{5, 0, 4}}) {
     const auto a = random_matrix(s.m, s.k, rng);
     for (const bool transposed : {false, true}) {
       const auto b = transposed ? random_matrix(s.n, s.k, rng) : random_matrix(s.k, s.n, rng);
@@ -57,6 +57,11 @@ TEST_CASE("every gemm kernel gives the fma chain's bits", "[gemm]") {
         std::vector<float> c(static_cast<std::size_t>(s.m * s.n), -1.0f);
         attn::gemm::multiply(a.data(), s.k, s.m, packed, c.data(), s.n);
         CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+        if (transposed) continue;
+        // the unpacked product for a few rows: the same chains (groups of 8, 4, 2 and 1 rows)
+        std::vector<float> u(static_cast<std::size_t>(s.m * s.n), -1.0f);
+        attn::gemm::multiply_unpacked(a.data(), s.k, s.m, b.data(), s.n, s.k, s.n, u.data(), s.n);
+        CHECK(std::memcmp(u.data(), want.data(), u.size() * sizeof(float)) == 0);
       }
     }
   }

@@ -25,6 +25,7 @@ namespace attn {
 namespace {
 
 constexpr std::int64_t kRowChunk = 64;  // rows per parallel block of a shared-weight product
+constexpr std::int64_t kFewRows = 32;   // products of up to this many rows in all leave B unpacked
 
 // Work below this many floating-point operations (or elements moved) runs on the calling thread: a
 // thread team costs more than it saves there, and idle OpenMP workers spin on the CPU afterwards
@@ -171,7 +172,11 @@ class CpuBackend final : public Backend {
     const Scalar* pa = host(a).data();
     const Scalar* pb = host(b).data();
     Scalar* po = out.mutable_data();
-    if (shared_b) {
+    if (n_batch * m <= kFewRows) {  // a few rows: B read where it is, on this thread
+      if (shared_b) gemm::multiply_unpacked(pa, k, n_batch * m, pb, n, k, n, po, n);  // B read once for all rows
+      else
+        for (std::int64_t i = 0; i < n_batch; ++i) gemm::multiply_unpacked(pa + i * m * k, k, m, pb + i * k * n, n, k, n, po + i * m * n, n);
+    } else if (shared_b) {
       // (N·m, k) · (k, n): B packed once, then fixed blocks of kRowChunk rows in parallel
       gemm::PackedB packed = gemm::unpacked_b(k, n);
       const std::int64_t rows = n_batch * m;

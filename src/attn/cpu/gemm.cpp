@@ -93,6 +93,65 @@ __attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const floa
   }
 }
 
+// R rows of C over columns [0, n), B read once: c = fma(a[kk], b[kk][j], c) for kk in order, from 0.
+using RowsKernel = void (*)(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t n, float* c,
+                            std::int64_t ldc);
+
+template <int R>
+void rows_portable(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t n, float* c,
+                   std::int64_t ldc) {
+  for (int r = 0; r < R; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
+  for (std::int64_t kk = 0; kk < k; ++kk)
+    for (int r = 0; r < R; ++r)
+      for (std::int64_t j = 0; j < n; ++j) c[r * ldc + j] = std::fma(a[r * lda + kk], b[kk * ldb + j], c[r * ldc + j]);
+}
+
+template <int R>
+__attribute__((target("avx2,fma"))) void rows_avx2(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k,
+                                                    std::int64_t n, float* c, std::int64_t ldc) {
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      const __m256 bv = _mm256_loadu_ps(b + kk * ldb + j);
+      for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * lda + kk]), bv, acc[r]);
+    }
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(c + r * ldc + j, acc[r]);
+  }
+  for (; j < n; ++j)
+    for (int r = 0; r < R; ++r) {
+      float acc = 0.0f;
+      for (std::int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[r * lda + kk], b[kk * ldb + j], acc);
+      c[r * ldc + j] = acc;
+    }
+}
+
+template <int R>
+__attribute__((target("avx512f"))) void rows_avx512(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k,
+                                                     std::int64_t n, float* c, std::int64_t ldc) {
+  for (std::int64_t j = 0; j < n; j += 16) {
+    const __mmask16 live = j + 16 <= n ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      const __m512 bv = _mm512_maskz_loadu_ps(live, b + kk * ldb + j);
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + kk]), bv, acc[r]);
+    }
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c + r * ldc + j, live, acc[r]);
+  }
+}
+
+template <RowsKernel One, RowsKernel Two, RowsKernel Four, RowsKernel Eight>
+void rows_in_groups(const float* a, std::int64_t lda, std::int64_t m, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t n,
+                    float* c, std::int64_t ldc) {
+  std::int64_t i = 0;
+  for (; i + 8 <= m; i += 8) Eight(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc);
+  if (i + 4 <= m) Four(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc), i += 4;
+  if (i + 2 <= m) Two(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc), i += 2;
+  if (i < m) One(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc);
+}
+
 constexpr Kernel kPortable{"portable", 4, 16, micro_portable<4, 16>};
 constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2};
 constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512};
@@ -212,6 +271,14 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
       }
     }
   }
+}
+
+void multiply_unpacked(const float* a, std::int64_t lda, std::int64_t m, const float* b, std::int64_t ldb, std::int64_t k,
+                       std::int64_t n, float* c, std::int64_t ldc) {
+  const Kernel* kn = chosen();
+  if (kn == &kAvx512) rows_in_groups<rows_avx512<1>, rows_avx512<2>, rows_avx512<4>, rows_avx512<8>>(a, lda, m, b, ldb, k, n, c, ldc);
+  else if (kn == &kAvx2) rows_in_groups<rows_avx2<1>, rows_avx2<2>, rows_avx2<4>, rows_avx2<8>>(a, lda, m, b, ldb, k, n, c, ldc);
+  else rows_in_groups<rows_portable<1>, rows_portable<2>, rows_portable<4>, rows_portable<8>>(a, lda, m, b, ldb, k, n, c, ldc);
 }
 
 }  // namespace attn::gemm

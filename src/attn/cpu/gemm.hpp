@@ -35,6 +35,11 @@ void pack_b_panels(const float* b, std::int64_t ldb, bool transposed, PackedB& o
 void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc,
               std::int64_t k_used = -1, std::int64_t col0 = 0, std::int64_t col1 = -1);
 
+// C (m, n) = A (m, k) · B (k, n) with B read where it is, unpacked: the same chains, for a few rows
+// (packing B costs more than it saves when m is small). Rows of C at ldc, of B at ldb.
+void multiply_unpacked(const float* a, std::int64_t lda, std::int64_t m, const float* b, std::int64_t ldb, std::int64_t k,
+                       std::int64_t n, float* c, std::int64_t ldc);
+
 // The kernel in use ("avx512", "avx2", "portable"), for benchmarks and notes.
 const char* kernel_name();
 // The kernels this CPU can run, and a switch between them (for the test that compares their bits;
