@@ -25,7 +25,8 @@ class Mt64 {
 };
 
 // Each tensor draws from its own stream, keyed by seed and name, so adding a tensor to the input
-// never changes the values of another.
+// never changes the values of another. This is the stream's Mt64 seed.
+std::uint64_t stream_seed(std::uint64_t seed, std::string_view name);
 // normal: N(0, 1) by Box-Muller, like torch.randn.
 Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape);
 // uniform on [-bound, bound), like nn.Linear's default initialisation with bound = 1/sqrt(in).
