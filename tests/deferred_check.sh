@@ -31,5 +31,7 @@ check scale_none "{\"mode\": \"causal\", \"heads\": 4, \"scale\": \"none\", \"ra
 check masked_rows "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \"heads\": 4, \"masked_row\": \"zeros\", \"random\": {$r, \"B\": 1}, \"padding\": {\"lengths\": [60]}}"
 check mistake_after "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake mask-after-softmax
 check mistake_axis "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake softmax-wrong-axis
+# fused W_qkv with T·dk = 64·1024 entries per part: q, k and v are deferred column slices of qkv
+check fused "{\"mode\": \"causal\", \"heads\": 8, \"random\": {\"seed\": 5, \"T\": 64, \"C\": 1024, \"fused\": true}}"
 check overflow "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[1e21 if (i+j)%7==0 else 0.5 for j in range(32)] for i in range(130)]))')}"
 exit $fail

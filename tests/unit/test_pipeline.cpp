@@ -453,3 +453,27 @@ TEST_CASE("large scaled and masked steps are deferred, and give the eager values
   // the JSON trace writes deferred steps like any other
   CHECK(std::isinf(masked.value.at(1)));
 }
+
+TEST_CASE("q, k and v of a fused projection are deferred slices of qkv, read in place by the head split", "[pipeline][deferred]") {
+  // T · dk = 64 · 1024: at the CPU backend's deferral size
+  const Trace t = trace_of(R"({"mode": "causal", "heads": 8, "random": {"seed": 5, "T": 64, "C": 1024, "fused": true}})");
+  const Step& qkv = step(t, "qkv");
+  const Step& k = step(t, "k");
+  const Step& k_heads = step(t, "k.heads");
+  REQUIRE(qkv.value.held());
+  CHECK_FALSE(k.value.held());
+  CHECK(k_heads.value.held());
+  const std::int64_t T = 64, C = 1024, hs = 128;
+  // k.heads[h, t, j] = k[t, h·hs + j] = qkv[t, C + h·hs + j], entry by entry while k stays deferred
+  for (std::int64_t h = 0; h < 8; h += 3)
+    for (std::int64_t i = 0; i < T; i += 7)
+      for (std::int64_t j = 0; j < hs; j += 13) {
+        const Scalar want = qkv.value.at(i * 3 * C + C + h * hs + j);
+        if (k.value.at(i * C + h * hs + j) != want || k_heads.value.at((h * T + i) * hs + j) != want) FAIL("k differs at " << h << ", " << i << ", " << j);
+      }
+  CHECK_FALSE(k.value.held());
+  // asked for whole, it is the copy an eager slice makes
+  const Scalar* all = k.value.data();
+  for (std::int64_t i = 0; i < T; ++i)
+    if (!std::equal(all + i * C, all + (i + 1) * C, qkv.value.data() + i * 3 * C + C)) FAIL("row " << i);
+}

@@ -55,9 +55,18 @@ bool deferral() {
 
 // A buffer holds a tensor; a deferred step's tensor computes its values from the recipe it also
 // holds here, so the next primitive can read the recipe instead of the values.
+// Columns [offset, offset + width) of every row of src (rows, ld): q, k and v as parts of qkv.
+struct ColumnSlice {
+  Tensor src;
+  std::int64_t ld = 0, offset = 0, width = 0;
+  // entry (row, col) of the slice
+  const Scalar* at(std::int64_t row, std::int64_t col) const { return src.data() + row * ld + offset + col; }
+};
+
 struct CpuBuffer final : BackendBuffer {
   explicit CpuBuffer(Tensor t) : tensor(std::move(t)) {}
   Tensor tensor;
+  std::shared_ptr<const ColumnSlice> slice;      // a column slice of a held tensor, deferred
   std::shared_ptr<const cpu::Product> product;   // scores = q · kᵀ, deferred
   std::shared_ptr<const cpu::Elementwise> lazy;  // scaled / masked, deferred
   std::shared_ptr<const cpu::Softmax> softmax;   // weights, deferred
@@ -233,13 +242,18 @@ class CpuBackend final : public Backend {
     require(a.shape.size() == 4, "swap_axes_1_2 wants (A, B, C, D)", a);
     const auto d0 = a.shape[0], d1 = a.shape[1], d2 = a.shape[2], d3 = a.shape[3];
     Tensor out = Tensor::uninitialized({d0, d2, d1, d3});
-    const Scalar* src = host(a).data();
+    // rows of d3 values, read where they are: from a held tensor, or from a deferred column slice's
+    // source when the slice's width holds whole rows (q, k and v read from qkv)
+    const ColumnSlice* slice = buffer(a).slice.get();
+    if (slice != nullptr && (slice->width % d3 != 0 || buffer(a).tensor.held())) slice = nullptr;
+    const Scalar* src = slice != nullptr ? nullptr : host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(d0 * d1 * d2 * d3)))
     for (std::int64_t i = 0; i < d0; ++i)
       for (std::int64_t j = 0; j < d1; ++j)
         for (std::int64_t l = 0; l < d2; ++l) {
-          const Scalar* from = src + ((i * d1 + j) * d2 + l) * d3;
+          const std::int64_t flat = ((i * d1 + j) * d2 + l) * d3;
+          const Scalar* from = slice != nullptr ? slice->at(flat / slice->width, flat % slice->width) : src + flat;
           std::copy(from, from + d3, dst + ((i * d2 + l) * d1 + j) * d3);
         }
     return wrap(std::move(out));
@@ -250,8 +264,20 @@ class CpuBackend final : public Backend {
     require(a.shape.size() == 2 && offset >= 0 && width >= 0 && offset + width <= a.shape[1],
             "slice_columns out of range", a);
     const auto rows = a.shape[0], n = a.shape[1];
+    auto slice = std::make_shared<const ColumnSlice>(ColumnSlice{host(a), n, offset, width});
+    auto copy = [slice, rows, width](Scalar* out) {
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(rows * width)))
+      for (std::int64_t r = 0; r < rows; ++r) std::copy(slice->at(r, 0), slice->at(r, width), out + r * width);
+    };
+    if (deferral() && rows * width >= kDeferMin && !deferred(a)) {
+      // a re-layout: held only when asked for; the head split reads it in place
+      Tensor t = Tensor::deferred({rows, width}, copy, [slice, width](std::int64_t i) { return *slice->at(i / width, i % width); });
+      auto b = std::make_shared<CpuBuffer>(std::move(t));
+      b->slice = std::move(slice);
+      return BackendTensor{{rows, width}, std::move(b)};
+    }
     Tensor out = Tensor::uninitialized({rows, width});
-    Map(out.mutable_data(), rows, width) = MapC(host(a).data(), rows, n).middleCols(offset, width);
+    copy(out.mutable_data());
     return wrap(std::move(out));
   }
 
