@@ -147,3 +147,30 @@ TEST_CASE("a deferred product skips the finiteness pass only when its inputs bou
   a.mutable_data()[5] = -std::numeric_limits<float>::infinity();
   CHECK_FALSE(attn::cpu::Product(a, b, 1, m, k, n).cannot_overflow());
 }
+
+TEST_CASE("a deferred product reads B or Bᵀ to the same bits", "[gemm][deferred]") {
+  using attn::Tensor;
+  std::mt19937 rng(11);
+  const std::int64_t batches = 3, m = 37, k = 20, n = 45;
+  Tensor a({batches, m, k}), b({batches, k, n}), bt({batches, n, k});
+  for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = std::normal_distribution<float>()(rng);
+  for (std::int64_t i = 0; i < b.size(); ++i) b.mutable_data()[i] = std::normal_distribution<float>()(rng);
+  for (std::int64_t h = 0; h < batches; ++h)
+    for (std::int64_t r = 0; r < k; ++r)
+      for (std::int64_t c = 0; c < n; ++c) bt.mutable_data()[(h * n + c) * k + r] = b.data()[(h * k + r) * n + c];
+  const attn::cpu::Product plain(a, b, batches, m, k, n), transposed(a, bt, batches, m, k, n, true);
+  const auto count = batches * m * n;
+  std::vector<float> want(static_cast<std::size_t>(count)), got(static_cast<std::size_t>(count));
+  plain.values(0, count, want.data());
+  transposed.values(0, count, got.data());  // whole rows: the packed kernels
+  CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+  for (std::int64_t i = 0; i < count; i += 7) {  // one entry at a time: the plain chain
+    float one;
+    transposed.values(i, 1, &one);
+    if (one != want[static_cast<std::size_t>(i)]) FAIL("entry " << i);
+  }
+  // and the definition
+  float c = 0;
+  for (std::int64_t r = 0; r < k; ++r) c = std::fma(a.data()[(1 * m + 5) * k + r], b.data()[(1 * k + r) * n + 9], c);
+  CHECK(want[static_cast<std::size_t>((1 * m + 5) * n + 9)] == c);
+}

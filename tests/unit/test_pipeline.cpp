@@ -477,3 +477,29 @@ TEST_CASE("q, k and v of a fused projection are deferred slices of qkv, read in 
   for (std::int64_t i = 0; i < T; ++i)
     if (!std::equal(all + i * C, all + (i + 1) * C, qkv.value.data() + i * 3 * C + C)) FAIL("row " << i);
 }
+
+TEST_CASE("kᵀ is a deferred transpose the scores product reads through k", "[pipeline][deferred]") {
+  // H · T · hs = 8 · 1024 · 8 entries, scores 1024 ≥ 8 · hs wide: both deferred
+  const Trace t = trace_of(R"({"mode": "causal", "heads": 8, "random": {"seed": 2, "T": 1024, "C": 64}})");
+  const Step& q = step(t, "q.heads");
+  const Step& k = step(t, "k.heads");
+  const Step& kt = step(t, "k.T");
+  const Step& scores = step(t, "scores");
+  CHECK_FALSE(kt.value.held());
+  CHECK_FALSE(scores.value.held());
+  const std::int64_t T = 1024, hs = 8;
+  for (std::int64_t h = 0; h < 8; h += 3)
+    for (std::int64_t i = 0; i < T; i += 101)
+      for (std::int64_t j = 0; j < T; j += 97) {
+        float c = 0;  // the fma chain over hs, in order
+        for (std::int64_t r = 0; r < hs; ++r) c = std::fma(q.value.at((h * T + i) * hs + r), k.value.at((h * T + j) * hs + r), c);
+        if (scores.value.at((h * T + i) * T + j) != c) FAIL("scores differ at " << h << ", " << i << ", " << j);
+        if (kt.value.at((h * hs + i % hs) * T + j) != k.value.at((h * T + j) * hs + i % hs)) FAIL("k.T differs");
+      }
+  CHECK_FALSE(kt.value.held());
+  const Scalar* all = kt.value.data();  // whole: the transpose an eager step makes
+  for (std::int64_t h = 0; h < 8; ++h)
+    for (std::int64_t r = 0; r < hs; ++r)
+      for (std::int64_t j = 0; j < T; ++j)
+        if (all[(h * hs + r) * T + j] != k.value.at((h * T + j) * hs + r)) FAIL("k.T row " << r);
+}

@@ -8,6 +8,8 @@
 // off (EIGEN_DONT_PARALLELIZE, set in CMakeLists.txt): it re-blocks by thread count.
 #include <omp.h>
 
+#include <optional>
+
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdlib>
@@ -67,6 +69,7 @@ struct CpuBuffer final : BackendBuffer {
   explicit CpuBuffer(Tensor t) : tensor(std::move(t)) {}
   Tensor tensor;
   std::shared_ptr<const ColumnSlice> slice;      // a column slice of a held tensor, deferred
+  std::optional<Tensor> transpose_of;             // held (N, m, n) whose last two axes this swaps, deferred
   std::shared_ptr<const cpu::Product> product;   // scores = q · kᵀ, deferred
   std::shared_ptr<const cpu::Elementwise> lazy;  // scaled / masked, deferred
   std::shared_ptr<const cpu::Softmax> softmax;   // weights, deferred
@@ -175,7 +178,10 @@ class CpuBackend final : public Backend {
     const auto n = b.shape.back();
     if (!shared_b && buffer(a).softmax && !deferred(b)) return weights_times(a, b);
     if (deferral() && !shared_b && !deferred(a) && !deferred(b) && cpu::worth_deferring_product(n_batch, m, k, n)) {
-      return defer_product({n_batch, m, n}, std::make_shared<const cpu::Product>(host(a), host(b), n_batch, m, k, n), n);
+      const auto& bt = buffer(b).transpose_of;  // kᵀ not held: the product reads k
+      auto p = bt && !host(b).held() ? std::make_shared<const cpu::Product>(host(a), *bt, n_batch, m, k, n, true)
+                                     : std::make_shared<const cpu::Product>(host(a), host(b), n_batch, m, k, n);
+      return defer_product({n_batch, m, n}, std::move(p), n);
     }
     Tensor out = Tensor::uninitialized({n_batch, m, n});
     const Scalar* pa = host(a).data();
@@ -229,11 +235,22 @@ class CpuBackend final : public Backend {
     // a (N, m, n) -> (N, n, m)
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
     const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
-    Tensor out = Tensor::uninitialized({n_batch, n, m});
+    auto transpose = [src = host(a), n_batch, m, n](Scalar* out) {
 #pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n_batch * m * n)))
-    for (std::int64_t i = 0; i < n_batch; ++i) {
-      Map(out.mutable_data() + i * m * n, n, m) = MapC(host(a).data() + i * m * n, m, n).transpose();
+      for (std::int64_t i = 0; i < n_batch; ++i) Map(out + i * m * n, n, m) = MapC(src.data() + i * m * n, m, n).transpose();
+    };
+    if (deferral() && n_batch * m * n >= kDeferMin && !deferred(a) && !buffer(a).slice) {
+      // a re-layout (kᵀ): held only when asked for; the scores product reads a itself
+      Tensor t = Tensor::deferred({n_batch, n, m}, transpose, [src = host(a), m, n](std::int64_t f) {
+        const std::int64_t i = f / (m * n), r = f % (m * n);  // out (i, r / m, r % m) = a (i, r % m, r / m)
+        return src.at(i * m * n + (r % m) * n + r / m);
+      });
+      auto b = std::make_shared<CpuBuffer>(std::move(t));
+      b->transpose_of = host(a);
+      return BackendTensor{{n_batch, n, m}, std::move(b)};
     }
+    Tensor out = Tensor::uninitialized({n_batch, n, m});
+    transpose(out.mutable_data());
     return wrap(std::move(out));
   }
 

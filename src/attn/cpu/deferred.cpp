@@ -35,8 +35,8 @@ bool worth_deferring_product(std::int64_t batches, std::int64_t m, std::int64_t 
 
 // ---- Product ----------------------------------------------------------------------------------
 
-Product::Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n)
-    : a_(std::move(a)), b_(std::move(b)), batches_(batches), m_(m), k_(k), n_(n),
+Product::Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n, bool b_transposed)
+    : a_(std::move(a)), b_(std::move(b)), batches_(batches), m_(m), k_(k), n_(n), bt_(b_transposed),
       packed_once_(new std::once_flag[static_cast<std::size_t>(batches)]), packed_(static_cast<std::size_t>(batches)),
       done_(new std::atomic<std::int64_t>[static_cast<std::size_t>(batches * m)]),
       bad_(new std::atomic<std::uint8_t>[static_cast<std::size_t>(batches * m)]) {
@@ -48,15 +48,16 @@ Product::Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::
 
 const gemm::PackedB& Product::packed(std::int64_t batch) const {
   const auto i = static_cast<std::size_t>(batch);
-  std::call_once(packed_once_[i], [&] { packed_[i] = gemm::pack_b(b_.data() + batch * k_ * n_, n_, false, k_, n_); });
+  std::call_once(packed_once_[i], [&] { packed_[i] = gemm::pack_b(b_.data() + batch * k_ * n_, bt_ ? k_ : n_, bt_, k_, n_); });
   return packed_[i];
 }
 
 Scalar Product::entry(std::int64_t batch, std::int64_t row, std::int64_t col) const {
   const Scalar* a = a_.data() + (batch * m_ + row) * k_;
-  const Scalar* b = b_.data() + batch * k_ * n_ + col;
+  const Scalar* b = b_.data() + batch * k_ * n_ + (bt_ ? col * k_ : col);
+  const std::int64_t step = bt_ ? 1 : n_;
   float c = 0.0f;
-  for (std::int64_t kk = 0; kk < k_; ++kk) c = std::fma(a[kk], b[kk * n_], c);
+  for (std::int64_t kk = 0; kk < k_; ++kk) c = std::fma(a[kk], b[kk * step], c);
   return c;
 }
 

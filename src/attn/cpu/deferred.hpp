@@ -20,10 +20,11 @@ namespace attn::cpu {
 // Products whose output is far larger than their inputs (q · kᵀ) are deferred.
 bool worth_deferring_product(std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n);
 
-// c (N, m, n) = a (N, m, k) · b (N, k, n): each entry the fma chain over k (gemm.hpp).
+// c (N, m, n) = a (N, m, k) · b (N, k, n): each entry the fma chain over k (gemm.hpp). With
+// b_transposed, b holds bᵀ (N, n, k) (kᵀ given as k).
 class Product {
  public:
-  Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n);
+  Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n, bool b_transposed = false);
   std::int64_t size() const { return batches_ * m_ * n_; }
   // out[j] = entry i0 + j (flat, row-major), j < count; whole rows by the gemm kernels
   void values(std::int64_t i0, std::int64_t count, Scalar* out) const;
@@ -45,6 +46,7 @@ class Product {
 
   Tensor a_, b_;
   std::int64_t batches_, m_, k_, n_;
+  bool bt_;
   mutable std::unique_ptr<std::once_flag[]> packed_once_;
   mutable std::vector<gemm::PackedB> packed_;
   // per row: columns [0, done) computed and checked; whether one of them was not finite
