@@ -64,9 +64,11 @@ Scalar Product::entry(std::int64_t batch, std::int64_t row, std::int64_t col) co
 void Product::block(std::int64_t batch, std::int64_t row, std::int64_t rows, std::int64_t col0, std::int64_t col1, Scalar* out,
                     std::int64_t ld) const {
   gemm::multiply(a_.data() + (batch * m_ + row) * k_, k_, rows, packed(batch), out, ld, -1, col0, col1);
+  // no need to look for a value out of range where the inputs' bound rules one out
+  std::call_once(bounded_once_, [&] { bounded_ = cannot_overflow(); });
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto i = static_cast<std::size_t>(batch * m_ + row + r);
-    if (!finite_row(out + r * ld + col0, col1 - col0)) bad_[i].store(1, std::memory_order_relaxed);
+    if (!bounded_ && !finite_row(out + r * ld + col0, col1 - col0)) bad_[i].store(1, std::memory_order_relaxed);
     // columns are recorded as a prefix: a block starting at or before what is known extends it
     std::int64_t done = done_[i].load(std::memory_order_relaxed);
     while (col0 <= done && done < col1 && !done_[i].compare_exchange_weak(done, col1, std::memory_order_relaxed)) {
@@ -133,7 +135,8 @@ bool Product::cannot_overflow() const {
 }
 
 std::int64_t Product::first_nonfinite() const {
-  if (cannot_overflow()) return -1;
+  std::call_once(bounded_once_, [&] { bounded_ = cannot_overflow(); });
+  if (bounded_) return -1;
   // the columns no pass has computed yet, 32 rows at a time; then the first row found not finite
   constexpr std::int64_t kBlock = 32;
   std::vector<Scalar> buf(static_cast<std::size_t>(kBlock * n_));
@@ -264,9 +267,10 @@ std::int64_t Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* 
       exp_shifted(y, live, mx);
       std::fill(y + live, y + n_, 0.0f);  // exp(-inf - mx) is exactly +0
       inv = static_cast<Scalar>(1.0 / cpu::row_sum(y, span));
-      for (std::int64_t j = 0; j < span; ++j) y[j] *= inv;  // +0 · inv stays +0 past the span
     }
-    const double s = cpu::row_sum(y, span);  // as the row_sums primitive adds them
+    // y · inv (+0 · inv stays +0 past the span), summed as the row_sums primitive adds them, in one pass
+    // (a row with no key left is its fill everywhere: summed whole)
+    const double s = inv != 0 ? cpu::scale_and_sum(y, span, inv) : cpu::row_sum(y, n_);
     const auto i = static_cast<std::size_t>(r0 + r);
     max_[i] = mx, inv_[i] = inv, sum_[i] = static_cast<Scalar>(s);
     known_[i].store(1, std::memory_order_release);

@@ -47,6 +47,8 @@ class Product {
   Tensor a_, b_;
   std::int64_t batches_, m_, k_, n_;
   bool bt_;
+  mutable std::once_flag bounded_once_;
+  mutable bool bounded_ = false;  // cannot_overflow(), computed once
   mutable std::unique_ptr<std::once_flag[]> packed_once_;
   mutable std::vector<gemm::PackedB> packed_;
   // per row: columns [0, done) computed and checked; whether one of them was not finite

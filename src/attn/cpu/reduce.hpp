@@ -36,4 +36,22 @@ inline double row_sum(const float* x, std::int64_t n) {
   return s;
 }
 
+// x[j] ← x[j] · factor for every j < n, then row_sum(x, n), in one pass with row_sum's lanes and tree.
+inline double scale_and_sum(float* x, std::int64_t n, float factor) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  std::int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      x[j + l] *= factor;
+      lane[l] += static_cast<double>(x[j + l]);
+    }
+  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; j < n; ++j) {
+    x[j] *= factor;
+    s += static_cast<double>(x[j]);
+  }
+  return s;
+}
+
 }  // namespace attn::cpu

@@ -69,7 +69,9 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   // a deferred step is finite whenever its inputs are (the backend defers only such steps): its
   // values are not computed just to be checked
   // nor are re-layouts checked again: their values are an earlier step's, moved
-  if (!lenient_ && !allow_nan_ && step.value.held() && !step_info(id).relayout) require_finite(step);
+  // nor the inputs (refused when not finite as they are read) and the 0/1 mask pattern
+  const bool finite_by_construction = id == StepId::X || id == StepId::Source || id == StepId::Mask;
+  if (!lenient_ && !allow_nan_ && step.value.held() && !step_info(id).relayout && !finite_by_construction) require_finite(step);
   trace_.steps.push_back(std::move(step));
   clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
   return t;
