@@ -137,8 +137,7 @@ void require_width(const Given& g, std::int64_t want, const std::string& from, L
                            layout_shape(layout, std::to_string(in), std::to_string(want)), out_name, want, from, shape_string(got)));
 }
 
-void require_divisible(const Given& g, std::int64_t width, std::int64_t H, Layout layout, const std::string& in_name, std::int64_t in,
-                       const std::string& out_name) {
+void require_divisible(const Given& g, std::int64_t width, std::int64_t H, Layout layout, std::int64_t in, const std::string& out_name) {
   if (width % H == 0) return;
   if (g.w && !g.identity) {
     const auto got = layout == Layout::XW ? Shape{in, width} : Shape{width, in};
@@ -224,13 +223,13 @@ std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
       }
       s.dk = s.dv = n / 3;
     }
-    require_divisible(Given{}, s.dk, s.H, r.layout, "C", s.C, "dk");
-    require_divisible(Given{}, s.dv, s.H, r.layout, "C", s.C, "dv");
+    require_divisible(Given{}, s.dk, s.H, r.layout, s.C, "dk");
+    require_divisible(Given{}, s.dv, s.H, r.layout, s.C, "dv");
   } else {
     s.dk = r.rnd.dk.value_or(s.C);
     s.dv = dv.value.value_or(s.dk);
-    require_divisible(Given{}, s.dk, s.H, r.layout, "C", s.C, "dk");
-    require_divisible(Given{}, s.dv, s.H, r.layout, "C", s.C, "dv");
+    require_divisible(Given{}, s.dk, s.H, r.layout, s.C, "dk");
+    require_divisible(Given{}, s.dv, s.H, r.layout, s.C, "dv");
     w = r.generated("W_qkv", {s.C, 2 * s.dk + s.dv}, "C");
   }
   std::optional<Tensor> b;
@@ -271,7 +270,7 @@ std::string read_separate(const WeightReader& r, const json& root, Spec& s) {
   const Given* dk_from = q.w && !q.identity ? &q : k.w && !k.identity ? &k : q.w ? &q : k.w ? &k : nullptr;
   s.dk = dk_from ? dk_from->out() : r.rnd.dk.value_or(s.C);
   const std::string dk_source = dk_from ? dk_from->path : "random.dk";
-  require_divisible(dk_from ? *dk_from : Given{}, s.dk, s.H, r.layout, dk_from == &k ? cs : "C", dk_from == &k ? s.Cs : s.C, "dk");
+  require_divisible(dk_from ? *dk_from : Given{}, s.dk, s.H, r.layout, dk_from == &k ? s.Cs : s.C, "dk");
   require_width(q, s.dk, dk_source, r.layout, "C", s.C, "dk");
   require_width(k, s.dk, dk_source, r.layout, cs, s.Cs, "dk");
   std::string dv_from = v.path;
@@ -285,7 +284,7 @@ std::string read_separate(const WeightReader& r, const json& root, Spec& s) {
   if (r.rnd.dk && dk_from != nullptr && *r.rnd.dk != s.dk) {
     fail("random.dk", fmt::format("{} disagrees with {} (dk = {})", *r.rnd.dk, dk_from->path, s.dk));
   }
-  require_divisible(v, s.dv, s.H, r.layout, cs, s.Cs, "dv");
+  require_divisible(v, s.dv, s.H, r.layout, s.Cs, "dv");
   s.w.W_q = q.w ? *q.w : r.generated("W_q", {s.C, s.dk}, "C");
   s.w.W_k = k.w ? *k.w : r.generated("W_k", {s.Cs, s.dk}, s.Cs == s.C ? "C" : "Cs");
   s.w.W_v = v.w ? *v.w : r.generated("W_v", {s.Cs, s.dv}, s.Cs == s.C ? "C" : "Cs");
