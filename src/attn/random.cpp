@@ -153,11 +153,8 @@ constexpr std::int64_t kBlock = 4096;  // words drawn at a time (even)
 
 }  // namespace
 
-Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape) {
+void fill_normal(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n) {
   Mt64 g(stream_seed(seed, name));
-  Tensor t = Tensor::uninitialized(std::move(shape));
-  Scalar* p = t.mutable_data();
-  const auto n = t.size();
   std::uint64_t bits[kBlock];
   Scalar last[2];
   for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
@@ -171,20 +168,27 @@ Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape) {
       p[i0 + m - 1] = last[0];
     }
   }
-  return t;
 }
 
-Tensor random_uniform(std::uint64_t seed, std::string_view name, Shape shape, double bound) {
+void fill_uniform(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n, double bound) {
   Mt64 g(stream_seed(seed, name));
-  Tensor t = Tensor::uninitialized(std::move(shape));
-  Scalar* p = t.mutable_data();
-  const auto n = t.size();
   std::uint64_t bits[kBlock];
   for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const std::int64_t m = std::min(kBlock, n - i0);
     g.fill(bits, m);
     uniforms(bits, m, bound, p + i0);
   }
+}
+
+Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape) {
+  Tensor t = Tensor::uninitialized(std::move(shape));
+  fill_normal(seed, name, t.mutable_data(), t.size());
+  return t;
+}
+
+Tensor random_uniform(std::uint64_t seed, std::string_view name, Shape shape, double bound) {
+  Tensor t = Tensor::uninitialized(std::move(shape));
+  fill_uniform(seed, name, t.mutable_data(), t.size(), bound);
   return t;
 }
 

@@ -31,5 +31,8 @@ std::uint64_t stream_seed(std::uint64_t seed, std::string_view name);
 Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape);
 // uniform on [-bound, bound), like nn.Linear's default initialisation with bound = 1/sqrt(in).
 Tensor random_uniform(std::uint64_t seed, std::string_view name, Shape shape, double bound);
+// The same values written to out[0, n): for tensors drawn side by side, each from its own stream.
+void fill_normal(std::uint64_t seed, std::string_view name, Scalar* out, std::int64_t n);
+void fill_uniform(std::uint64_t seed, std::string_view name, Scalar* out, std::int64_t n, double bound);
 
 }  // namespace attn

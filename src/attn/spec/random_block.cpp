@@ -42,14 +42,19 @@ Tensor RandomFill::sequence(ReadContext& ctx, const std::string& path, std::int6
     return draw_numpy(drawn, path, ctx.notes).reshaped(shape);
   }
   ctx.notes.push_back(fmt::format("{}: random N(0, 1), seed {}", path, seed));
-  return random_normal(seed, path, shape);
+  Tensor t = Tensor::uninitialized(shape);
+  ctx.draws.emplace_back(t.size(), [t, seed = seed, path]() mutable { fill_normal(seed, path, t.mutable_data(), t.size()); });
+  return t;
 }
 
 Tensor RandomFill::weight(ReadContext& ctx, const std::string& path, Shape shape, std::int64_t in, std::string_view in_name) const {
   require_generatable(ctx, path, shape);
   if (numpy) return draw_numpy(shape, path, ctx.notes);
   ctx.notes.push_back(fmt::format("{}: random U(-1/√{}, 1/√{}), seed {}", path, in_name, in_name, seed));
-  return random_uniform(seed, path, std::move(shape), 1.0 / std::sqrt(static_cast<double>(in)));
+  Tensor t = Tensor::uninitialized(std::move(shape));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  ctx.draws.emplace_back(t.size(), [t, seed = seed, path, bound]() mutable { fill_uniform(seed, path, t.mutable_data(), t.size(), bound); });
+  return t;
 }
 
 RandomFill read_random(const json& root) {

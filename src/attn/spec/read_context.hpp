@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,9 @@ struct ReadContext {
   std::string base_dir;             // where {"npy": "path"} tensors are looked up ("" = the working directory)
   std::int64_t max_bytes = 0;       // the most bytes one generated tensor may take
   std::vector<std::string>& notes;  // Spec::notes: where values came from
+  // Seeded tensors are allocated as they are read and drawn at the end, side by side (each from its
+  // own stream, so the order does not matter): (elements, the draw).
+  std::vector<std::pair<std::int64_t, std::function<void()>>> draws = {};
 };
 
 }  // namespace attn

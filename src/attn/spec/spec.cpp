@@ -102,6 +102,16 @@ std::string read_file(const std::string& path) {
   return text;
 }
 
+// The seeded tensors, drawn side by side when there is enough to draw.
+void draw_seeded(ReadContext& ctx) {
+  std::int64_t total = 0;
+  for (const auto& d : ctx.draws) total += d.first;
+  const auto count = static_cast<std::int64_t>(ctx.draws.size());
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && total >= (std::int64_t{1} << 20))
+  for (std::int64_t i = 0; i < count; ++i) ctx.draws[static_cast<std::size_t>(i)].second();
+  ctx.draws.clear();
+}
+
 }  // namespace
 
 Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
@@ -119,6 +129,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     fail("dv", "sets the value width of projections (a fused W_qkv); given q, k, v or scores carry their own widths");
   }
   if (s.T == 0 || s.S == 0) fail("", "empty sequence");
+  draw_seeded(ctx);
   if (root.contains("expect")) read_expect(root, text, s);
   read_tokens(root, src, s);
   read_masks(root, s);
