@@ -114,6 +114,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const float* a, std::int64_t 
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (std::int64_t kk = 0; kk < k; ++kk) {
+      _mm_prefetch(reinterpret_cast<const char*>(b + std::min(kk + 16, k - 1) * ldb + j), _MM_HINT_T0);
       const __m256 bv = _mm256_loadu_ps(b + kk * ldb + j);
       for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * lda + kk]), bv, acc[r]);
     }
@@ -130,15 +131,27 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const float* a, std::int64_t 
 template <int R>
 __attribute__((target("avx512f"))) void rows_avx512(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k,
                                                      std::int64_t n, float* c, std::int64_t ldc) {
-  for (std::int64_t j = 0; j < n; j += 16) {
-    const __mmask16 live = j + 16 <= n ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
-    __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  // 32 columns at a time (two strips), B's rows prefetched ahead: a long stride defeats the hardware's
+  for (std::int64_t j = 0; j < n; j += 32) {
+    auto mask = [&](std::int64_t at) {
+      return at + 16 <= n ? __mmask16(0xffff) : at >= n ? __mmask16(0) : static_cast<__mmask16>((1u << (n - at)) - 1);
+    };
+    const __mmask16 live0 = mask(j), live1 = mask(j + 16);
+    __m512 acc0[R], acc1[R];
+    for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
     for (std::int64_t kk = 0; kk < k; ++kk) {
-      const __m512 bv = _mm512_maskz_loadu_ps(live, b + kk * ldb + j);
-      for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + kk]), bv, acc[r]);
+      _mm_prefetch(reinterpret_cast<const char*>(b + std::min(kk + 16, k - 1) * ldb + j), _MM_HINT_T0);
+      const __m512 b0 = _mm512_maskz_loadu_ps(live0, b + kk * ldb + j), b1 = _mm512_maskz_loadu_ps(live1, b + kk * ldb + j + 16);
+      for (int r = 0; r < R; ++r) {
+        const __m512 ar = _mm512_set1_ps(a[r * lda + kk]);
+        acc0[r] = _mm512_fmadd_ps(ar, b0, acc0[r]);
+        acc1[r] = _mm512_fmadd_ps(ar, b1, acc1[r]);
+      }
     }
-    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c + r * ldc + j, live, acc[r]);
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_ps(c + r * ldc + j, live0, acc0[r]);
+      _mm512_mask_storeu_ps(c + r * ldc + j + 16, live1, acc1[r]);
+    }
   }
 }
 

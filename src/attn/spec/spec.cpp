@@ -107,7 +107,7 @@ void draw_seeded(ReadContext& ctx) {
   std::int64_t total = 0;
   for (const auto& d : ctx.draws) total += d.first;
   const auto count = static_cast<std::int64_t>(ctx.draws.size());
-#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && total >= (std::int64_t{1} << 20))
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && total >= (std::int64_t{1} << 21))
   for (std::int64_t i = 0; i < count; ++i) ctx.draws[static_cast<std::size_t>(i)].second();
   ctx.draws.clear();
 }
