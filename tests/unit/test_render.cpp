@@ -1,5 +1,9 @@
 // Renderers: number formatting, the text layout, summarising, and JSON that reads back exactly.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstring>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -36,6 +40,26 @@ TEST_CASE("numbers: fixed decimals, no -0, non-finite spelled out", "[render]") 
   CHECK(format_fixed(-std::numeric_limits<Scalar>::infinity(), 4) == "-inf");
   CHECK(format_fixed(std::numeric_limits<Scalar>::quiet_NaN(), 4) == "nan");
   CHECK(format_fixed(2.0f, 0) == "2");
+  CHECK(format_fixed(0.125f, 2) == "0.12");  // a tie: the exact value, rounded half to even
+  CHECK(format_fixed(3.0e38f, 1) == "300000000549775575777803994281145270272.0");
+}
+
+TEST_CASE("numbers: the exact float rounded, as fmt's {:.Nf} prints it", "[render]") {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  int differ = 0;
+  for (int i = 0; i < 100000; ++i) {
+    std::uint32_t b = bits(rng);
+    if (i % 2 == 0) b = (b & 0x807fffffu) | ((118u + b % 16u) << 23);  // half of them between 2^-9 and 2^6
+    float v;
+    std::memcpy(&v, &b, sizeof v);
+    if (!std::isfinite(v)) continue;
+    const int precision = i % 9;
+    std::string want = fmt::format("{:.{}f}", v, precision);
+    if (want.front() == '-' && want.find_first_not_of("-0.") == std::string::npos) want.erase(0, 1);
+    differ += format_fixed(v, precision) != want;
+  }
+  CHECK(differ == 0);
 }
 
 TEST_CASE("text: header, step heading, formula, symbolic and concrete shape, labelled rows", "[render]") {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -16,7 +17,10 @@ namespace attn {
 std::string format_fixed(Scalar v, int precision) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::string s = fmt::format("{:.{}f}", v, precision);
+  // the exact value rounded to `precision` decimals (as "{:.Nf}" prints it), without a format string
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
+  std::string s = r.ec == std::errc{} ? std::string(buf, r.ptr) : fmt::format("{:.{}f}", v, precision);
   // "-0.0000" is a rounding artefact, not a negative number.
   if (s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
   return s;
