@@ -99,6 +99,7 @@ struct RunOptions {
   std::string mistake;
   std::string color = "auto";
   std::vector<std::string> heatmaps = {"weights"};
+  std::string heat_range = "fixed";
   bool step = false;
   bool explain = false;
   std::vector<std::string> steps;
@@ -124,6 +125,10 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
   run->add_option("--heatmap", o.heatmaps, "steps drawn as heatmaps too (default weights; e.g. weights,scores; none)")
       ->delimiter(',');
+  run->add_option("--heat-range", o.heat_range,
+                  "heatmap colours: fixed (default: weights 0 to 1, other steps their whole range) or fit (each head's own "
+                  "smallest to largest value, for near-uniform heads; the legend says which)")
+      ->check(CLI::IsMember({"fixed", "fit"}));
   run->add_flag("--step", o.step, "pause after each step: Enter next, b back, q quit (only when standard input is a terminal)");
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
   run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
@@ -290,6 +295,7 @@ int run_run(const RunOptions& o) {
   t.heatmaps = attn::heatmap_steps(trace, o.heatmaps);
   t.color = color_mode(o.color);
   t.explain = o.explain;
+  t.fit_range = o.heat_range == "fit";
   t.timings = o.timings;
   if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
   t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)

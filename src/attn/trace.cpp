@@ -15,6 +15,23 @@ std::string axis_label(const TraceConfig& c, Dim dim, std::int64_t index, std::i
   return fmt::format("{}", index);
 }
 
+std::string distinct_axis_label(const TraceConfig& c, Dim dim, std::int64_t index, std::int64_t b) {
+  const std::string label = axis_label(c, dim, index, b);
+  const Labels* labels = dim == Dim::T ? &c.tokens : dim == Dim::S ? &c.source_tokens : nullptr;
+  if (labels == nullptr || labels->empty()) return label;
+  const auto& row = (*labels)[labels->size() == 1 ? 0 : static_cast<std::size_t>(b)];
+  std::int64_t occurrence = 0, total = 0;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (row[i] != label) continue;
+    ++total;
+    if (static_cast<std::int64_t>(i) <= index) ++occurrence;
+  }
+  if (total < 2) return label;
+  std::string sub;
+  for (char d : std::to_string(occurrence)) sub += std::string("\xE2\x82") + static_cast<char>(0x80 + (d - '0'));  // ₀ … ₉
+  return label + sub;
+}
+
 std::string widths_text(const TraceConfig& c, std::string_view sep) {
   if (c.C <= 0) return fmt::format("H = {}", c.H);
   if (!c.general) return fmt::format("C = {1}{0}H = {2}{0}hs = {3}", sep, c.C, c.H, c.hs);

@@ -50,6 +50,9 @@ struct TraceConfig {
 // The label of index `index` along axis `dim` in batch row `b`: a token for T and S, "h3" for H,
 // the index itself otherwise. Text, check and diff reports all label this way.
 std::string axis_label(const TraceConfig& config, Dim dim, std::int64_t index, std::int64_t b);
+// The same, with a token that occurs more than once on its axis told apart by its occurrence as a
+// subscript: "the₁" … "the₂" (pictures, where a label is all that names a row).
+std::string distinct_axis_label(const TraceConfig& config, Dim dim, std::int64_t index, std::int64_t b);
 
 // "[0, 1] (query \"cat\", key \"sat\")": a flat index of a step's tensor, with token labels.
 std::string position_label(const TraceConfig& config, const Dims& dims, const Shape& shape,

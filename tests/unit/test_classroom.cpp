@@ -203,3 +203,65 @@ TEST_CASE("explanations in causal mode: no praise for a blocked key, no dangling
   CHECK_THAT(context, !Catch::Contains("…"));
   CHECK_THAT(context, Catch::Contains("Masked keys add nothing"));
 }
+
+namespace {
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("SVG pictures: axis titles, repeated tokens told apart, labels cut alike, masked only when masked", "[classroom]") {
+  TextOptions o;
+  o.heatmaps = {"weights"};
+  // self attention, no mask: queries down the side, keys across; "the" twice on each axis
+  const auto self = render_svg_pictures(
+      trace_of(R"({"mode": "self", "sentence": "the extraordinarily long cat saw the", "random": {"seed": 1, "C": 4}})"), o);
+  REQUIRE(self.size() == 1);
+  const auto& w = self[0].svg;
+  CHECK(count_of(w, ">queries ↓</text>") == 1);
+  CHECK(count_of(w, ">keys →</text>") == 1);
+  CHECK(count_of(w, ">the₁</text>") == 2);  // a row label and a column label
+  CHECK(count_of(w, ">the₂</text>") == 2);
+  CHECK(count_of(w, ">cat</text>") == 2);   // a token that occurs once keeps its name
+  // a long token is cut to the same 11 characters and an ellipsis on both axes; long column labels stand upright
+  CHECK(count_of(w, ">extraordina…</text>") == 2);
+  CHECK(count_of(w, "transform=\"rotate(-90") == 6);
+  CHECK(w.find(">masked</text>") == std::string::npos);  // nothing is blocked
+  CHECK_THAT(w, Catch::Contains(">colour scale: fixed, 0 to 1</text>"));
+  // cross attention: target and source; a causal picture keeps its "masked" swatch
+  const auto cross = render_svg_pictures(trace_of(R"({"mode": "cross", "sentence": "a b", "source": {"sentence": "x y z"},
+                                                      "random": {"seed": 1, "C": 4}})"),
+                                         o);
+  CHECK_THAT(cross[0].svg, Catch::Contains(">target (queries) ↓</text>"));
+  CHECK_THAT(cross[0].svg, Catch::Contains(">source (keys) →</text>"));
+  const auto causal = render_svg_pictures(trace_of(R"({"mode": "causal", "sentence": "a b c", "random": {"seed": 1, "C": 4}})"), o);
+  CHECK_THAT(causal.back().svg, Catch::Contains(">masked</text>"));
+}
+
+TEST_CASE("heat range \"fit\": a near-uniform head's colours span its own values, and the legend says so", "[classroom]") {
+  const auto trace = trace_of(R"({"mode": "self", "heads": 2, "random": {"seed": 4, "T": 5, "C": 4}})");
+  const Step& weights = *trace.find("weights");
+  TextOptions o;
+  o.heatmaps = {"weights"};
+  o.fit_range = true;
+  const auto pics = render_svg_pictures(trace, o);
+  REQUIRE(pics.size() == 2);
+  for (int h = 0; h < 2; ++h) {
+    float lo = 1, hi = 0;
+    for (std::int64_t i = 0; i < 25; ++i) lo = std::min(lo, weights.value.at(h * 25 + i)), hi = std::max(hi, weights.value.at(h * 25 + i));
+    REQUIRE(hi - lo < 0.5f);  // a near-uniform head: fixed 0..1 colours would hardly differ
+    const auto& svg = pics[static_cast<std::size_t>(h)].svg;
+    CHECK_THAT(svg, Catch::Contains(">" + format_fixed(lo, 4) + "</text>"));
+    CHECK_THAT(svg, Catch::Contains(">" + format_fixed(hi, 4) + "</text>"));
+    CHECK_THAT(svg, Catch::Contains(">colour scale: fitted to this picture's values</text>"));
+    CHECK(count_of(svg, "fill=\"#440154\" stroke") == 1);  // the smallest weight alone gets the ramp's first colour
+    CHECK(count_of(svg, "fill=\"#fde725\" stroke") == 1);  // and the largest its last
+  }
+  // the text heatmap: a legend per head, on that head's range
+  std::ostringstream text;
+  o.steps = {static_cast<std::size_t>(&weights - trace.steps.data())};
+  render_text(trace, text, o);
+  CHECK_THAT(text.str(), Catch::Contains("colours fitted to each block's own values"));
+}

@@ -36,6 +36,16 @@ HeatScale heat_scale(const Step& s) {
   return h;
 }
 
+HeatScale fitted_heat_scale(const Step& s, const Step* masked, std::int64_t offset, std::int64_t count) {
+  if (s.kind == ValueKind::Mask) return heat_scale(s);
+  HeatScale h{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), true};
+  for (std::int64_t i = offset; i < offset + count; ++i) {
+    const Scalar v = s.value.at(i);
+    if (std::isfinite(v) && !blocked(masked, i)) h.lo = std::min(h.lo, double(v)), h.hi = std::max(h.hi, double(v));
+  }
+  return h.lo <= h.hi ? h : heat_scale(s);
+}
+
 const Step* blocking_step(const Trace& trace, const Step& step) {
   if (step.kind == ValueKind::Mask) return nullptr;
   const Step* masked = trace.find("masked");

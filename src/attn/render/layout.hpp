@@ -56,9 +56,13 @@ void check_view(const Trace& trace, const ViewOptions& options);
 // across steps and runs; any other step on the range of its finite values.
 struct HeatScale {
   double lo = 0, hi = 1;
+  bool fitted = false;  // lo and hi are one block's own smallest and largest value
   double t(double v) const { return hi > lo ? (v - lo) / (hi - lo) : 0.5; }
 };
 HeatScale heat_scale(const Step& step);
+// --heat-range fit: the range of one block's finite values that are not blocked (a near-uniform
+// head's 0.17 … 0.24 spread over the whole ramp), or heat_scale when the block has none.
+HeatScale fitted_heat_scale(const Step& step, const Step* masked, std::int64_t offset, std::int64_t count);
 
 // Which cells of a heatmap are blocked: -inf in the trace's masked step of the same shape. A blocked
 // weight is exactly 0, which alone would look like a small weight. nullptr: nothing is blocked.

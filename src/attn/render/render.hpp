@@ -22,6 +22,7 @@ struct TextOptions {
   std::vector<std::string> heatmaps = {"weights"};  // step ids also drawn as heatmaps
   ColorMode color = ColorMode::None;
   bool explain = false;       // a short explanation after each step
+  bool fit_range = false;     // --heat-range fit: each heatmap's colours span its own values
   bool timings = false;       // each step's time (varies run to run: never in goldens)
   // where --svg-dir writes the pictures: the markdown handout links them there (relative to where
   // the handout is read); empty: the handout carries them inline as data URIs

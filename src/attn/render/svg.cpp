@@ -52,21 +52,33 @@ struct Picture {
   std::string body;  // SVG elements, origin at the picture's top left
 };
 
+constexpr std::size_t kLabelChars = 12;  // labels are cut to this many characters, on both axes
+
 Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block& b, const TextOptions& o, bool many) {
   const auto& c = t.config;
   const bool mask = s.kind == ValueKind::Mask;
-  const HeatScale rg = heat_scale(s);
   const Step* masked = blocking_step(t, s);
+  const HeatScale rg = o.fit_range ? fitted_heat_scale(s, masked, b.offset, l.row_count * l.col_count) : heat_scale(s);
   std::vector<std::int64_t> rows, cols;
   for (const auto& i : l.rows)
     if (i) rows.push_back(*i);
   for (const auto& j : l.cols)
     if (j) cols.push_back(*j);
-  std::size_t label_chars = 1;
-  for (auto i : rows) label_chars = std::max(label_chars, cells(axis_label(c, l.row_dim, i, b.batch)));
-  label_chars = std::min<std::size_t>(label_chars, 14);
-  const int left = 12 + static_cast<int>(std::ceil(label_chars * kCharW));
-  const int top = 56;
+  // labels: repeated tokens numbered (the₁, the₂), cut the same way on both axes
+  std::vector<std::string> row_labels, col_labels;
+  for (auto i : rows) row_labels.push_back(clip(distinct_axis_label(c, l.row_dim, i, b.batch), kLabelChars));
+  for (auto j : cols) col_labels.push_back(clip(distinct_axis_label(c, l.col_dim, j, b.batch), kLabelChars));
+  std::size_t row_chars = 1, col_chars = 1;
+  for (const auto& x : row_labels) row_chars = std::max(row_chars, cells(x));
+  for (const auto& x : col_labels) col_chars = std::max(col_chars, cells(x));
+  const bool upright = col_chars * kCharW > kCell - 4;  // column labels too wide for a cell are turned upright
+  const int col_label_h = upright ? static_cast<int>(std::ceil(col_chars * kCharW)) + 4 : 14;
+  // axis titles: which tokens ask (rows) and which are asked (columns)
+  const bool cross = c.mode == Mode::Cross;
+  const std::string row_title = cross ? "target (queries) ↓" : "queries ↓";
+  const std::string col_title = cross ? "source (keys) →" : "keys →";
+  const int left = 12 + static_cast<int>(std::ceil(std::max(row_chars, cells(row_title)) * kCharW));
+  const int top = 56 + 16 + col_label_h;
   const int grid_w = static_cast<int>(cols.size()) * kCell, grid_h = static_cast<int>(rows.size()) * kCell;
   const int legend_h = 44;
   Picture p;
@@ -82,15 +94,25 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
   o_ << fmt::format("  <text x=\"8\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", esc(title));
   o_ << fmt::format("  <text x=\"8\" y=\"36\" font-size=\"{}\" fill=\"#555555\">{} · [{}] = {}</text>\n", kFont, esc(s.formula),
                     esc(fmt::format("{}", fmt::join(s.dims, ", "))), shape_string(s.value.shape()));
-  // column labels (keys) above the grid, row labels (queries) on the left
+  o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">{}</text>\n", left, 56 + 8, kFont,
+                    esc(col_title));
+  o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">{}</text>\n",
+                    left - 6, top - 6, kFont, esc(row_title));
+  // column labels (keys) above the grid, upright when long; row labels (queries) on the left
   for (std::size_t k = 0; k < cols.size(); ++k) {
-    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\">{}</text>\n", left + static_cast<int>(k) * kCell + kCell / 2,
-                      top - 6, kFont, esc(clip(axis_label(c, l.col_dim, cols[k], b.batch), 6)));
+    const int x = left + static_cast<int>(k) * kCell + kCell / 2;
+    if (upright) {
+      o_ << fmt::format("  <text x=\"{0}\" y=\"{1}\" font-size=\"{2}\" text-anchor=\"start\" transform=\"rotate(-90 {0} {1})\">{3}</text>\n", x + 4,
+                        top - 4, kFont, esc(col_labels[k]));
+    } else {
+      o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\">{}</text>\n", x, top - 6, kFont, esc(col_labels[k]));
+    }
   }
   for (std::size_t r = 0; r < rows.size(); ++r) {
     o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6,
-                      top + static_cast<int>(r) * kCell + kCell / 2 + 4, kFont, esc(clip(axis_label(c, l.row_dim, rows[r], b.batch), 14)));
+                      top + static_cast<int>(r) * kCell + kCell / 2 + 4, kFont, esc(row_labels[r]));
   }
+  bool any_blocked = false;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     for (std::size_t k = 0; k < cols.size(); ++k) {
       const auto at = b.offset + rows[r] * l.col_count + cols[k];
@@ -100,16 +122,17 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
       std::string fill, text, text_fill = "#000000";
       if (mask) {
         fill = v != 0 ? svg_hex(viridis(0.5)) : kBlocked;
-        text = v != 0 ? "1" : "0";
+        text.assign(1, v != 0 ? '1' : '0');
         text_fill = v != 0 ? "#ffffff" : "#777777";
       } else if (!std::isfinite(v)) {
         fill = kBlocked;
+        any_blocked = true;
         // A blocked weight is exactly 0 (grey says why); the masked step itself holds -inf.
         const bool blocked_weight = std::isfinite(s.value.at(at));
         text = blocked_weight ? format_fixed(s.value.at(at), 0) : (v < 0 ? "−∞" : (v > 0 ? "+∞" : "nan"));
         text_fill = "#777777";
       } else {
-        const Rgb col = viridis(rg.t(v));
+        const Rgb col = viridis(std::clamp(rg.t(v), 0.0, 1.0));
         fill = svg_hex(col);
         text = format_fixed(v, o.precision);
         text_fill = is_light(col) ? "#000000" : "#ffffff";
@@ -123,7 +146,7 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
       }
     }
   }
-  // legend
+  // legend: the ramp between the scale's ends, which scale it is, and grey only when a cell is blocked
   const int ly = top + grid_h + 14;
   if (mask) {
     o_ << fmt::format("  <rect x=\"8\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, svg_hex(viridis(0.5)));
@@ -139,9 +162,15 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
     }
     o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", bx + 166, ly + 11, kFont,
                       format_fixed(static_cast<Scalar>(rg.hi), o.precision));
-    o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", bx + 220, ly, kBlocked);
-    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">masked</text>\n", bx + 238, ly + 11, kFont);
-    p.width = std::max(p.width, bx + 290);
+    int x = bx + 220;
+    if (any_blocked) {
+      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", x, ly, kBlocked);
+      o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">masked</text>\n", x + 18, ly + 11, kFont);
+      x += 70;
+    }
+    const std::string scale = rg.fitted ? "fitted to this picture's values" : s.id == "weights" ? "fixed, 0 to 1" : "the step's whole range";
+    o_ << fmt::format("  <text x=\"8\" y=\"{}\" font-size=\"{}\" fill=\"#555555\">colour scale: {}</text>\n", ly + 27, kFont, scale);
+    p.width = std::max(p.width, x + 8);
   }
   p.body = o_.str();
   return p;

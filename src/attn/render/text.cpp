@@ -178,12 +178,18 @@ class TextRenderer {
   // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
   // Blocked (-inf) cells are "··", never a colour, so they cannot be mistaken for small weights.
   void heatmap(const Step& s, const StepLayout& l) {
-    const HeatScale sc = heat_scale(s);
     const bool colour = o_.color != ColorMode::None;
     const Step* masked = blocking_step(tr_, s);
+    HeatScale sc = heat_scale(s);
     out_ << fmt::format("\n    heatmap of {} · ", s.id);
-    legend(sc);
+    if (o_.fit_range) out_ << "colours fitted to each block's own values\n";
+    else legend(sc);
     each_block(l, [&](const Block& b) {
+      if (o_.fit_range) {
+        sc = fitted_heat_scale(s, masked, b.offset, l.row_count * l.col_count);
+        out_ << "    ";
+        legend(sc);
+      }
       std::size_t label_w = 0, cell_w = 2;
       for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : 1);
       for (const auto& j : l.cols) cell_w = std::max(cell_w, j ? std::min<std::size_t>(6, cells(label(l.col_dim, *j, b.batch))) : 1);
@@ -209,9 +215,9 @@ class TextRenderer {
             const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
             line += colour ? std::string(kAnsiDim) + mark + kAnsiReset : mark;
           } else if (colour) {
-            line += heat_background(o_.color, sc.t(v)) + std::string(cell_w, ' ') + kAnsiReset;
+            line += heat_background(o_.color, std::clamp(sc.t(v), 0.0, 1.0)) + std::string(cell_w, ' ') + kAnsiReset;
           } else {
-            line += repeat(shade(sc.t(v)), cell_w);
+            line += repeat(shade(std::clamp(sc.t(v), 0.0, 1.0)), cell_w);
           }
         }
         out_ << line << "\n";
