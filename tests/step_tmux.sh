@@ -29,25 +29,57 @@ wait_for() {
   return 1
 }
 last_prompt() { tmx capture-pane -p -t "$1" -S -200 | grep -F "── step" | tail -1; }
+screen() { tmx capture-pane -p -t "$1"; }  # the visible screen only
 
 cd "$src" || exit 1
+# single keys, redrawn in place
 tmx new-session -d -s t -x 140 -y 60 "$attn run examples/cat_sat.json --step --color never --heatmap none; echo EXITED \$?; sleep 30"
-wait_for t "── step 1/9 · Enter: next · b: back · q: quit ──" || fail "no prompt after step 1"
-tmx capture-pane -p -t t | grep -qF "[1] x · Input embeddings" || fail "step 1 not shown"
-tmx capture-pane -p -t t | grep -qF "[2] q · Queries" && fail "step 2 shown before Enter"
+wait_for t "── step 1/9 · →/Space/Enter next · ←/b back · number+Enter go to · q quit ──" || fail "no prompt after step 1"
+screen t | grep -qF "[1] x · Input embeddings" || fail "step 1 not shown"
+screen t | grep -qF "[2] q · Queries" && fail "step 2 shown before a key"
+tmx send-keys -t t Right
+wait_for t "── step 2/9" || fail "→ did not advance to step 2"
+screen t | grep -qF "[2] q · Queries" || fail "step 2 not shown after →"
+screen t | grep -qF "[1] x · Input embeddings" && fail "step 2 was not redrawn in place (step 1 still on the screen)"
+tmx send-keys -t t Space
+wait_for t "── step 3/9" || fail "Space did not advance to step 3"
 tmx send-keys -t t Enter
-wait_for t "── step 2/9" || fail "Enter did not advance to step 2"
-tmx capture-pane -p -t t -S -200 | grep -qF "[2] q · Queries" || fail "step 2 not shown after Enter"
-tmx send-keys -t t b Enter
+wait_for t "── step 4/9" || fail "Enter did not advance to step 4"
+tmx send-keys -t t Left
+wait_for t "── step 3/9" || fail "← did not go back to step 3"
+tmx send-keys -t t b
+wait_for t "── step 2/9" || fail "b did not go back to step 2"
+screen t | grep -qF "[2] q · Queries" || fail "step 2 not shown after b"
+tmx send-keys -t t 7
+wait_for t "go to step: 7" || fail "a typed number is not shown"
+tmx send-keys -t t Enter
+wait_for t "── step 7/9" || fail "7 Enter did not go to step 7"
+screen t | grep -qF "[7] scaled · Scaled scores" || fail "step 7 not shown after 7 Enter"
+tmx send-keys -t t 1 2 Enter
+wait_for t "(no step 12: 1–9)" || fail "an out-of-range step is not said"
+tmx send-keys -t t Up
 sleep 0.3
-[[ "$(last_prompt t)" == *"step 1/9"* ]] || fail "b did not go back to step 1 (last prompt: $(last_prompt t))"
-tmx send-keys -t t Enter
-sleep 0.2
-tmx send-keys -t t Enter
-wait_for t "── step 3/9" || fail "Enter did not advance to step 3"
-tmx send-keys -t t q Enter
+[[ "$(last_prompt t)" == *"step 7/9"* ]] || fail "↑ moved (last prompt: $(last_prompt t))"
+screen t | grep -qF '^[[A' && fail "↑ was echoed"
+tmx send-keys -t t q
 wait_for t "EXITED 0" || fail "q did not quit with exit 0"
-tmx capture-pane -p -t t -S -200 | grep -qF "[4] v · Values" && fail "q still printed later steps"
+screen t | grep -qF "[8] weights" && fail "q still printed later steps"
+# Ctrl-D quits too
+tmx new-session -d -s d -x 140 -y 60 "$attn run examples/cat_sat.json --step --color never; echo EXITED \$?; sleep 30"
+wait_for d "── step 1/9" || fail "no prompt (Ctrl-D session)" d
+tmx send-keys -t d C-d
+wait_for d "EXITED 0" || fail "Ctrl-D did not quit with exit 0" d
+# the line-mode fallback (a terminal without cursor control): Enter, a number, b, q, each with Enter
+tmx new-session -d -s l -x 140 -y 60 "TERM=dumb $attn run examples/cat_sat.json --step --color never --heatmap none; echo EXITED \$?; sleep 30"
+wait_for l "── step 1/9 · Enter: next · b: back · a number: go to · q: quit ──" || fail "no line-mode prompt" l
+tmx send-keys -t l Enter
+wait_for l "── step 2/9" || fail "line mode: Enter did not advance" l
+tmx send-keys -t l 5 Enter
+wait_for l "── step 5/9" || fail "line mode: 5 did not go to step 5" l
+tmx send-keys -t l b Enter
+wait_for l "── step 4/9" || fail "line mode: b did not go back" l
+tmx send-keys -t l q Enter
+wait_for l "EXITED 0" || fail "line mode: q did not quit" l
 
 # --color auto on a terminal: colour; with NO_COLOR set: the shade ramp instead.
 tmx new-session -d -s c -x 140 -y 60 "COLORTERM=truecolor $attn run examples/masked_4x4.json --steps weights; sleep 30"
@@ -57,4 +89,4 @@ tmx new-session -d -s n -x 140 -y 60 "NO_COLOR=1 $attn run examples/masked_4x4.j
 wait_for n "heatmap of weights" || fail "no heatmap with NO_COLOR" n
 tmx capture-pane -e -p -t n | grep -q $'\e\\[[0-9;]*48;' && fail "NO_COLOR was not honoured" n
 tmx capture-pane -p -t n | grep -qF "t0  ██ ·· ·· ··" || fail "no shaded heatmap with NO_COLOR" n
-echo "step_tmux: --step (Enter, b, q) and --color auto / NO_COLOR checked in a tmux terminal"
+echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ ignored, q, Ctrl-D; line mode) and --color auto / NO_COLOR checked in a tmux terminal"

@@ -20,6 +20,7 @@
 #include "attn/diagnose.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
+#include "attn/pager.hpp"
 #include "attn/error.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/render/render.hpp"
@@ -129,7 +130,8 @@ void setup_run(CLI::App& app, RunOptions& o) {
                   "heatmap colours: fixed (default: weights 0 to 1, other steps their whole range) or fit (each head's own "
                   "smallest to largest value, for near-uniform heads; the legend says which)")
       ->check(CLI::IsMember({"fixed", "fit"}));
-  run->add_flag("--step", o.step, "pause after each step: Enter next, b back, q quit (only when standard input is a terminal)");
+  run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): →, Space or Enter next; ← or b back; a number and Enter goes to "
+                "that step; q or Ctrl-D quits. Redrawn in place; line by line where the terminal cannot (TERM=dumb)");
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
   run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
   run->add_option("--from", o.from, "show steps from this id on");
@@ -258,25 +260,6 @@ attn::ColorMode color_mode(const std::string& choice) {
   return ct == "truecolor" || ct == "24bit" ? attn::ColorMode::TrueColor : attn::ColorMode::Ansi256;
 }
 
-// --step: one step at a time, Enter for the next, b for the previous, q to quit.
-void run_paced(const attn::Trace& trace, const attn::TextOptions& t) {
-  std::vector<std::size_t> shown = t.steps;
-  if (shown.empty())
-    for (std::size_t i = 0; i < trace.steps.size(); ++i) shown.push_back(i);
-  attn::render_text_header(trace, std::cout, t);
-  std::size_t at = 0;
-  while (at < shown.size()) {
-    attn::render_text_step(trace, shown[at], std::cout, t);
-    if (at + 1 == shown.size()) break;
-    std::cout << fmt::format("\n── step {}/{} · Enter: next · b: back · q: quit ── ", at + 1, shown.size()) << std::flush;
-    std::string answer;
-    if (!std::getline(std::cin, answer) || answer == "q") break;
-    if (answer == "b") at = at > 0 ? at - 1 : 0;
-    else ++at;
-  }
-  std::cout << std::flush;
-}
-
 int run_run(const RunOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_backend(o.backend);
@@ -307,7 +290,10 @@ int run_run(const RunOptions& o) {
   } else if (o.format == "svg") {
     attn::render_svg(trace, std::cout, t);
   } else if (o.step && isatty(STDIN_FILENO) && o.file != "-" && !o.shapes_only) {
-    run_paced(trace, t);
+    // single keys, redrawn in place, on a terminal that can; lines otherwise (TERM=dumb, output to a file)
+    const char* term = std::getenv("TERM");
+    const bool raw = isatty(STDOUT_FILENO) && term != nullptr && std::string_view(term) != "dumb";
+    attn::page_steps(trace, t, STDIN_FILENO, std::cout, raw);
   } else {
     attn::render_text(trace, std::cout, t);
   }

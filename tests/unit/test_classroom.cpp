@@ -265,3 +265,44 @@ TEST_CASE("heat range \"fit\": a near-uniform head's colours span its own values
   render_text(trace, text, o);
   CHECK_THAT(text.str(), Catch::Contains("colours fitted to each block's own values"));
 }
+
+#include "attn/pager.hpp"
+
+TEST_CASE("step keys: arrows (even split across reads), Space, Enter, b, numbers, q and Ctrl-D", "[classroom]") {
+  using A = attn::PagerAction;
+  auto kinds = [](const std::string& bytes) {
+    attn::KeyDecoder d;
+    std::vector<int> out;
+    for (char c : bytes) {
+      const auto a = d.feed(c);
+      if (a.kind == A::Jump) out.push_back(100 + static_cast<int>(a.step));
+      else if (a.kind != A::None) out.push_back(a.kind);
+    }
+    return out;
+  };
+  CHECK(kinds("\x1b[C \r\n") == std::vector<int>{A::Next, A::Next, A::Next, A::Next});
+  CHECK(kinds("\x1b[Db") == std::vector<int>{A::Back, A::Back});
+  CHECK(kinds("\x1bOC\x1bOD") == std::vector<int>{A::Next, A::Back});  // application cursor mode
+  CHECK(kinds("\x1b[A\x1b[B") == std::vector<int>{});                 // ↑ and ↓: nothing, nothing echoed
+  CHECK(kinds("\x1b[H\x1b[F\x1b[1~\x1b[4~") == std::vector<int>{A::First, A::Last, A::First, A::Last});
+  CHECK(kinds("12\r") == std::vector<int>{112});
+  CHECK(kinds("13\x7f" "5\r") == std::vector<int>{115});  // Backspace edits the number
+  CHECK(kinds("q") == std::vector<int>{A::Quit});
+  CHECK(kinds("\x04") == std::vector<int>{A::Quit});
+  // an arrow split across reads decodes the same
+  attn::KeyDecoder d;
+  CHECK(d.feed('\x1b').kind == A::None);
+  CHECK(d.feed('[').kind == A::None);
+  CHECK(d.feed('C').kind == A::Next);
+  d.feed('4');
+  CHECK(d.number() == "4");
+  CHECK(d.feed('x').kind == A::None);  // another key drops the number
+  CHECK(d.number().empty());
+  // line mode
+  CHECK(attn::line_action("").kind == A::Next);
+  CHECK(attn::line_action("b").kind == A::Back);
+  CHECK(attn::line_action("q").kind == A::Quit);
+  CHECK(attn::line_action("7").kind == A::Jump);
+  CHECK(attn::line_action("7").step == 7);
+  CHECK(attn::line_action("seven").kind == A::None);
+}

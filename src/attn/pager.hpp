@@ -1,0 +1,41 @@
+// --step: a walkthrough one step at a time, driven by single keys in a terminal and redrawn in
+// place; or, where keys cannot be read one by one (not a terminal, TERM=dumb), by lines.
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "attn/render/render.hpp"
+
+namespace attn {
+
+// What a key (or a typed number) asks for.
+struct PagerAction {
+  enum Kind { None, Next, Back, First, Last, Jump, Quit } kind = None;
+  std::size_t step = 0;  // Jump: 1-based step number
+};
+
+// Turns the bytes a terminal sends in raw mode into actions: → Space Enter n: next; ← b p: back;
+// Home/End: first/last; digits then Enter: jump; Backspace edits the digits, Esc drops them;
+// q, Ctrl-D: quit. Escape sequences (arrows) may arrive split across reads.
+class KeyDecoder {
+ public:
+  PagerAction feed(char byte);
+  // The digits typed so far ("" when none): the prompt shows them.
+  const std::string& number() const { return digits_; }
+
+ private:
+  std::string digits_;
+  std::string escape_;  // an escape sequence being read
+};
+
+// The same commands as a line: "" or "n" next, "b" back, "q" quit, a number: jump.
+PagerAction line_action(const std::string& line);
+
+// Pages through `trace`'s selected steps. raw: single keys and redrawing (in and out are a
+// terminal); otherwise lines. Returns when the reader quits or steps past the last step.
+void page_steps(const Trace& trace, const TextOptions& options, int in_fd, std::ostream& out, bool raw);
+
+}  // namespace attn
