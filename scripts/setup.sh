@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attn needs to build and test, only when they are missing.
 # Usage: scripts/setup.sh [--tests | --bench]
-#   --tests adds what the tests use: numpy, torch, tmux, rsvg-convert, clang with its sanitizers,
-#           libFuzzer and OpenMP runtime
+#   --tests adds what the tests use: numpy, torch, tmux, rsvg-convert, chromium with a DevTools
+#           client (python3-websocket), clang with its sanitizers, libFuzzer and OpenMP runtime
 #   --bench adds that and what bench/run.py uses: Google Benchmark, GNU time, and OpenBLAS, which
 #           becomes NumPy's and PyTorch's BLAS (Debian's alternatives), so the anchors are optimised
 # Runs apt-get as root, or through sudo otherwise. Downloads nothing else.
@@ -10,7 +10,7 @@ set -euo pipefail
 
 pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev)
 if [[ "${1:-}" == "--tests" || "${1:-}" == "--bench" ]]; then
-  pkgs+=(python3 python3-numpy python3-torch tmux librsvg2-bin clang libclang-rt-14-dev libomp-dev)
+  pkgs+=(python3 python3-numpy python3-torch tmux librsvg2-bin chromium python3-websocket clang libclang-rt-14-dev libomp-dev)
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(libbenchmark-dev time libopenblas0-pthread)

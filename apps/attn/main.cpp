@@ -116,8 +116,10 @@ struct RunOptions {
 void setup_run(CLI::App& app, RunOptions& o) {
   auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
   run->add_option("file", o.file, "input JSON file (- reads standard input)")->required();
-  run->add_option("--format", o.format, "text (default), json, markdown (a handout) or svg (heatmap pictures)")
-      ->check(CLI::IsMember({"text", "json", "markdown", "svg"}));
+  run->add_option("--format", o.format,
+                  "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
+                  "at a time, head and batch selectors, each number's computation on hover)")
+      ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_option("--color", o.color,
@@ -287,6 +289,8 @@ int run_run(const RunOptions& o) {
     attn::render_json(trace, std::cout);
   } else if (o.format == "markdown") {
     attn::render_markdown(trace, std::cout, t);
+  } else if (o.format == "html") {
+    attn::render_html(trace, std::cout, t);
   } else if (o.format == "svg") {
     attn::render_svg(trace, std::cout, t);
   } else if (o.step && isatty(STDIN_FILENO) && o.file != "-" && !o.shapes_only) {

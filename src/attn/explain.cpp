@@ -4,6 +4,7 @@
 #include "attn/explain.hpp"
 
 #include "attn/render/layout.hpp"
+#include "attn/render/render.hpp"
 
 #include <fmt/format.h>
 
@@ -259,4 +260,177 @@ std::string explain_step(const Trace& t, const Step& s) {
   return "";
 }
 
+// ---- one entry ---------------------------------------------------------------------------------
+
+namespace {
+
+// A flat index split into the step's axes; `lead` is the index over every axis but the last two.
+struct Cell {
+  std::vector<std::int64_t> at;
+  std::int64_t lead = 0, row = 0, col = 0, rows = 1, cols = 1;
+};
+
+Cell cell_of(const Step& s, std::int64_t flat) {
+  Cell c;
+  const auto& shape = s.value.shape();
+  c.at.assign(shape.size(), 0);
+  std::int64_t rest = flat;
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    c.at[k] = rest % shape[k];
+    rest /= shape[k];
+  }
+  const auto r = shape.size();
+  c.cols = r >= 1 ? shape[r - 1] : 1;
+  c.rows = r >= 2 ? shape[r - 2] : 1;
+  c.col = r >= 1 ? c.at[r - 1] : 0;
+  c.row = r >= 2 ? c.at[r - 2] : 0;
+  c.lead = flat / (c.rows * c.cols);
+  return c;
+}
+
+std::string num(double v) {
+  if (std::isinf(v)) return v < 0 ? "−∞" : "+∞";
+  if (std::isnan(v)) return "nan";
+  return format_fixed(static_cast<Scalar>(v), 4);
+}
+
+std::string index_text(const Step& s, const Cell& c) { return fmt::format("{}[{}]", s.id, fmt::join(c.at, ", ")); }
+
+// The batch row of a cell, for token labels: its B axis when the step has one.
+std::int64_t batch_of(const Step& s, const Cell& c) {
+  for (std::size_t k = 0; k < s.dims.size(); ++k)
+    if (s.dims[k] == Dim::B) return c.at[k];
+  return 0;
+}
+
+// "a×b + c×d + … (64 terms)": the terms of a dot product, the first few written out.
+std::string terms(const std::vector<std::pair<Scalar, Scalar>>& t, std::size_t total) {
+  constexpr std::size_t kShown = 6;
+  std::vector<std::string> parts;
+  const auto operand = [](Scalar x) { return x < 0 ? fmt::format("({})", num(x)) : num(x); };  // 0.91×(-3.42), not 0.91×-3.42
+  for (std::size_t k = 0; k < std::min(kShown, t.size()); ++k) parts.push_back(fmt::format("{}×{}", operand(t[k].first), operand(t[k].second)));
+  std::string out = fmt::format("{}", fmt::join(parts, " + "));
+  if (total > kShown) out += fmt::format(" + … ({} terms)", total);
+  return out;
+}
+
+// The step holding the heads-first rows of q or k ("q.heads"), or the flat one when H = 1.
+const Step* rows_step(const Trace& t, const char* heads, const char* flat) {
+  const Step* s = t.find(heads);
+  return s != nullptr ? s : t.find(flat);
+}
+
+}  // namespace
+
+std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
+  const auto& c = t.config;
+  const Cell e = cell_of(s, flat);
+  const Scalar v = s.value.at(flat);
+  const std::int64_t b = batch_of(s, e);
+  const std::string here = fmt::format("{} = {}", index_text(s, e), num(v));
+  const auto qtok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, b)); };
+  const auto ktok = [&](std::int64_t j) { return q(axis_label(c, c.mode == Mode::Cross ? Dim::S : Dim::T, j, b)); };
+  const auto& id = s.id;
+  if (id == "x" || id == "source") {
+    return fmt::format("{}\nfeature {} of token {}'s embedding (an input)", here, e.col,
+                       id == "x" ? qtok(e.row) : q(axis_label(c, Dim::S, e.row, b)));
+  }
+  if (id == "q" || id == "k" || id == "v" || id == "qkv" || id == "output") {
+    const bool given = c.entry == Entry::QKV && id != "output";
+    if (given) return fmt::format("{}\ngiven as input", here);
+    const std::string w = id == "qkv" ? "W_qkv" : id == "output" ? "W_o" : "W_" + id;
+    const Step* in = t.find(id == "output" ? (t.find("merged") != nullptr ? "merged" : "context") : (id == "q" || id == "qkv" || c.mode != Mode::Cross ? "x" : "source"));
+    std::string row;
+    if (in != nullptr && in->value.shape().size() >= 2) {
+      const auto width = in->value.shape().back();
+      std::vector<std::string> xs;
+      for (std::int64_t k = 0; k < std::min<std::int64_t>(width, 6); ++k) xs.push_back(num(in->value.at((e.lead * e.rows + e.row) * width + k)));
+      row = fmt::format("\n{}[{}] = [{}{}]", in->id, e.row, fmt::join(xs, ", "), width > 6 ? ", …" : "");
+    }
+    return fmt::format("{}\n= {}[{}, :] · {}[:, {}]: row {} of {} times column {} of {} (a weight, an input not shown as a step){}", here,
+                       in != nullptr ? in->id : "x", e.row, w, e.col, e.row, in != nullptr ? in->id : "x", e.col, w, row);
+  }
+  if (id == "q.view" || id == "k.view" || id == "v.view") {
+    const auto r = e.at.size();
+    const auto h = e.at[r - 2], d = e.at[r - 1], width = s.value.shape()[r - 1];
+    return fmt::format("{}\n= {}[{}, {}]: the same number, column {} = {}·{} + {} regrouped as head {}, feature {}", here, id.substr(0, 1),
+                       e.at[r - 3], h * width + d, h * width + d, h, width, d, h, d);
+  }
+  if (id == "q.heads" || id == "k.heads" || id == "v.heads") {
+    const auto r = e.at.size();
+    return fmt::format("{}\n= {}.view[{}, {}, {}]: the same number, heads first", here, id.substr(0, 1), e.at[r - 2], e.at[r - 3], e.at[r - 1]);
+  }
+  if (id == "k.T") {
+    return fmt::format("{}\n= k.heads[…, {}, {}]: key {} ({}), feature {}, transposed", here, e.col, e.row, e.col, ktok(e.col), e.row);
+  }
+  if (id == "scores") {
+    const Step* qs = rows_step(t, "q.heads", "q");
+    const Step* ks = rows_step(t, "k.heads", "k");
+    if (qs == nullptr || ks == nullptr) return fmt::format("{}\ngiven as input", here);
+    const auto hs = qs->value.shape().back();
+    std::vector<std::pair<Scalar, Scalar>> tv;
+    for (std::int64_t d = 0; d < hs; ++d)
+      tv.emplace_back(qs->value.at((e.lead * e.rows + e.row) * hs + d), ks->value.at((e.lead * e.cols + e.col) * hs + d));
+    return fmt::format("{}\n= q[{}] · k[{}]: how well query {} matches key {}\n= {}", here, e.row, e.col, qtok(e.row), ktok(e.col),
+                       terms(tv, static_cast<std::size_t>(hs)));
+  }
+  if (id == "scaled") {
+    const Step* sc = t.find("scores");
+    return fmt::format("{}\n= scores × {} = {} × {}", here, c.scale, sc != nullptr ? num(sc->value.at(flat)) : "?", num(c.scale_factor));
+  }
+  if (id == "mask") {
+    return v != 0 ? fmt::format("{}\nquery {} may attend to key {}", here, qtok(e.row), ktok(e.col))
+                  : fmt::format("{}\nquery {} may not attend to key {}: blocked", here, qtok(e.row), ktok(e.col));
+  }
+  if (id == "mask.add") return fmt::format("{}\nadded to the scaled score before the softmax", here);
+  if (id == "masked") {
+    if (std::isinf(v) && v < 0) return fmt::format("{}\nblocked by the mask: −∞, so its weight will be exactly 0", here);
+    const Step* before = t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
+    return fmt::format("{}\n= {}: kept{}", here, before != nullptr ? fmt::format("{}[…] = {}", before->id, num(before->value.at(flat))) : "the score",
+                       t.find("mask.add") != nullptr ? " (plus the additive mask)" : "");
+  }
+  if (id == "weights") {
+    const Step* logits = t.find("masked");
+    if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = t.find("scaled");
+    if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = t.find("scores");
+    if (logits == nullptr) return here;
+    const std::int64_t row0 = flat - e.col;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < e.cols; ++j) mx = std::max(mx, static_cast<double>(logits->value.at(row0 + j)));
+    const double x = logits->value.at(flat);
+    if (std::isinf(x) && x < 0) return fmt::format("{}\nexp(−∞) = 0: key {} is blocked", here, ktok(e.col));
+    double sum = 0;
+    for (std::int64_t j = 0; j < e.cols; ++j) sum += std::exp(static_cast<double>(logits->value.at(row0 + j)) - mx);
+    return fmt::format("{}\n= exp({} − max) / Σ exp(row − max)\n= exp({} − {}) / {} = {} / {}\nquery {} puts {} of its attention on key {}", here,
+                       logits->id, num(x), num(mx), num(sum), num(std::exp(x - mx)), num(sum), qtok(e.row), num(v), ktok(e.col));
+  }
+  if (id == "context") {
+    const Step* w = t.find("weights");
+    const Step* vs = rows_step(t, "v.heads", "v");
+    if (w == nullptr || vs == nullptr) return here;
+    const auto S = w->value.shape().back(), hv = vs->value.shape().back();
+    std::vector<std::pair<Scalar, Scalar>> tv;
+    std::int64_t blocked_terms = 0;
+    for (std::int64_t j = 0; j < S; ++j) {
+      const Scalar wj = w->value.at((e.lead * e.rows + e.row) * S + j);
+      if (wj == 0) {
+        ++blocked_terms;
+        continue;
+      }
+      tv.emplace_back(wj, vs->value.at((e.lead * S + j) * hv + e.col));
+    }
+    return fmt::format("{}\n= Σ over keys j of weights[{}, j] × v[j, {}]: query {}'s mixture of values, feature {}\n= {}{}", here, e.row,
+                       e.col, qtok(e.row), e.col, terms(tv, tv.size()),
+                       blocked_terms > 0 ? fmt::format("\n({} key{} with weight 0 add{} nothing)", blocked_terms, blocked_terms == 1 ? "" : "s",
+                                                       blocked_terms == 1 ? "s" : "") : "");
+  }
+  if (id == "merged") {
+    const auto hv = c.hv > 0 ? c.hv : c.hs;
+    const auto h = hv > 0 ? e.col / hv : 0, d = hv > 0 ? e.col % hv : e.col;
+    return fmt::format("{}\n= context[head {}, {}, {}]: head {}'s feature {} placed at column {}·{} + {}", here, h, e.row, d, h, d, h, hv, d);
+  }
+  return here;
+}
+
 }  // namespace attn
+

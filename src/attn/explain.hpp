@@ -10,4 +10,9 @@ namespace attn {
 
 std::string explain_step(const Trace& trace, const Step& step);
 
+// How one entry (flat index into step.value) was computed, with this run's numbers: the terms of a
+// dot product, exp(·)/Σexp(·) of a softmax, the entry another step moved here. For the HTML
+// walkthrough's hover. Plain text, one line per part.
+std::string explain_cell(const Trace& trace, const Step& step, std::int64_t flat);
+
 }  // namespace attn

@@ -306,3 +306,41 @@ TEST_CASE("step keys: arrows (even split across reads), Space, Enter, b, numbers
   CHECK(attn::line_action("7").step == 7);
   CHECK(attn::line_action("seven").kind == A::None);
 }
+
+TEST_CASE("the HTML walkthrough: one self-contained page, every step, each entry's computation", "[classroom]") {
+  const auto trace = trace_of(R"({"mode": "causal", "heads": 2, "sentence": "the cat sat", "random": {"seed": 3, "C": 4}})");
+  TextOptions o;
+  o.heatmaps = {"weights"};
+  std::ostringstream out;
+  render_html(trace, out, o);
+  const auto html = out.str();
+  CHECK_THAT(html, Catch::StartsWith("<!DOCTYPE html>\n<html lang=\"en\">"));
+  CHECK_THAT(html, Catch::EndsWith("</html>\n"));
+  // nothing to fetch: no src or link, no url(), no @import; the only "http" is the SVG namespace (and
+  // the http-equiv of the policy that forbids fetching)
+  CHECK(html.find(" src=") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("url(") == std::string::npos);
+  CHECK(html.find("@import") == std::string::npos);
+  CHECK(count_of(html, "http") == count_of(html, "xmlns=\"http://www.w3.org/2000/svg\"") + count_of(html, "<meta http-equiv="));
+  CHECK_THAT(html, Catch::Contains("default-src 'none'"));
+  for (const auto& s : trace.steps) CHECK_THAT(html, Catch::Contains("<section class=\"step\" id=\"step-" + s.id + "\">"));
+  CHECK(count_of(html, "<div class=\"block\" data-head=\"1\">") == count_of(html, "<div class=\"block\" data-head=\"0\">"));
+  CHECK_THAT(html, Catch::Contains("<select id=\"head\"><option value=\"all\">all</option><option value=\"0\">0</option>"));
+  CHECK(count_of(html, "<svg xmlns") == 3);  // the mask, and the weights of each head
+  // hover texts: the computation with this run's numbers
+  const Step& scores = *trace.find("scores");
+  const Step& qh = *trace.find("q.heads");
+  const Step& kh = *trace.find("k.heads");
+  const auto at = 1 * 9 + 2 * 3 + 1;  // head 1, query "sat", key "cat"
+  const auto text = explain_cell(trace, scores, at);
+  CHECK_THAT(text, Catch::StartsWith("scores[1, 2, 1] = " + format_fixed(scores.value.at(at), 4) + "\n= q[2] · k[1]: how well query \"sat\" matches key \"cat\""));
+  const auto term = [](Scalar x) { return x < 0 ? "(" + format_fixed(x, 4) + ")" : format_fixed(x, 4); };
+  CHECK_THAT(text, Catch::Contains(term(qh.value.at((1 * 3 + 2) * 2 + 0)) + "×" + term(kh.value.at((1 * 3 + 1) * 2 + 0))));
+  const Step& weights = *trace.find("weights");
+  CHECK_THAT(explain_cell(trace, weights, 1), Catch::Contains("exp(−∞) = 0: key \"cat\" is blocked"));
+  CHECK_THAT(explain_cell(trace, weights, 4), Catch::Contains("= exp(masked − max) / Σ exp(row − max)"));
+  // the page carries them, escaped
+  CHECK_THAT(html, Catch::Contains("data-x=\"scores[1, 2, 1] = "));
+  CHECK_THAT(html, Catch::Contains("query &quot;sat&quot; matches key &quot;cat&quot;"));
+}

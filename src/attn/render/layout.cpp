@@ -52,6 +52,22 @@ const Step* blocking_step(const Trace& trace, const Step& step) {
   return masked != nullptr && masked->value.shape() == step.value.shape() ? masked : nullptr;
 }
 
+std::string markup_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::size_t cells(std::string_view s) {
   std::size_t n = 0;
   for (unsigned char c : s)

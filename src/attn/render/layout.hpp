@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn/trace.hpp"
@@ -70,6 +71,9 @@ const Step* blocking_step(const Trace& trace, const Step& step);
 inline bool blocked(const Step* masked, std::int64_t at) {
   return masked != nullptr && masked->value.at(at) == -std::numeric_limits<Scalar>::infinity();
 }
+
+// For SVG and HTML text and attribute values: < > & " ' as entities.
+std::string markup_escape(std::string_view s);
 
 // Display width in terminal cells: counts UTF-8 code points, not bytes.
 std::size_t cells(std::string_view s);

@@ -48,12 +48,18 @@ void render_markdown(const Trace& trace, std::ostream& out, const TextOptions& o
 // Pictures: attention heatmaps per batch row and head (and the mask pattern), as SVG documents.
 struct SvgPicture {
   std::string step;  // the step id it shows
+  std::string block; // its block's key ("b0.h1"; "" for a 2-D step)
   std::string name;  // file name: "weights.svg" or "weights.b0.h1.svg", "mask.svg", ...
   std::string svg;   // the whole SVG document
 };
 std::vector<SvgPicture> render_svg_pictures(const Trace& trace, const TextOptions& options);
 // All pictures in one SVG document, stacked.
 void render_svg(const Trace& trace, std::ostream& out, const TextOptions& options);
+
+// --format html: the walkthrough as one self-contained page (no network, no external script or
+// font): a step at a time with the keyboard, a head and batch selector, the tensors with token
+// labels, heatmaps, each entry's computation on hover, and print styles for handouts.
+void render_html(const Trace& trace, std::ostream& out, const TextOptions& options);
 
 // Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0".
 std::string format_fixed(Scalar v, int precision);

@@ -19,19 +19,8 @@ constexpr double kCharW = 6.6;  // px per character at kFont, a conservative est
 constexpr const char* kFontFamily = "DejaVu Sans, Verdana, sans-serif";
 constexpr const char* kBlocked = "#e6e6e6";
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+// Text and attribute values: the markup characters escaped.
+std::string esc(std::string_view s) { return markup_escape(s); }
 
 std::string clip(const std::string& s, std::size_t max_chars) {
   if (cells(s) <= max_chars) return s;
@@ -47,6 +36,7 @@ std::string clip(const std::string& s, std::size_t max_chars) {
 
 struct Picture {
   std::string step;  // step id
+  std::string block; // block key
   std::string name;  // file name
   int width = 0, height = 0;
   std::string body;  // SVG elements, origin at the picture's top left
@@ -86,14 +76,17 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
   p.height = top + grid_h + legend_h;
   std::string title = fmt::format("{} · {}", s.id, s.title);
   if (!b.title.empty()) title += " · " + b.title;
+  // wide enough for the title (14 px bold) and the formula line
+  const std::string formula_line = fmt::format("{} · [{}] = {}", s.formula, fmt::join(s.dims, ", "), shape_string(s.value.shape()));
+  p.width = std::max({p.width, 16 + static_cast<int>(std::ceil(cells(title) * 8.6)), 16 + static_cast<int>(std::ceil(cells(formula_line) * kCharW))});
   p.step = s.id;
+  p.block = b.key;
   p.name = s.id + (many && !b.key.empty() ? "." + b.key : "");
   p.name += ".svg";
 
   std::ostringstream o_;
   o_ << fmt::format("  <text x=\"8\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", esc(title));
-  o_ << fmt::format("  <text x=\"8\" y=\"36\" font-size=\"{}\" fill=\"#555555\">{} · [{}] = {}</text>\n", kFont, esc(s.formula),
-                    esc(fmt::format("{}", fmt::join(s.dims, ", "))), shape_string(s.value.shape()));
+  o_ << fmt::format("  <text x=\"8\" y=\"36\" font-size=\"{}\" fill=\"#555555\">{}</text>\n", kFont, esc(formula_line));
   o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">{}</text>\n", left, 56 + 8, kFont,
                     esc(col_title));
   o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">{}</text>\n",
@@ -207,7 +200,7 @@ std::vector<Picture> pictures(const Trace& t, const TextOptions& o) {
 
 std::vector<SvgPicture> render_svg_pictures(const Trace& t, const TextOptions& o) {
   std::vector<SvgPicture> out;
-  for (const auto& p : pictures(t, o)) out.push_back({p.step, p.name, document(p.width, p.height, p.body)});
+  for (const auto& p : pictures(t, o)) out.push_back({p.step, p.block, p.name, document(p.width, p.height, p.body)});
   return out;
 }
 
