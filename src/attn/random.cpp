@@ -26,33 +26,50 @@ Mt64::Mt64(std::uint64_t seed) {
   for (int i = 1; i < kN; ++i) s_[i] = 6364136223846793005ULL * (s_[i - 1] ^ (s_[i - 1] >> 62)) + static_cast<std::uint64_t>(i);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Mt64::twist() {
+namespace {
+
+constexpr int kStateWords = 312, kShift = 156;
+
+// The twist and the tempering, as internal functions cloned per instruction set (integer operations:
+// the same words on every machine; an exported member cannot be cloned portably across compilers).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void twist_state(std::uint64_t* s) {
   constexpr std::uint64_t kUpper = 0xFFFFFFFF80000000ULL, kLower = 0x7FFFFFFFULL, kA = 0xB5026F5AA96619E9ULL;
   auto mix = [](std::uint64_t hi, std::uint64_t lo, std::uint64_t far) {
     const std::uint64_t y = (hi & kUpper) | (lo & kLower);
     return far ^ (y >> 1) ^ ((0 - (y & 1)) & kA);  // kA where y is odd, without a 64-bit multiply
   };
   int i = 0;
-  for (; i < kN - kM; ++i) s_[i] = mix(s_[i], s_[i + 1], s_[i + kM]);
-  for (; i < kN - 1; ++i) s_[i] = mix(s_[i], s_[i + 1], s_[i + kM - kN]);
-  s_[kN - 1] = mix(s_[kN - 1], s_[0], s_[kM - 1]);
+  for (; i < kStateWords - kShift; ++i) s[i] = mix(s[i], s[i + 1], s[i + kShift]);
+  for (; i < kStateWords - 1; ++i) s[i] = mix(s[i], s[i + 1], s[i + kShift - kStateWords]);
+  s[kStateWords - 1] = mix(s[kStateWords - 1], s[0], s[kShift - 1]);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Mt64::fill(std::uint64_t* out, std::int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void temper(const std::uint64_t* s, std::int64_t n, std::uint64_t* out) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::uint64_t y = s[j];
+    y ^= (y >> 29) & 0x5555555555555555ULL;
+    y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
+    y ^= (y << 37) & 0xFFF7EEE000000000ULL;
+    y ^= y >> 43;
+    out[j] = y;
+  }
+}
+
+}  // namespace
+
+void Mt64::twist() {
+  static_assert(kN == kStateWords && kM == kShift);
+  twist_state(s_);
+}
+
+void Mt64::fill(std::uint64_t* out, std::int64_t n) {
   while (n > 0) {
     if (next_ == kN) {
       twist();
       next_ = 0;
     }
     const std::int64_t take = std::min<std::int64_t>(n, kN - next_);
-    for (std::int64_t j = 0; j < take; ++j) {
-      std::uint64_t y = s_[next_ + j];
-      y ^= (y >> 29) & 0x5555555555555555ULL;
-      y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
-      y ^= (y << 37) & 0xFFF7EEE000000000ULL;
-      y ^= y >> 43;
-      out[j] = y;
-    }
+    temper(s_ + next_, take, out);
     next_ += static_cast<int>(take), out += take, n -= take;
   }
 }
