@@ -138,6 +138,11 @@ TEST_CASE("the markdown handout carries its pictures: inline, or linked to --svg
   CHECK_THAT(linked.str(), Catch::Contains("\n![mask](pics/mask.svg)\n"));
   CHECK_THAT(linked.str(), Catch::Contains("\n![weights.h0](pics/weights.h0.svg)\n"));
   CHECK(linked.str().find("base64") == std::string::npos);
+  // a folder name with a space or a trailing slash still makes a working link
+  o.picture_dir = "my pics (week 3)/";
+  std::ostringstream spaced;
+  render_markdown(trace, spaced, o);
+  CHECK_THAT(spaced.str(), Catch::Contains("\n![mask](my%20pics%20%28week%203%29/mask.svg)\n"));
 }
 
 TEST_CASE("the shade ramp leaves only (near) zero blank", "[classroom]") {

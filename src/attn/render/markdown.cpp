@@ -35,6 +35,18 @@ std::string base64(const std::string& in) {
   return out;
 }
 
+// DIR/NAME as a markdown link target: no doubled slash, and the characters that would end or break
+// the link (space, parentheses, angle brackets, %) percent-encoded, so "my pics" still links.
+std::string link_path(std::string dir, const std::string& name) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::string out;
+  for (char c : dir + "/" + name) {
+    if (c == ' ' || c == '(' || c == ')' || c == '<' || c == '>' || c == '%') out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
+
 std::string number(const Step& s, Scalar v, int precision) {
   if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
   return format_fixed(v, precision);
@@ -93,7 +105,7 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
     for (const auto& p : pictures) {
       if (p.step != s.id) continue;
       const auto alt = p.name.substr(0, p.name.size() - 4);  // without ".svg"
-      if (!o.picture_dir.empty()) out << fmt::format("\n![{}]({}/{})\n", alt, o.picture_dir, p.name);
+      if (!o.picture_dir.empty()) out << fmt::format("\n![{}]({})\n", alt, link_path(o.picture_dir, p.name));
       else out << fmt::format("\n![{}](data:image/svg+xml;base64,{})\n", alt, base64(p.svg));
     }
     if (o.explain) {
