@@ -181,7 +181,8 @@ try:
     # ---- hover: each number's computation, with this run's numbers ----
     w = step_value(trace, "weights")  # [H, T, T]
     tip = page.hover("#step-weights .block[data-head='0'] tbody tr:nth-child(2) td:nth-of-type(1)")
-    check(tip.startswith("weights[0, 1, 0] = " + f"{w[0][1][0]:.4f}") and "exp(" in tip and "Σ exp(row − max)" in tip,
+    check(tip.startswith("weights[0, 1, 0] = " + f"{w[0][1][0]:.4f}") and "exp(" in tip and "Σ exp(row − max)" in tip
+          and "(2 blocked keys add 0)" in tip,
           f"hovering weights[0, 1, 0] shows exp(·)/Σexp(·): {tip!r}")
     page.screenshot("html_hover_weight.png")
     tip = page.hover("#step-weights .block[data-head='0'] tbody tr:nth-child(1) td:nth-of-type(2)")
@@ -191,13 +192,13 @@ try:
     sc, qh, kh = step_value(trace, "scores"), step_value(trace, "q.heads"), step_value(trace, "k.heads")
     tip = page.hover("#step-scores .block[data-head='1'] tbody tr:nth-child(3) td:nth-of-type(2)")
     first_term = f"{qh[1][2][0]:.4f}×{kh[1][1][0]:.4f}"
-    check(tip.startswith(f"scores[1, 2, 1] = {sc[1][2][1]:.4f}") and "q[2] · k[1]" in tip and first_term in tip,
+    check(tip.startswith(f"scores[1, 2, 1] = {sc[1][2][1]:.4f}") and "q.heads[1, 2] · k.heads[1, 1]" in tip and first_term in tip,
           f"hovering scores[1, 2, 1] shows q·k term by term (first term {first_term}): {tip!r}")
     page.screenshot("html_hover_score.png")
     page.js(f"document.querySelectorAll('nav.steps a')[{idx.index('context')}].click()")
     ctx = step_value(trace, "context")
     tip = page.hover("#step-context .block[data-head='0'] tbody tr:nth-child(3) td:nth-of-type(1)")
-    check(tip.startswith(f"context[0, 2, 0] = {ctx[0][2][0]:.4f}") and "Σ over keys j of weights[2, j] × v[j, 0]" in tip,
+    check(tip.startswith(f"context[0, 2, 0] = {ctx[0][2][0]:.4f}") and "Σ over keys j of weights[0, 2, j] × v.heads[0, j, 0]" in tip,
           f"hovering context[0, 2, 0] shows the weighted sum: {tip!r}")
 
     # ---- print: every step, no controls ----

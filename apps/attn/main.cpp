@@ -255,7 +255,10 @@ attn::ColorMode color_mode(const std::string& choice) {
   if (choice == "truecolor") return attn::ColorMode::TrueColor;
   if (choice == "auto") {
     const char* no_color = std::getenv("NO_COLOR");  // https://no-color.org: set and not empty
-    if (!isatty(STDOUT_FILENO) || (no_color != nullptr && *no_color != '\0')) return attn::ColorMode::None;
+    const char* term = std::getenv("TERM");          // a dumb terminal shows escape codes as text
+    if (!isatty(STDOUT_FILENO) || (no_color != nullptr && *no_color != '\0') || (term != nullptr && std::string_view(term) == "dumb")) {
+      return attn::ColorMode::None;
+    }
   }
   const char* colorterm = std::getenv("COLORTERM");
   const std::string ct = colorterm != nullptr ? colorterm : "";

@@ -314,6 +314,21 @@ std::string terms(const std::vector<std::pair<Scalar, Scalar>>& t, std::size_t t
   return out;
 }
 
+// "b, h, " or "h, " or "": the leading indices of a cell (batch row, head), for naming operands.
+std::string lead_text(const Cell& c) {
+  std::string out;
+  for (std::size_t k = 0; k + 2 < c.at.size(); ++k) out += fmt::format("{}, ", c.at[k]);
+  return out;
+}
+
+// "q.heads[1, 2]" (head 1's query 2) or "q[2]" when there is one head: a row of an operand step.
+std::string operand_row(const Step& operand, const Cell& c, std::int64_t row) {
+  std::string lead;
+  const auto r = operand.value.shape().size();
+  for (std::size_t k = 0; k + 2 < r && k + 2 < c.at.size(); ++k) lead += fmt::format("{}, ", c.at[k]);
+  return fmt::format("{}[{}{}]", operand.id, lead, row);
+}
+
 // The step holding the heads-first rows of q or k ("q.heads"), or the flat one when H = 1.
 const Step* rows_step(const Trace& t, const char* heads, const char* flat) {
   const Step* s = t.find(heads);
@@ -371,12 +386,13 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     std::vector<std::pair<Scalar, Scalar>> tv;
     for (std::int64_t d = 0; d < hs; ++d)
       tv.emplace_back(qs->value.at((e.lead * e.rows + e.row) * hs + d), ks->value.at((e.lead * e.cols + e.col) * hs + d));
-    return fmt::format("{}\n= q[{}] · k[{}]: how well query {} matches key {}\n= {}", here, e.row, e.col, qtok(e.row), ktok(e.col),
-                       terms(tv, static_cast<std::size_t>(hs)));
+    return fmt::format("{}\n= {} · {}: how well query {} matches key {}\n= {}", here, operand_row(*qs, e, e.row), operand_row(*ks, e, e.col),
+                       qtok(e.row), ktok(e.col), terms(tv, static_cast<std::size_t>(hs)));
   }
   if (id == "scaled") {
     const Step* sc = t.find("scores");
-    return fmt::format("{}\n= scores × {} = {} × {}", here, c.scale, sc != nullptr ? num(sc->value.at(flat)) : "?", num(c.scale_factor));
+    return fmt::format("{}\n= scores[…] × the scale = {} × {}\n(the scale: {})", here, sc != nullptr ? num(sc->value.at(flat)) : "?",
+                       num(c.scale_factor), c.scale);
   }
   if (id == "mask") {
     return v != 0 ? fmt::format("{}\nquery {} may attend to key {}", here, qtok(e.row), ktok(e.col))
@@ -400,9 +416,25 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     const double x = logits->value.at(flat);
     if (std::isinf(x) && x < 0) return fmt::format("{}\nexp(−∞) = 0: key {} is blocked", here, ktok(e.col));
     double sum = 0;
-    for (std::int64_t j = 0; j < e.cols; ++j) sum += std::exp(static_cast<double>(logits->value.at(row0 + j)) - mx);
-    return fmt::format("{}\n= exp({} − max) / Σ exp(row − max)\n= exp({} − {}) / {} = {} / {}\nquery {} puts {} of its attention on key {}", here,
-                       logits->id, num(x), num(mx), num(sum), num(std::exp(x - mx)), num(sum), qtok(e.row), num(v), ktok(e.col));
+    std::vector<std::string> parts;
+    std::int64_t blocked_keys = 0;
+    for (std::int64_t j = 0; j < e.cols; ++j) {
+      const double xj = logits->value.at(row0 + j);
+      if (std::isinf(xj) && xj < 0) {
+        ++blocked_keys;
+        continue;
+      }
+      sum += std::exp(xj - mx);
+      if (parts.size() < 6) parts.push_back(num(std::exp(xj - mx)));
+    }
+    const std::int64_t live = e.cols - blocked_keys;
+    const auto bracket = [](double y) { return y < 0 ? fmt::format("({})", num(y)) : num(y); };
+    return fmt::format("{}\n= exp({} − max) / Σ exp(row − max), max = {}\n= exp({} − {}) / {} = {} / {}\nΣ = {}{} = {}{}\nquery {} puts {} of its "
+                       "attention on key {}",
+                       here, logits->id, num(mx), num(x), bracket(mx), num(sum), num(std::exp(x - mx)), num(sum), fmt::join(parts, " + "),
+                       live > 6 ? fmt::format(" + … ({} keys)", live) : "", num(sum),
+                       blocked_keys > 0 ? fmt::format(" ({} blocked key{} add{} 0)", blocked_keys, blocked_keys == 1 ? "" : "s", blocked_keys == 1 ? "s" : "") : "",
+                       qtok(e.row), num(v), ktok(e.col));
   }
   if (id == "context") {
     const Step* w = t.find("weights");
@@ -419,8 +451,9 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
       }
       tv.emplace_back(wj, vs->value.at((e.lead * S + j) * hv + e.col));
     }
-    return fmt::format("{}\n= Σ over keys j of weights[{}, j] × v[j, {}]: query {}'s mixture of values, feature {}\n= {}{}", here, e.row,
-                       e.col, qtok(e.row), e.col, terms(tv, tv.size()),
+    const std::string lead = lead_text(e);
+    return fmt::format("{}\n= Σ over keys j of weights[{}{}, j] × {}[{}j, {}]: query {}'s mixture of values, feature {}\n= {}{}", here, lead,
+                       e.row, vs->id, lead, e.col, qtok(e.row), e.col, terms(tv, tv.size()),
                        blocked_terms > 0 ? fmt::format("\n({} key{} with weight 0 add{} nothing)", blocked_terms, blocked_terms == 1 ? "" : "s",
                                                        blocked_terms == 1 ? "s" : "") : "");
   }

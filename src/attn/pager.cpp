@@ -63,10 +63,12 @@ std::optional<std::size_t> parse_number(const std::string& s) {
   return n;
 }
 
-// The header and one step, as the text walkthrough prints them.
-std::string screen(const Trace& trace, const TextOptions& options, std::size_t index) {
+// One step as the text walkthrough prints it, under the whole header on the first screen and under
+// the title line on the others (so a tall step keeps its own heading in view).
+std::string screen(const Trace& trace, const TextOptions& options, std::size_t index, bool whole_header) {
   std::ostringstream s;
-  render_text_header(trace, s, options);
+  if (whole_header) render_text_header(trace, s, options);
+  else s << (trace.config.title.empty() ? "Attention Tracer" : "Attention Tracer · " + trace.config.title) << "\n";
   render_text_step(trace, index, s, options);
   return s.str();
 }
@@ -140,7 +142,7 @@ void page_steps(const Trace& trace, const TextOptions& options, int in_fd, std::
   if (!raw) render_text_header(trace, out, options);
   while (true) {
     if (redraw) {
-      if (raw) out << "\x1b[H\x1b[2J" << screen(trace, options, shown[at]) << "\n";  // home, clear, the step
+      if (raw) out << "\x1b[H\x1b[2J" << screen(trace, options, shown[at], at == 0) << "\n";  // home, clear, the step
       else render_text_step(trace, shown[at], out, options);
       redraw = false;
     }
@@ -168,12 +170,17 @@ void page_steps(const Trace& trace, const TextOptions& options, int in_fd, std::
       if (!std::getline(std::cin, line)) a = {PagerAction::Quit};
       else a = line_action(line);
     }
-    note.clear();
+    if (a.kind != PagerAction::None) note.clear();
     std::size_t next = at;
     switch (a.kind) {
-      case PagerAction::None: continue;
+      case PagerAction::None:
+        if (!raw) note = "(Enter, b, a step number or q, then Enter)";  // a line it does not know
+        continue;
       case PagerAction::Quit: next = n; break;
-      case PagerAction::Next: next = at + 1; break;  // past the last step: done
+      case PagerAction::Next:  // the last step stays: only q or Ctrl-D ends the walkthrough
+        if (at + 1 < n) next = at + 1;
+        else note = "(the last step: q quits)";
+        break;
       case PagerAction::Back: next = at > 0 ? at - 1 : 0; break;
       case PagerAction::First: next = 0; break;
       case PagerAction::Last: next = n - 1; break;

@@ -339,12 +339,15 @@ TEST_CASE("the HTML walkthrough: one self-contained page, every step, each entry
   const Step& kh = *trace.find("k.heads");
   const auto at = 1 * 9 + 2 * 3 + 1;  // head 1, query "sat", key "cat"
   const auto text = explain_cell(trace, scores, at);
-  CHECK_THAT(text, Catch::StartsWith("scores[1, 2, 1] = " + format_fixed(scores.value.at(at), 4) + "\n= q[2] · k[1]: how well query \"sat\" matches key \"cat\""));
+  CHECK_THAT(text, Catch::StartsWith("scores[1, 2, 1] = " + format_fixed(scores.value.at(at), 4) + "\n= q.heads[1, 2] · k.heads[1, 1]: how well query \"sat\" matches key \"cat\""));
   const auto term = [](Scalar x) { return x < 0 ? "(" + format_fixed(x, 4) + ")" : format_fixed(x, 4); };
   CHECK_THAT(text, Catch::Contains(term(qh.value.at((1 * 3 + 2) * 2 + 0)) + "×" + term(kh.value.at((1 * 3 + 1) * 2 + 0))));
   const Step& weights = *trace.find("weights");
   CHECK_THAT(explain_cell(trace, weights, 1), Catch::Contains("exp(−∞) = 0: key \"cat\" is blocked"));
-  CHECK_THAT(explain_cell(trace, weights, 4), Catch::Contains("= exp(masked − max) / Σ exp(row − max)"));
+  CHECK_THAT(explain_cell(trace, weights, 4), Catch::Contains("= exp(masked − max) / Σ exp(row − max), max = "));
+  CHECK_THAT(explain_cell(trace, weights, 4), Catch::Contains("(1 blocked key adds 0)"));  // row "cat" of head 0 sees 2 of 3 keys
+  CHECK_THAT(explain_cell(trace, *trace.find("context"), 1 * 3 * 2 + 2 * 2 + 1),  // head 1, query 2, feature 1
+             Catch::Contains("= Σ over keys j of weights[1, 2, j] × v.heads[1, j, 1]"));
   // the page carries them, escaped
   CHECK_THAT(html, Catch::Contains("data-x=\"scores[1, 2, 1] = "));
   CHECK_THAT(html, Catch::Contains("query &quot;sat&quot; matches key &quot;cat&quot;"));

@@ -27,7 +27,7 @@ header.top .meta { color: var(--muted); font-size: 13px; }
 .controls button { font: inherit; padding: 2px 10px; }
 .controls .keys { color: var(--muted); font-size: 12px; }
 .layout { display: flex; }
-nav.steps { width: 220px; flex: none; border-right: 1px solid var(--line); padding: 8px 0; font-size: 13px; }
+nav.steps { width: 220px; flex: none; border-right: 1px solid var(--line); padding: 8px 0; font-size: 13px; min-height: 100vh; }
 nav.steps a { display: block; padding: 3px 14px; color: var(--ink); text-decoration: none; }
 nav.steps a[aria-current="step"] { background: var(--accent); color: #fff; }
 main { flex: 1; padding: 12px 24px 40px; min-width: 0; }
@@ -58,7 +58,7 @@ table.tensor td.blocked { color: #888; background: var(--blocked); }
   section.step { display: block !important; break-inside: avoid-page; page-break-inside: avoid; }
   section.step + section.step { break-before: page; page-break-before: always; }
   .block[hidden] { display: block !important; }
-  main { padding: 0; }
+  main { padding: 0 0 0 12mm; }
   table.tensor td[data-x]:hover { background: none; outline: none; }
 }
 )css";
@@ -75,7 +75,12 @@ constexpr const char* kScript = R"js(
     steps.forEach(function (s, i) { s.classList.toggle('current', i === cur); });
     links.forEach(function (a, i) { if (i === cur) a.setAttribute('aria-current', 'step'); else a.removeAttribute('aria-current'); });
     pos.textContent = 'step ' + (cur + 1) + ' of ' + steps.length;
+    document.getElementById('prev').disabled = cur === 0;
+    document.getElementById('next').disabled = cur === steps.length - 1;
     if (history.replaceState) history.replaceState(null, '', '#' + steps[cur].id);
+    // one step at a time: from the top, controls in view; every step on one page: go to it
+    if (document.body.classList.contains('all')) steps[cur].scrollIntoView({block: 'start'});
+    else window.scrollTo(0, 0);
     hideTip();
   }
   function filter() {
@@ -90,7 +95,7 @@ constexpr const char* kScript = R"js(
   links.forEach(function (a, i) { a.addEventListener('click', function (e) { e.preventDefault(); show(i); }); });
   document.getElementById('prev').addEventListener('click', function () { show(cur - 1); });
   document.getElementById('next').addEventListener('click', function () { show(cur + 1); });
-  document.getElementById('all').addEventListener('change', function (e) { document.body.classList.toggle('all', e.target.checked); });
+  document.getElementById('all').addEventListener('change', function (e) { document.body.classList.toggle('all', e.target.checked); show(cur); });
   ['head', 'batch'].forEach(function (id) { var el = document.getElementById(id); if (el) el.addEventListener('change', filter); });
   document.addEventListener('keydown', function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey || (e.target && e.target.tagName === 'SELECT')) return;
@@ -188,7 +193,7 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
          "script-src 'unsafe-inline'; img-src data:\">\n"
       << "<title>" << esc(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
   out << "<header class=\"top\">\n<h1>" << esc(title) << "</h1>\n<div class=\"meta\">"
-      << esc(fmt::format("mode {} · {} · T = {} · S = {} · {}", mode_name(c.mode), c.batched ? fmt::format("B = {}", c.B) : "no batch dimension",
+      << esc(fmt::format("mode {} · {} · T = {} · S = {} · {}", mode_name(c.mode), c.batched ? fmt::format("B = {}", c.B) : "B = 1 (no batch dimension)",
                          c.T, c.S, widths_text(c, " · ")))
       << "<br>" << esc(fmt::format("scale {}", c.scale));
   for (const auto& n : c.notes) out << "<br>note: " << esc(n);

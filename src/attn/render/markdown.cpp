@@ -55,14 +55,15 @@ std::string number(const Step& s, Scalar v, int precision) {
 void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l, const Block& b, int precision) {
   const auto& c = t.config;
   out << "| |";
-  for (const auto& j : l.cols) out << " " << (j ? cell_text(axis_label(c, l.col_dim, *j, b.batch)) : "…") << " |";
+  // token labels as the pictures write them: a repeated token numbered (the₁, the₂)
+  for (const auto& j : l.cols) out << " " << (j ? cell_text(distinct_axis_label(c, l.col_dim, *j, b.batch)) : "…") << " |";
   if (s.row_sums) out << " sum |";
   out << "\n|---|";
   for (std::size_t k = 0; k < l.cols.size(); ++k) out << "---:|";
   if (s.row_sums) out << "---:|";
   out << "\n";
   for (const auto& i : l.rows) {
-    out << "| **" << (i ? cell_text(axis_label(c, l.row_dim, *i, b.batch)) : "…") << "** |";
+    out << "| **" << (i ? cell_text(distinct_axis_label(c, l.row_dim, *i, b.batch)) : "…") << "** |";
     for (const auto& j : l.cols) {
       out << " " << ((i && j) ? number(s, s.value.at(b.offset + *i * l.col_count + *j), precision) : "…") << " |";
     }

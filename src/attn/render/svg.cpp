@@ -120,9 +120,13 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
       } else if (!std::isfinite(v)) {
         fill = kBlocked;
         any_blocked = true;
-        // A blocked weight is exactly 0 (grey says why); the masked step itself holds -inf.
-        const bool blocked_weight = std::isfinite(s.value.at(at));
-        text = blocked_weight ? format_fixed(s.value.at(at), 0) : (v < 0 ? "−∞" : (v > 0 ? "+∞" : "nan"));
+        // Grey says the mask blocks it: the masked step itself holds −∞; a weight is exactly 0; a step
+        // before the mask keeps its own value, printed as in the tables (where it fits)
+        const Scalar own = s.value.at(at);
+        if (!std::isfinite(own)) text = own < 0 ? "−∞" : (own > 0 ? "+∞" : "nan");
+        else if (own == 0) text = "0";
+        else text = format_fixed(own, o.precision);
+        if (cells(text) * kCharW > kCell - 4) text.clear();
         text_fill = "#777777";
       } else {
         const Rgb col = viridis(std::clamp(rg.t(v), 0.0, 1.0));
