@@ -61,6 +61,11 @@ tmx send-keys -t t Up
 sleep 0.3
 [[ "$(last_prompt t)" == *"step 7/9"* ]] || fail "↑ moved (last prompt: $(last_prompt t))"
 screen t | grep -qF '^[[A' && fail "↑ was echoed"
+tmx send-keys -t t End
+wait_for t "── step 9/9" || fail "End did not go to the last step"
+tmx send-keys -t t Right
+wait_for t "(the last step: q quits)" || fail "→ on the last step did not stay there"
+tmx capture-pane -p -t t | grep -qF "EXITED" && fail "→ on the last step ended the walkthrough"
 tmx send-keys -t t q
 wait_for t "EXITED 0" || fail "q did not quit with exit 0"
 screen t | grep -qF "[8] weights" && fail "q still printed later steps"
@@ -89,4 +94,9 @@ tmx new-session -d -s n -x 140 -y 60 "NO_COLOR=1 $attn run examples/masked_4x4.j
 wait_for n "heatmap of weights" || fail "no heatmap with NO_COLOR" n
 tmx capture-pane -e -p -t n | grep -q $'\e\\[[0-9;]*48;' && fail "NO_COLOR was not honoured" n
 tmx capture-pane -p -t n | grep -qF "t0  ██ ·· ·· ··" || fail "no shaded heatmap with NO_COLOR" n
+# --color auto on a dumb terminal: the shades, no escape codes
+tmx new-session -d -s m -x 140 -y 60 "TERM=dumb $attn run examples/masked_4x4.json --steps weights; sleep 30"
+wait_for m "heatmap of weights" || fail "no heatmap with TERM=dumb" m
+tmx capture-pane -e -p -t m | grep -q $'\e\\[[0-9;]*48;' && fail "TERM=dumb got colour codes" m
+tmx capture-pane -p -t m | grep -qF "t0  ██ ·· ·· ··" || fail "no shaded heatmap with TERM=dumb" m
 echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ ignored, q, Ctrl-D; line mode) and --color auto / NO_COLOR checked in a tmux terminal"
