@@ -167,9 +167,17 @@ std::string explain_step(const Trace& t, const Step& s) {
   }
   if (id == "scores") {
     if (c.entry == Entry::Scores) return "The scores, given directly: entry [i, j] is how well query i matches key j.";
-    const Row r = pick_row(s);
-    const auto S = s.value.shape().back();
-    const auto blocked = blocked_keys(t, s, r);
+    Row r = pick_row(s);
+    const auto S = s.value.shape().back(), T = s.value.shape()[s.value.shape().size() - 2];
+    auto blocked = blocked_keys(t, s, r);
+    // a row that may see more than one key makes the better example (a causal first row sees itself only)
+    for (std::int64_t i = 0; std::count(blocked.begin(), blocked.end(), false) < 2 && i < T; ++i) {
+      Row other = r;
+      other.query = i;
+      other.values = s.value.data() + i * S;
+      const auto b = blocked_keys(t, s, other);
+      if (std::count(b.begin(), b.end(), false) >= 2) r = other, blocked = b;
+    }
     // the best key the query may see (the mask is about to block the others), and any tied with it
     std::int64_t best = -1;
     for (std::int64_t j = 0; j < S; ++j)
