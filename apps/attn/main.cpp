@@ -123,7 +123,7 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_option("--color", o.color,
-                  "auto (default: colour on a terminal unless NO_COLOR is set), always, never, 256 or truecolor; "
+                  "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
                   "without colour heatmaps use the shades ' ░▒▓█'")
       ->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
   run->add_option("--heatmap", o.heatmaps, "steps drawn as heatmaps too (default weights; e.g. weights,scores; none)")
