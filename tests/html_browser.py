@@ -175,6 +175,8 @@ try:
     check(shown_heads() == ["0", "1"], "both heads are shown at first")
     page.js("var h = document.getElementById('head'); h.value = '1'; h.dispatchEvent(new Event('change'))")
     check(shown_heads() == ["1"], "the head selector shows head 1 alone")
+    check(page.js("getComputedStyle(document.querySelector('#step-weights .explain-which')).display") != "none",
+          "with head 1 chosen, the explanation says its numbers are head 0's")
     page.screenshot("html_weights_head1.png")
     page.js("var h = document.getElementById('head'); h.value = 'all'; h.dispatchEvent(new Event('change'))")
 

@@ -91,6 +91,10 @@ constexpr const char* kScript = R"js(
       var hideB = b !== 'all' && el.dataset.batch !== undefined && el.dataset.batch !== b;
       el.hidden = hideH || hideB;
     });
+    // the explanations quote head 0 and batch row 0: say so when another is chosen
+    Array.prototype.forEach.call(document.querySelectorAll('.explain-which'), function (el) {
+      el.hidden = (h === 'all' || h === '0') && (b === 'all' || b === '0');
+    });
   }
   links.forEach(function (a, i) { a.addEventListener('click', function (e) { e.preventDefault(); show(i); }); });
   document.getElementById('prev').addEventListener('click', function () { show(cur - 1); });
@@ -229,7 +233,11 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
     if (!s.note.empty()) out << "<p class=\"note\">" << esc(s.note) << "</p>\n";
     if (o.explain) {
       const auto text = explain_step(t, s);
-      if (!text.empty()) out << "<p class=\"explain\">" << esc(text) << "</p>\n";
+      if (!text.empty()) {
+        out << "<p class=\"explain\">" << esc(text);
+        if (c.H > 1 || (c.batched && c.B > 1)) out << " <em class=\"explain-which\" hidden>(These numbers are from head 0, batch row 0.)</em>";
+        out << "</p>\n";
+      }
     }
     for (const auto& b : l.blocks) {
       if (b.gap) {
