@@ -5,6 +5,7 @@
 // from explain_cell; this file only lays them out.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -235,7 +236,9 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
       const auto text = explain_step(t, s);
       if (!text.empty()) {
         out << "<p class=\"explain\">" << esc(text);
-        if (c.H > 1 || (c.batched && c.B > 1)) out << " <em class=\"explain-which\" hidden>(These numbers are from head 0, batch row 0.)</em>";
+        // steps with heads or batch rows quote their first block
+        const bool per_block = std::any_of(s.dims.begin(), s.dims.end(), [](Dim d) { return d == Dim::H || d == Dim::B; });
+        if (per_block) out << " <em class=\"explain-which\" hidden>(The numbers quoted are head 0's, batch row 0's.)</em>";
         out << "</p>\n";
       }
     }
