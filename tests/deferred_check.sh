@@ -35,5 +35,7 @@ check mistake_after "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --m
 check mistake_axis "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake softmax-wrong-axis
 # fused W_qkv with T·dk = 64·1024 entries per part: q, k and v are deferred column slices of qkv
 check fused "{\"mode\": \"causal\", \"heads\": 8, \"random\": {\"seed\": 5, \"T\": 64, \"C\": 1024, \"fused\": true}}"
+# a kept score of inf (a mistaken run may hold one): its row's 1/sum is NaN, and the whole row with it
+check nan_row "{\"mode\": \"causal\", \"random\": {\"seed\": 1, \"T\": 256, \"C\": 2}, \"weights\": {\"W_q\": \"identity\", \"W_k\": \"identity\", \"W_v\": \"identity\"}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[2e19, 0] for _ in range(256)]))')}" --mistake scale-missing
 check overflow "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[1e21 if (i+j)%7==0 else 0.5 for j in range(32)] for i in range(130)]))')}"
 exit $fail

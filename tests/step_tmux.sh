@@ -34,7 +34,7 @@ screen() { tmx capture-pane -p -t "$1"; }  # the visible screen only
 cd "$src" || exit 1
 # single keys, redrawn in place
 tmx new-session -d -s t -x 140 -y 60 "$attn run examples/cat_sat.json --step --color never --heatmap none; echo EXITED \$?; sleep 30"
-wait_for t "── step 1/9 · →/Space/Enter next · ←/b back · number+Enter go to · q quit ──" || fail "no prompt after step 1"
+wait_for t "── step 1/9 · → next · ← back · number+Enter: go to · q quit ──" || fail "no prompt after step 1"
 screen t | grep -qF "[1] x · Input embeddings" || fail "step 1 not shown"
 screen t | grep -qF "[2] q · Queries" && fail "step 2 shown before a key"
 tmx send-keys -t t Right
@@ -69,6 +69,19 @@ tmx capture-pane -p -t t | grep -qF "EXITED" && fail "→ on the last step ended
 tmx send-keys -t t q
 wait_for t "EXITED 0" || fail "q did not quit with exit 0"
 screen t | grep -qF "[8] weights" && fail "q still printed later steps"
+# Ctrl-Z gives the shell its terminal back; after fg the keys are single keys again
+tmx new-session -d -s z -x 140 -y 60 "bash --norc --noprofile"
+sleep 0.3
+tmx send-keys -t z "$attn run examples/cat_sat.json --step --color never --heatmap none" Enter
+wait_for z "── step 1/9" || fail "no prompt (Ctrl-Z session)" z
+tmx send-keys -t z C-z
+sleep 0.5
+tmx send-keys -t z "fg" Enter
+sleep 0.5
+tmx send-keys -t z Right
+wait_for z "── step 2/9" || fail "after Ctrl-Z and fg, → did not advance" z
+screen z | grep -qF '^[[C' && fail "after Ctrl-Z and fg, → was echoed (the terminal stayed in line mode)" z
+tmx send-keys -t z q
 # Ctrl-D quits too
 tmx new-session -d -s d -x 140 -y 60 "$attn run examples/cat_sat.json --step --color never; echo EXITED \$?; sleep 30"
 wait_for d "── step 1/9" || fail "no prompt (Ctrl-D session)" d

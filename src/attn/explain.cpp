@@ -352,7 +352,10 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   const std::int64_t b = batch_of(s, e);
   const std::string here = fmt::format("{} = {}", index_text(s, e), num(v));
   const auto qtok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, b)); };
-  const auto ktok = [&](std::int64_t j) { return q(axis_label(c, c.mode == Mode::Cross ? Dim::S : Dim::T, j, b)); };
+  // keys are labelled along the step's own last axis (S with given scores of another length, or cross mode)
+  const Dim key_dim = !s.dims.empty() && (s.dims.back() == Dim::S || s.dims.back() == Dim::T) ? s.dims.back() : (c.mode == Mode::Cross ? Dim::S : Dim::T);
+  const auto ktok = [&](std::int64_t j) { return q(axis_label(c, key_dim, j, b)); };
+  const std::string lead = lead_text(e);  // "b, " (and "h, ") before a row index, as the step's own index reads
   const auto& id = s.id;
   if (id == "x" || id == "source") {
     return fmt::format("{}\nfeature {} of token {}'s embedding (an input)", here, e.col,
@@ -368,20 +371,23 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
       const auto width = in->value.shape().back();
       std::vector<std::string> xs;
       for (std::int64_t k = 0; k < std::min<std::int64_t>(width, 6); ++k) xs.push_back(num(in->value.at((e.lead * e.rows + e.row) * width + k)));
-      row = fmt::format("\n{}[{}] = [{}{}]", in->id, e.row, fmt::join(xs, ", "), width > 6 ? ", …" : "");
+      row = fmt::format("\n{}[{}{}] = [{}{}]", in->id, lead, e.row, fmt::join(xs, ", "), width > 6 ? ", …" : "");
     }
-    return fmt::format("{}\n= {}[{}, :] · {}[:, {}]: row {} of {} times column {} of {} (a weight, an input not shown as a step){}", here,
-                       in != nullptr ? in->id : "x", e.row, w, e.col, e.row, in != nullptr ? in->id : "x", e.col, w, row);
+    return fmt::format("{}\n= {}[{}{}, :] · {}[:, {}]: row {} of {} times column {} of {} (a weight, an input not shown as a step){}", here,
+                       in != nullptr ? in->id : "x", lead, e.row, w, e.col, e.row, in != nullptr ? in->id : "x", e.col, w, row);
   }
   if (id == "q.view" || id == "k.view" || id == "v.view") {
     const auto r = e.at.size();
     const auto h = e.at[r - 2], d = e.at[r - 1], width = s.value.shape()[r - 1];
-    return fmt::format("{}\n= {}[{}, {}]: the same number, column {} = {}·{} + {} regrouped as head {}, feature {}", here, id.substr(0, 1),
-                       e.at[r - 3], h * width + d, h * width + d, h, width, d, h, d);
+    const std::string batch = r > 3 ? fmt::format("{}, ", e.at[0]) : "";
+    return fmt::format("{}\n= {}[{}{}, {}]: the same number, column {} = {}·{} + {} regrouped as head {}, feature {}", here, id.substr(0, 1),
+                       batch, e.at[r - 3], h * width + d, h * width + d, h, width, d, h, d);
   }
   if (id == "q.heads" || id == "k.heads" || id == "v.heads") {
     const auto r = e.at.size();
-    return fmt::format("{}\n= {}.view[{}, {}, {}]: the same number, heads first", here, id.substr(0, 1), e.at[r - 2], e.at[r - 3], e.at[r - 1]);
+    const std::string batch = r > 3 ? fmt::format("{}, ", e.at[0]) : "";
+    return fmt::format("{}\n= {}.view[{}{}, {}, {}]: the same number, heads first", here, id.substr(0, 1), batch, e.at[r - 2], e.at[r - 3],
+                       e.at[r - 1]);
   }
   if (id == "k.T") {
     return fmt::format("{}\n= k.heads[…, {}, {}]: key {} ({}), feature {}, transposed", here, e.col, e.row, e.col, ktok(e.col), e.row);
@@ -422,6 +428,10 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     double mx = -std::numeric_limits<double>::infinity();
     for (std::int64_t j = 0; j < e.cols; ++j) mx = std::max(mx, static_cast<double>(logits->value.at(row0 + j)));
     const double x = logits->value.at(flat);
+    if (std::isinf(mx) && mx < 0) {  // no key left in the row: the masked_row policy fills it
+      return fmt::format("{}\nquery {} may see no key at all: the row is filled by the \"masked_row\" policy ({})", here, qtok(e.row),
+                         std::isnan(v) ? "nan" : v == 0 ? "zeros" : "uniform, 1/S each");
+    }
     if (std::isinf(x) && x < 0) return fmt::format("{}\nexp(−∞) = 0: key {} is blocked", here, ktok(e.col));
     double sum = 0;
     std::vector<std::string> parts;
@@ -459,7 +469,6 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
       }
       tv.emplace_back(wj, vs->value.at((e.lead * S + j) * hv + e.col));
     }
-    const std::string lead = lead_text(e);
     return fmt::format("{}\n= Σ over keys j of weights[{}{}, j] × {}[{}j, {}]: query {}'s mixture of values, feature {}\n= {}{}", here, lead,
                        e.row, vs->id, lead, e.col, qtok(e.row), e.col, terms(tv, tv.size()),
                        blocked_terms > 0 ? fmt::format("\n({} key{} with weight 0 add{} nothing)", blocked_terms, blocked_terms == 1 ? "" : "s",
@@ -468,7 +477,7 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   if (id == "merged") {
     const auto hv = c.hv > 0 ? c.hv : c.hs;
     const auto h = hv > 0 ? e.col / hv : 0, d = hv > 0 ? e.col % hv : e.col;
-    return fmt::format("{}\n= context[head {}, {}, {}]: head {}'s feature {} placed at column {}·{} + {}", here, h, e.row, d, h, d, h, hv, d);
+    return fmt::format("{}\n= context[{}{}, {}, {}]: head {}'s feature {} placed at column {}·{} + {}", here, lead, h, e.row, d, h, d, h, hv, d);
   }
   return here;
 }

@@ -41,14 +41,24 @@ Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) refuse(what, path, fmt::format("cannot open the .npy file: {}", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    refuse(what, path, fmt::format("cannot read the .npy file: {}", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {  // what was opened, not only what the path named a moment before
+    ::close(fd);
+    refuse(what, path, "not a regular file");
+  }
+  if (st.st_size == 0) {
     ::close(fd);
     return parse_npy({}, path, what, non_finite);  // refused: no magic
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  const int map_err = errno;
   ::close(fd);
-  if (map == MAP_FAILED) refuse(what, path, fmt::format("cannot read the .npy file: {}", std::strerror(errno)));
+  if (map == MAP_FAILED) refuse(what, path, fmt::format("cannot read the .npy file: {}", std::strerror(map_err)));
   struct Unmap {
     void* p;
     std::size_t n;

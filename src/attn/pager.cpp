@@ -6,6 +6,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <iostream>
@@ -23,10 +24,27 @@ constexpr char kCtrlD = '\x04';
 termios g_saved{};
 int g_fd = -1;
 
+termios g_raw{};
+
 extern "C" void restore_and_reraise(int sig) {
   if (g_fd >= 0) tcsetattr(g_fd, TCSANOW, &g_saved);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
+}
+
+// Ctrl-Z: the shell gets its terminal back; after fg, raw keys again.
+extern "C" void suspend(int) {
+  const int saved_errno = errno;
+  if (g_fd >= 0) tcsetattr(g_fd, TCSANOW, &g_saved);
+  std::signal(SIGTSTP, SIG_DFL);
+  sigset_t tstp;  // the signal is blocked while its handler runs: let the default action stop us now
+  sigemptyset(&tstp);
+  sigaddset(&tstp, SIGTSTP);
+  sigprocmask(SIG_UNBLOCK, &tstp, nullptr);
+  std::raise(SIGTSTP);  // stops here until SIGCONT
+  std::signal(SIGTSTP, suspend);
+  if (g_fd >= 0) tcsetattr(g_fd, TCSANOW, &g_raw);
+  errno = saved_errno;
 }
 
 // Raw input (no line editing, no echo) for the life of the object. Ctrl-C still interrupts, and the
@@ -40,12 +58,14 @@ class RawInput {
     raw.c_cc[VMIN] = 1;
     raw.c_cc[VTIME] = 0;
     g_fd = fd;
+    g_raw = raw;
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) std::signal(sig, restore_and_reraise);
+    std::signal(SIGTSTP, suspend);
     active_ = tcsetattr(fd, TCSANOW, &raw) == 0;
   }
   ~RawInput() {
     if (g_fd >= 0) tcsetattr(g_fd, TCSANOW, &g_saved);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) std::signal(sig, SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP}) std::signal(sig, SIG_DFL);
     g_fd = -1;
   }
   RawInput(const RawInput&) = delete;
@@ -137,8 +157,8 @@ void page_steps(const Trace& trace, const TextOptions& options, int in_fd, std::
   std::size_t at = 0;
   std::string note;  // a line under the prompt: "no step 12 (1–9)"
   bool redraw = true;
-  const std::string keys_help = raw ? "→/Space/Enter next · ←/b back · number+Enter go to · q quit"
-                                    : "Enter: next · b: back · a number: go to · q: quit";
+  // short enough for an 80-column terminal with a note or a typed number in place of the keys
+  const std::string keys_help = raw ? "→ next · ← back · number+Enter: go to · q quit" : "Enter: next · b: back · a number: go to · q: quit";
   if (!raw) render_text_header(trace, out, options);
   while (true) {
     if (redraw) {
@@ -147,10 +167,11 @@ void page_steps(const Trace& trace, const TextOptions& options, int in_fd, std::
       redraw = false;
     }
     // the prompt; in raw mode rewritten in place (a typed number, a note) on its own last line
-    std::string prompt = fmt::format("── step {}/{} · {} ──", at + 1, n, keys_help);
-    if (!note.empty()) prompt += " " + note;
+    std::string what = keys_help;  // a typed number, else a note, else the keys
+    if (raw && !keys.number().empty()) what = fmt::format("go to step: {}", keys.number());
+    else if (!note.empty()) what = note;
+    const std::string prompt = fmt::format("── step {}/{} · {} ──", at + 1, n, what);
     if (raw) {
-      if (!keys.number().empty()) prompt += fmt::format(" go to step: {}", keys.number());
       out << "\r\x1b[K" << prompt << std::flush;
     } else {
       out << "\n" << prompt << " " << std::flush;

@@ -354,3 +354,17 @@ TEST_CASE("the HTML walkthrough: one self-contained page, every step, each entry
   CHECK_THAT(html, Catch::Contains("data-x=\"scores[1, 2, 1] = "));
   CHECK_THAT(html, Catch::Contains("query &quot;sat&quot; matches key &quot;cat&quot;"));
 }
+
+TEST_CASE("hover texts: batch rows in operand names, keys on the step's own axis, empty rows by their policy", "[classroom]") {
+  // B = 2: q[1, 0, 0] is row 0 of batch row 1 of x
+  const auto batched = trace_of(R"({"mode": "self", "random": {"seed": 2, "B": 2, "T": 2, "C": 2}})");
+  CHECK_THAT(explain_cell(batched, *batched.find("q"), 4), Catch::Contains("= x[1, 0, :] · W_q[:, 0]"));
+  CHECK_THAT(explain_cell(batched, *batched.find("q"), 4), Catch::Contains("\nx[1, 0] = ["));
+  // given scores with S = 2 keys and T = 3 queries, bottom-right: query 0 sees no key
+  const auto empty = trace_of(R"({"mode": "causal", "causal_align": "bottom-right", "masked_row": "uniform", "scores": [[1, 2], [3, 4], [5, 6]]})");
+  const Step& w = *empty.find("weights");
+  CHECK(w.value.at(0) == 0.5f);
+  CHECK_THAT(explain_cell(empty, w, 0), Catch::Contains("may see no key at all: the row is filled by the \"masked_row\" policy (uniform"));
+  CHECK_THAT(explain_cell(empty, w, 0), !Catch::Contains("exp(−∞)"));
+  CHECK_THAT(explain_cell(empty, w, 5), Catch::Contains("key \"s1\""));  // keys are s0, s1, not queries' t labels
+}

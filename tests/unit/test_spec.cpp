@@ -198,3 +198,16 @@ TEST_CASE("counts say step or steps", "[spec]") {
   CHECK(count_of(0, "step") == "0 steps");
   CHECK(count_of(3, "step") == "3 steps");
 }
+
+TEST_CASE("a seeded fused W_qkv split for cross attention gets its values first", "[spec][random]") {
+  // the split must copy the drawn values: the same as the self-mode draw of the same stream, every time
+  const auto cross = parse_spec(R"({"mode": "cross", "heads": 2, "random": {"seed": 0, "T": 2, "S": 3, "C": 4, "fused": true}})", "t");
+  const auto self = parse_spec(R"({"mode": "self", "heads": 2, "random": {"seed": 0, "T": 2, "C": 4, "fused": true}})", "t");
+  REQUIRE(cross.w.W_q);
+  REQUIRE(self.w.W_qkv);
+  for (std::int64_t i = 0; i < 4; ++i)
+    for (std::int64_t j = 0; j < 4; ++j) {
+      CHECK(cross.w.W_q->data()[i * 4 + j] == self.w.W_qkv->data()[i * 12 + j]);
+      CHECK(cross.w.W_v->data()[i * 4 + j] == self.w.W_qkv->data()[i * 12 + 8 + j]);
+    }
+}

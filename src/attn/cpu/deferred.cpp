@@ -270,7 +270,8 @@ std::int64_t Softmax::compute_rows(std::int64_t r0, std::int64_t count, Scalar* 
     }
     // y · inv (+0 · inv stays +0 past the span), summed as the row_sums primitive adds them, in one pass
     // (a row with no key left is its fill everywhere: summed whole)
-    const double s = inv != 0 ? cpu::scale_and_sum(y, span, inv) : cpu::row_sum(y, n_);
+    // (and a NaN 1/sum, which only a mistaken run can make, scales the whole row, as the eager softmax does)
+    const double s = inv == 0 ? cpu::row_sum(y, n_) : cpu::scale_and_sum(y, std::isfinite(inv) ? span : n_, inv);
     const auto i = static_cast<std::size_t>(r0 + r);
     max_[i] = mx, inv_[i] = inv, sum_[i] = static_cast<Scalar>(s);
     known_[i].store(1, std::memory_order_release);

@@ -19,4 +19,8 @@ struct ReadContext {
   std::vector<std::pair<std::int64_t, std::function<void()>>> draws = {};
 };
 
+// Draws the seeded tensors read so far, side by side when there is enough to draw. A reader that
+// needs a seeded tensor's values while reading (the cross-mode split of a fused W_qkv) calls it first.
+void draw_seeded(ReadContext& ctx);
+
 }  // namespace attn

@@ -102,7 +102,8 @@ std::string read_file(const std::string& path) {
   return text;
 }
 
-// The seeded tensors, drawn side by side when there is enough to draw.
+}  // namespace
+
 void draw_seeded(ReadContext& ctx) {
   std::int64_t total = 0;
   for (const auto& d : ctx.draws) total += d.first;
@@ -111,8 +112,6 @@ void draw_seeded(ReadContext& ctx) {
   for (std::int64_t i = 0; i < count; ++i) ctx.draws[static_cast<std::size_t>(i)].second();
   ctx.draws.clear();
 }
-
-}  // namespace
 
 Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
   const json root = parse_json(text, origin);

@@ -241,6 +241,7 @@ std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
       fail("weights.W_qkv", fmt::format("one fused weight projects x and the source alike, but the source is Cs = {} wide and x C = {}: "
                                         "give W_q [C, dk], W_k [Cs, dk] and W_v [Cs, dv]", s.Cs, s.C));
     }
+    draw_seeded(r.ctx);  // a generated W_qkv gets its values before they are split
     s.w.W_q = columns(w, 0, s.dk), s.w.W_k = columns(w, s.dk, s.dk), s.w.W_v = columns(w, 2 * s.dk, s.dv);
     if (b) s.w.b_q = columns(*b, 0, s.dk), s.w.b_k = columns(*b, s.dk, s.dk), s.w.b_v = columns(*b, 2 * s.dk, s.dv);
     r.ctx.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
