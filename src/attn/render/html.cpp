@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <regex>
 
 #include "attn/explain.hpp"
@@ -204,16 +205,24 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
   for (const auto& n : c.notes) out << "<br>note: " << esc(n);
   out << "</div>\n<div class=\"controls\"><button id=\"prev\" type=\"button\">← previous</button><span id=\"pos\"></span>"
       << "<button id=\"next\" type=\"button\">next →</button>";
-  if (c.H > 1) {
-    out << "<label>head <select id=\"head\"><option value=\"all\">all</option>";
-    for (std::int64_t h = 0; h < c.H; ++h) out << fmt::format("<option value=\"{0}\">{0}</option>", h);
-    out << "</select></label>";
+  // the selectors offer the heads and batch rows the page shows (a summarised trace leaves some out)
+  std::set<std::int64_t> heads, batches;
+  for (const auto idx : indices) {
+    for (const auto& b : layout_step(t.steps[idx], c, o.view).blocks) {
+      if (b.gap) continue;
+      const auto [head, batch] = head_batch(b.key);
+      if (head >= 0) heads.insert(head);
+      if (batch >= 0) batches.insert(batch);
+    }
   }
-  if (c.batched && c.B > 1) {
-    out << "<label>batch row <select id=\"batch\"><option value=\"all\">all</option>";
-    for (std::int64_t b = 0; b < c.B; ++b) out << fmt::format("<option value=\"{0}\">{0}</option>", b);
-    out << "</select></label>";
-  }
+  auto selector = [&](const char* id, const char* label, const std::set<std::int64_t>& values, std::int64_t all) {
+    if (values.size() < 2) return;
+    out << fmt::format("<label>{} <select id=\"{}\"><option value=\"all\">all</option>", label, id);
+    for (const auto v : values) out << fmt::format("<option value=\"{0}\">{0}</option>", v);
+    out << "</select>" << (static_cast<std::int64_t>(values.size()) < all ? fmt::format(" ({} of {} shown)", values.size(), all) : "") << "</label>";
+  };
+  selector("head", "head", heads, c.H);
+  selector("batch", "batch row", batches, c.B);
   out << "<label><input id=\"all\" type=\"checkbox\"> every step on one page</label>"
       << "<span class=\"keys\">keys: → or Space next · ← back · Home / End · hover a number to see how it was computed</span></div>\n"
       << "</header>\n<div class=\"layout\">\n<nav class=\"steps\" aria-label=\"steps\">\n";
