@@ -131,14 +131,7 @@ Tensor parse_npy(std::string_view bytes, const std::string& path, const std::str
   if (kind == Kind::Float && width == 4) {
     // float32 as it is; a first pass only on the exponent bits (all ones: inf or NaN)
     std::memcpy(values, bytes.data() + pos, n * sizeof(Scalar));
-    if (non_finite != NonFinite::Refuse) return out;
-    std::uint32_t special = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, values + i, sizeof bits);
-      special |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    if (special == 0) return out;
+    if (non_finite != NonFinite::Refuse || all_finite(values, static_cast<std::int64_t>(n))) return out;
   }
   for (std::size_t i = 0; i < n; ++i) {
     double v = 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "attn/error.hpp"
@@ -53,6 +54,16 @@ std::int64_t element_count(const Shape& shape) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
   return n;
+}
+
+bool all_finite(const Scalar* p, std::int64_t n) {
+  std::uint32_t any = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::uint32_t bits;
+    std::memcpy(&bits, p + j, sizeof bits);
+    any |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);  // exponent all ones
+  }
+  return any == 0;
 }
 
 std::string shape_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }

@@ -40,6 +40,8 @@ struct StorageAllocator {
 using Storage = std::vector<Scalar, StorageAllocator<Scalar>>;
 
 std::int64_t element_count(const Shape& shape);
+// Whether none of p[0, n) is inf or NaN: a branch-free pass over the exponent bits.
+bool all_finite(const Scalar* p, std::int64_t n);
 std::string shape_string(const Shape& shape);  // "[2, 4, 512]"
 
 class Tensor {

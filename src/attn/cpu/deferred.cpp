@@ -15,16 +15,6 @@ namespace {
 
 constexpr std::int64_t kDeferMin = std::int64_t{1} << 16;
 
-bool finite_row(const Scalar* p, std::int64_t n) {
-  std::uint32_t any = 0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    std::uint32_t bits;
-    std::memcpy(&bits, p + j, sizeof bits);
-    any |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return any == 0;
-}
-
 }  // namespace
 
 bool worth_deferring_product(std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n) {
@@ -68,7 +58,7 @@ void Product::block(std::int64_t batch, std::int64_t row, std::int64_t rows, std
   std::call_once(bounded_once_, [&] { bounded_ = cannot_overflow(); });
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto i = static_cast<std::size_t>(batch * m_ + row + r);
-    if (!bounded_ && !finite_row(out + r * ld + col0, col1 - col0)) bad_[i].store(1, std::memory_order_relaxed);
+    if (!bounded_ && !all_finite(out + r * ld + col0, col1 - col0)) bad_[i].store(1, std::memory_order_relaxed);
     // columns are recorded as a prefix: a block starting at or before what is known extends it
     std::int64_t done = done_[i].load(std::memory_order_relaxed);
     while (col0 <= done && done < col1 && !done_[i].compare_exchange_weak(done, col1, std::memory_order_relaxed)) {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "attn/error.hpp"
@@ -92,15 +91,7 @@ void Recorder::require_finite(const Step& step) const {
   const Scalar* p = values.data();
   bool special = false;
 #pragma omp parallel for reduction(|| : special) schedule(static) if (n >= (1 << 18))
-  for (std::int64_t c = 0; c < n; c += 4096) {
-    std::uint32_t any = 0;
-    for (std::int64_t i = c; i < std::min(n, c + 4096); ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, p + i, sizeof bits);
-      any |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    special = special || any != 0;
-  }
+  for (std::int64_t c = 0; c < n; c += 4096) special = special || !all_finite(p + c, std::min<std::int64_t>(4096, n - c));
   if (!special) return;
   check_deferred();  // an earlier deferred step that overflowed is the one to name
   for (std::int64_t i = 0; i < n; ++i) {
