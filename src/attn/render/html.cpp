@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <regex>
 
 #include "attn/explain.hpp"
 #include "attn/render/render.hpp"
@@ -141,16 +140,6 @@ std::string number(const Step& s, Scalar v, int precision) {
   return format_fixed(v, precision);
 }
 
-// The head and batch row a block shows, read from its key ("b1.h0", "h2", "b0"); -1: none.
-std::pair<std::int64_t, std::int64_t> head_batch(const std::string& key) {
-  std::int64_t head = -1, batch = -1;
-  static const std::regex part(R"(([bh])(\d+))");
-  for (std::sregex_iterator it(key.begin(), key.end(), part), end; it != end; ++it) {
-    ((*it)[1] == "h" ? head : batch) = std::stoll((*it)[2]);
-  }
-  return {head, batch};
-}
-
 void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l, const Block& b, int precision) {
   const auto& c = t.config;
   const Step* masked = blocking_step(t, s);
@@ -210,9 +199,8 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
   for (const auto idx : indices) {
     for (const auto& b : layout_step(t.steps[idx], c, o.view).blocks) {
       if (b.gap) continue;
-      const auto [head, batch] = head_batch(b.key);
-      if (head >= 0) heads.insert(head);
-      if (batch >= 0) batches.insert(batch);
+      if (b.head >= 0) heads.insert(b.head);
+      if (b.has_batch) batches.insert(b.batch);
     }
   }
   auto selector = [&](const char* id, const char* label, const std::set<std::int64_t>& values, std::int64_t all) {
@@ -256,9 +244,8 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
         out << "<div class=\"block\"><h3>… " << esc(b.title) << "</h3></div>\n";
         continue;
       }
-      const auto [head, batch] = head_batch(b.key);
-      out << "<div class=\"block\"" << (head >= 0 ? fmt::format(" data-head=\"{}\"", head) : "")
-          << (batch >= 0 ? fmt::format(" data-batch=\"{}\"", batch) : "") << ">";
+      out << "<div class=\"block\"" << (b.head >= 0 ? fmt::format(" data-head=\"{}\"", b.head) : "")
+          << (b.has_batch ? fmt::format(" data-batch=\"{}\"", b.batch) : "") << ">";
       if (!b.title.empty()) out << "<h3>" << esc(b.title) << "</h3>";
       out << "<div class=\"pair\">";
       table(out, t, s, l, b, o.precision);

@@ -104,7 +104,8 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
       for (std::size_t a = 0; a < lead.size(); ++a) {
         block = block * shape[a] + lead[a];
         const Dim d = s.dims[a];
-        if (d == Dim::B) b.batch = lead[a];
+        if (d == Dim::B) b.batch = lead[a], b.has_batch = true;
+        if (d == Dim::H) b.head = lead[a];
       }
       for (std::size_t a = 0; a < lead.size(); ++a) {
         const Dim d = s.dims[a];

@@ -27,6 +27,8 @@ struct Block {
   std::string title;         // "batch 0 · head 1"; for a gap "H 3 .. 4 not shown"; "" for 2-D steps
   std::string key;           // "b0.h1": the block in file names; "" for 2-D steps
   std::int64_t batch = 0;    // for labels
+  bool has_batch = false;    // the step has a B axis: batch names this block's batch row
+  std::int64_t head = -1;    // the block's head, -1 when the step has no H axis
   std::int64_t offset = 0;   // flat index of the block's [0, 0]
   std::int64_t row_offset = 0;  // flat index of the block's first row, into row_sums
 };
