@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Deferred steps have the eager bits: every problem's JSON trace (every step, every value) is the
 # same byte for byte with deferral on (the default) and off (ATTN_DEFER=0), at sizes where the CPU
-# backend defers scores, scaled, masked and weights; and a --mistake run too.
+# backend defers scores, scaled, masked and weights and streams seeded weights into the projections;
+# and a --mistake run too.
 # Usage: deferred_check.sh ATTN WORK_DIR
 set -u
 attn=$1 work=$2/deferred
@@ -35,6 +36,10 @@ check mistake_after "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --m
 check mistake_axis "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake softmax-wrong-axis
 # fused W_qkv with T·dk = 64·1024 entries per part: q, k and v are deferred column slices of qkv
 check fused "{\"mode\": \"causal\", \"heads\": 8, \"random\": {\"seed\": 5, \"T\": 64, \"C\": 1024, \"fused\": true}}"
+# seeded weights streamed into a product of a few rows (B·T = 8, k in blocks of 16 rows), and
+# materialised under ATTN_DEFER=0
+check few_rows "{\"mode\": \"multi-head\", \"heads\": 4, \"random\": {\"seed\": 3, \"B\": 2, \"T\": 4, \"C\": 72, \"fused\": true, \"output_projection\": true}}"
+check few_rows_separate "{\"mode\": \"cross\", \"random\": {\"seed\": 3, \"T\": 3, \"S\": 5, \"C\": 33, \"Cs\": 17, \"output_projection\": true}}"
 # a kept score of inf (a mistaken run may hold one): its row's 1/sum is NaN, and the whole row with it
 check nan_row "{\"mode\": \"causal\", \"random\": {\"seed\": 1, \"T\": 256, \"C\": 2}, \"weights\": {\"W_q\": \"identity\", \"W_k\": \"identity\", \"W_v\": \"identity\"}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[2e19, 0] for _ in range(256)]))')}" --mistake scale-missing
 check overflow "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[1e21 if (i+j)%7==0 else 0.5 for j in range(32)] for i in range(130)]))')}"

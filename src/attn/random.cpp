@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "attn/error.hpp"
+
 namespace attn {
 
 std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
@@ -71,6 +73,17 @@ void Mt64::fill(std::uint64_t* out, std::int64_t n) {
     const std::int64_t take = std::min<std::int64_t>(n, kN - next_);
     temper(s_ + next_, take, out);
     next_ += static_cast<int>(take), out += take, n -= take;
+  }
+}
+
+void Mt64::discard(std::int64_t n) {
+  while (n > 0) {
+    if (next_ == kN) {
+      twist();
+      next_ = 0;
+    }
+    const std::int64_t take = std::min<std::int64_t>(n, kN - next_);
+    next_ += static_cast<int>(take), n -= take;
   }
 }
 
@@ -170,8 +183,10 @@ constexpr std::int64_t kBlock = 4096;  // words drawn at a time (even)
 
 }  // namespace
 
-void fill_normal(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n) {
+void fill_normal(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n, std::int64_t first) {
+  if (first % 2 != 0) throw InternalError("fill_normal: a part must start on a pair");
   Mt64 g(stream_seed(seed, name));
+  g.discard(first);  // value i is drawn from word i (pairs from pairs of words)
   std::uint64_t bits[kBlock];
   Scalar last[2];
   for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
@@ -187,14 +202,28 @@ void fill_normal(std::uint64_t seed, std::string_view name, Scalar* p, std::int6
   }
 }
 
-void fill_uniform(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n, double bound) {
-  Mt64 g(stream_seed(seed, name));
+UniformStream::UniformStream(std::uint64_t seed, std::string_view name, double bound, std::int64_t first)
+    : g_(stream_seed(seed, name)), bound_(bound) {
+  g_.discard(first);
+}
+
+void UniformStream::read(Scalar* p, std::int64_t n) {
   std::uint64_t bits[kBlock];
   for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const std::int64_t m = std::min(kBlock, n - i0);
-    g.fill(bits, m);
-    uniforms(bits, m, bound, p + i0);
+    g_.fill(bits, m);
+    uniforms(bits, m, bound_, p + i0);
   }
+}
+
+void fill_uniform(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n, double bound, std::int64_t first) {
+  UniformStream(seed, name, bound, first).read(p, n);
+}
+
+Tensor generated_uniform(std::uint64_t seed, std::string name, Shape shape, double bound) {
+  return Tensor::generated(std::move(shape), [seed, name = std::move(name), bound](std::int64_t first) {
+    return [stream = std::make_shared<UniformStream>(seed, name, bound, first)](Scalar* out, std::int64_t n) { stream->read(out, n); };
+  });
 }
 
 Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape) {

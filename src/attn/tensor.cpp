@@ -33,6 +33,7 @@ T* StorageAllocator<T>::allocate(std::size_t n) {
   const std::size_t size = mapped_size(bytes);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
+  if (!populate) return static_cast<T*>(p);
   // The kernel zeroes the pages one thread at a time per call: from 8 MB on (where a thread team
   // pays for itself), the threads each populate their own slices (2-core VM: 4.3 -> 8 GB/s).
   constexpr std::size_t kSlice = std::size_t{512} << 10;
@@ -49,6 +50,13 @@ void StorageAllocator<T>::deallocate(T* p, std::size_t n) noexcept {
 }
 
 template struct StorageAllocator<Scalar>;
+
+void populate_pages(void* p, std::size_t bytes) {
+  constexpr std::uintptr_t kPage = 4096;
+  const auto from = reinterpret_cast<std::uintptr_t>(p) & ~(kPage - 1);
+  const auto to = (reinterpret_cast<std::uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
+  if (bytes > 0) madvise(reinterpret_cast<void*>(from), to - from, kPopulateWrite);
+}
 
 std::int64_t element_count(const Shape& shape) {
   std::int64_t n = 1;
@@ -75,6 +83,13 @@ Tensor::Tensor(Shape shape) : Tensor(uninitialized(std::move(shape))) {
 Tensor Tensor::uninitialized(Shape shape) {
   Tensor t;
   t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(element_count(shape)));
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::unpopulated(Shape shape) {
+  Tensor t;
+  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(element_count(shape)), StorageAllocator<Scalar>(false));
   t.shape_ = std::move(shape);
   return t;
 }
@@ -107,6 +122,19 @@ Tensor Tensor::deferred(Shape shape, std::function<void(Scalar*)> fill, std::fun
   t.deferred_->fill = std::move(fill);
   t.deferred_->element = std::move(element);
   t.deferred_->nonfinite = std::move(nonfinite);
+  return t;
+}
+
+Tensor Tensor::generated(Shape shape, OpenAt open) {
+  const std::int64_t n = element_count(shape);
+  Tensor t = deferred(
+      std::move(shape), [open, n](Scalar* out) { open(0)(out, n); },
+      [open](std::int64_t i) {
+        Scalar v;
+        open(i)(&v, 1);
+        return v;
+      });
+  t.deferred_->open = std::move(open);
   return t;
 }
 

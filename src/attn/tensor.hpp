@@ -23,8 +23,10 @@ template <typename T>
 struct StorageAllocator {
   using value_type = T;
   StorageAllocator() = default;
+  explicit StorageAllocator(bool populate_large) noexcept : populate(populate_large) {}
   template <typename U>
-  StorageAllocator(const StorageAllocator<U>&) noexcept {}
+  StorageAllocator(const StorageAllocator<U>& o) noexcept : populate(o.populate) {}
+  bool populate = true;  // false: the writer populates its own parts (populate_pages), side by side
   T* allocate(std::size_t n);
   void deallocate(T* p, std::size_t n) noexcept;
   template <typename U>
@@ -39,6 +41,10 @@ struct StorageAllocator {
 };
 using Storage = std::vector<Scalar, StorageAllocator<Scalar>>;
 
+// Has the kernel back [p, p + bytes) with pages now, in one call, instead of a fault per page on first
+// write (whole pages: those the range touches).
+void populate_pages(void* p, std::size_t bytes);
+
 std::int64_t element_count(const Shape& shape);
 // Whether none of p[0, n) is inf or NaN: a branch-free pass over the exponent bits.
 bool all_finite(const Scalar* p, std::int64_t n);
@@ -51,6 +57,8 @@ class Tensor {
   Tensor(Shape shape, const std::vector<Scalar>& values);  // values.size() == element_count(shape)
   // Values left unset: for a producer that writes every element (the backends).
   static Tensor uninitialized(Shape shape);
+  // The same, with large storage left for its writers to populate part by part (populate_pages).
+  static Tensor unpopulated(Shape shape);
   // A shape with no values: what a cost estimate (a dry run) works with.
   static Tensor shape_only(Shape shape);
   // Values computed when first needed: `fill` writes all of them (on the first data() or values()),
@@ -61,6 +69,15 @@ class Tensor {
   // filling: for a deferred step that could overflow where its inputs did not (a product).
   static Tensor deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element,
                          std::function<std::int64_t()> nonfinite = {});
+  // Values generated in order from any position, never held unless a reader needs them all (the
+  // seeded weights: a random stream that skips ahead). `open(first)` returns a reader whose calls
+  // write the next values from flat index `first` on. data() fills from open(0); at() reads one value;
+  // a reader of all values once, in order (a product's B), takes open() itself (reader()).
+  using Reader = std::function<void(Scalar* out, std::int64_t n)>;
+  using OpenAt = std::function<Reader(std::int64_t first)>;
+  static Tensor generated(Shape shape, OpenAt open);
+  // The generated tensor's open(), while its values are not held; else null.
+  const OpenAt* reader() const { return deferred_ && deferred_->open && !deferred_->storage ? &deferred_->open : nullptr; }
   // The deferred tensor's first non-finite entry, or -1 (also when held, or when no check was given).
   std::int64_t deferred_nonfinite() const { return deferred_ && deferred_->nonfinite ? deferred_->nonfinite() : -1; }
   bool has_data() const { return storage_ != nullptr || deferred_ != nullptr; }
@@ -91,6 +108,7 @@ class Tensor {
     std::function<void(Scalar*)> fill;
     std::function<Scalar(std::int64_t)> element;
     std::function<std::int64_t()> nonfinite;
+    OpenAt open;                       // a generated tensor's values in order
     std::shared_ptr<Storage> storage;  // set once filled
   };
   const Storage* storage() const;  // fills a deferred tensor

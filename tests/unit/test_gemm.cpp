@@ -62,6 +62,17 @@ TEST_CASE("every gemm kernel gives the fma chain's bits", "[gemm]") {
         std::vector<float> u(static_cast<std::size_t>(s.m * s.n), -1.0f);
         attn::gemm::multiply_unpacked(a.data(), s.k, s.m, b.data(), s.n, s.k, s.n, u.data(), s.n);
         CHECK(std::memcmp(u.data(), want.data(), u.size() * sizeof(float)) == 0);
+        // B in blocks of rows (a generated weight read in order): each chain continued block by
+        // block, and B packed block by block of rows, give the same bits
+        std::vector<float> blocks(static_cast<std::size_t>(s.m * s.n), -1.0f);
+        auto by_rows = attn::gemm::unpacked_b(s.k, s.n);
+        for (std::int64_t kk = 0; kk < s.k; kk += 16) {
+          const std::int64_t count = std::min<std::int64_t>(16, s.k - kk);
+          attn::gemm::multiply_unpacked(a.data() + kk, s.k, s.m, b.data() + kk * s.n, s.n, count, s.n, blocks.data(), s.n, kk > 0);
+          attn::gemm::pack_b_rows(b.data() + kk * s.n, s.n, by_rows, kk, count);
+        }
+        if (s.k > 0) CHECK(std::memcmp(blocks.data(), want.data(), blocks.size() * sizeof(float)) == 0);
+        if (s.k > 0) CHECK(std::memcmp(by_rows.data.get(), packed.data.get(), sizeof(float) * static_cast<std::size_t>(packed.panels() * s.k * packed.nr)) == 0);
       }
     }
   }

@@ -85,3 +85,56 @@ TEST_CASE("seeded values are Box-Muller and nn.Linear's uniform, to the float32 
   // and a value worked by hand stays put: the first of seed 0's "embeddings" (shape_flow's x[0, 0, 0])
   CHECK(random_normal(0, "embeddings", {2}).data()[0] == 0.144408643f);
 }
+
+TEST_CASE("Mt64::discard skips as std::mt19937_64's discard does", "[random]") {
+  std::mt19937_64 ref(11);
+  Mt64 g(11);
+  std::uint64_t word = 0;
+  for (const std::int64_t skip : {0, 1, 311, 312, 313, 5000, 2}) {
+    ref.discard(static_cast<unsigned long long>(skip));
+    g.discard(skip);
+    g.fill(&word, 1);
+    CHECK(word == ref());
+  }
+}
+
+TEST_CASE("a part of a stream, drawn from its position, is the same part of the whole draw", "[random]") {
+  // how large seeded tensors are drawn side by side: parts that skip ahead in the one stream
+  const std::int64_t n = 10001;
+  const auto normal = random_normal(3, "x", {n});
+  const auto uniform = random_uniform(3, "W", {n}, 0.5);
+  for (const std::int64_t first : {0, 2, 312, 4096, 9998, 10000}) {
+    const std::int64_t count = std::min<std::int64_t>(n - first, 777);
+    std::vector<Scalar> part(static_cast<std::size_t>(count));
+    fill_normal(3, "x", part.data(), count, first);
+    CHECK(std::memcmp(part.data(), normal.data() + first, sizeof(Scalar) * part.size()) == 0);
+    fill_uniform(3, "W", part.data(), count, 0.5, first);
+    CHECK(std::memcmp(part.data(), uniform.data() + first, sizeof(Scalar) * part.size()) == 0);
+  }
+  std::vector<Scalar> odd(1);
+  CHECK_THROWS(fill_normal(3, "x", odd.data(), 1, 5));  // a part starts on a pair
+}
+
+TEST_CASE("a generated weight gives random_uniform's values, element by element, read in parts, or held", "[random]") {
+  const Shape shape{37, 29};
+  const auto want = random_uniform(9, "weights.W_q", shape, 0.2);
+  const Tensor gen = generated_uniform(9, "weights.W_q", shape, 0.2);
+  REQUIRE(gen.reader() != nullptr);
+  CHECK_FALSE(gen.held());
+  for (const std::int64_t i : {0, 1, 28, 29, 500, 37 * 29 - 1}) CHECK(gen.at(i) == want.at(i));
+  // a reader opened anywhere continues in order across calls of any size
+  const Tensor::Reader read = (*gen.reader())(100);
+  std::vector<Scalar> got(static_cast<std::size_t>(want.size() - 100));
+  std::int64_t at = 0;
+  for (const std::int64_t block : {1, 300, 4096}) {
+    const std::int64_t m = std::min<std::int64_t>(block, static_cast<std::int64_t>(got.size()) - at);
+    read(got.data() + at, m);
+    at += m;
+  }
+  read(got.data() + at, static_cast<std::int64_t>(got.size()) - at);
+  CHECK(std::memcmp(got.data(), want.data() + 100, sizeof(Scalar) * got.size()) == 0);
+  CHECK(std::memcmp(gen.data(), want.data(), sizeof(Scalar) * static_cast<std::size_t>(want.size())) == 0);
+  CHECK(gen.held());
+  CHECK(gen.reader() == nullptr);  // held now: readers take the values
+  CHECK(gen.reshaped({29, 37}).at(77) == want.at(77));
+}

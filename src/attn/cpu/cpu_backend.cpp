@@ -48,8 +48,8 @@ using Map = Eigen::Map<Matrix>;
 // Elementwise steps at least this large (scaled, masked) are deferred.
 constexpr std::int64_t kDeferMin = std::int64_t{1} << 16;
 
-// ATTN_DEFER=0 computes and holds every step: the test that deferred steps have the eager bits
-// compares the two.
+// ATTN_DEFER=0 computes and holds every step (and every generated weight): the test that deferred
+// steps have the eager bits compares the two.
 bool deferral() {
   const char* v = std::getenv("ATTN_DEFER");
   return v == nullptr || std::string_view(v) != "0";
@@ -185,12 +185,26 @@ class CpuBackend final : public Backend {
     }
     Tensor out = Tensor::uninitialized({n_batch, m, n});
     const Scalar* pa = host(a).data();
-    const Scalar* pb = host(b).data();
+    // a generated weight (seeded) is read in order, a block of rows at a time, never held
+    const Tensor::OpenAt* generated = shared_b && deferral() ? host(b).reader() : nullptr;
+    const Scalar* pb = generated != nullptr ? nullptr : host(b).data();
     Scalar* po = out.mutable_data();
+    constexpr std::int64_t kStreamRows = 16;  // rows of a generated B per block
+    thread_local std::vector<Scalar> stream;
     if (n_batch * m <= kFewRows) {  // a few rows: B read where it is, on this thread
-      if (shared_b) gemm::multiply_unpacked(pa, k, n_batch * m, pb, n, k, n, po, n);  // B read once for all rows
-      else
+      if (generated != nullptr) {
+        const Tensor::Reader read = (*generated)(0);
+        for (std::int64_t kk = 0; kk < k; kk += kStreamRows) {  // each chain continued block by block
+          const std::int64_t count = std::min(kStreamRows, k - kk);
+          stream.resize(static_cast<std::size_t>(count * n));
+          read(stream.data(), count * n);
+          gemm::multiply_unpacked(pa + kk, k, n_batch * m, stream.data(), n, count, n, po, n, kk > 0);
+        }
+      } else if (shared_b) {
+        gemm::multiply_unpacked(pa, k, n_batch * m, pb, n, k, n, po, n);  // B read once for all rows
+      } else {
         for (std::int64_t i = 0; i < n_batch; ++i) gemm::multiply_unpacked(pa + i * m * k, k, m, pb + i * k * n, n, k, n, po + i * m * n, n);
+      }
     } else if (shared_b) {
       // (N·m, k) · (k, n): B packed once, then fixed blocks of kRowChunk rows in parallel
       gemm::PackedB packed = gemm::unpacked_b(k, n);
@@ -198,8 +212,22 @@ class CpuBackend final : public Backend {
       const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
 #pragma omp parallel if (parallel(2.0 * rows * k * n))
       {
+        if (generated != nullptr) {
+          // each thread reads its own contiguous rows of B (a reader skips ahead to them) and packs them
+          const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+          const std::int64_t r0 = k * t / threads, r1 = k * (t + 1) / threads;
+          const Tensor::Reader read = (*generated)(r0 * n);
+          for (std::int64_t kk = r0; kk < r1; kk += kStreamRows) {
+            const std::int64_t count = std::min(kStreamRows, r1 - kk);
+            stream.resize(static_cast<std::size_t>(count * n));
+            read(stream.data(), count * n);
+            gemm::pack_b_rows(stream.data(), n, packed, kk, count);
+          }
+#pragma omp barrier
+        } else {
 #pragma omp for schedule(static)
-        for (std::int64_t q = 0; q < packed.panels(); ++q) gemm::pack_b_panels(pb, n, false, packed, q, q + 1);
+          for (std::int64_t q = 0; q < packed.panels(); ++q) gemm::pack_b_panels(pb, n, false, packed, q, q + 1);
+        }
 #pragma omp for schedule(static)
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);

@@ -93,14 +93,16 @@ __attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const floa
   }
 }
 
-// R rows of C over columns [0, n), B read once: c = fma(a[kk], b[kk][j], c) for kk in order, from 0.
+// R rows of C over columns [0, n), B read once: c = fma(a[kk], b[kk][j], c) for kk in order, from 0
+// (or, with accumulate, from c's value: the chain continued from an earlier block of k).
 using RowsKernel = void (*)(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t n, float* c,
-                            std::int64_t ldc);
+                            std::int64_t ldc, bool accumulate);
 
 template <int R>
 void rows_portable(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t n, float* c,
-                   std::int64_t ldc) {
-  for (int r = 0; r < R; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
+                   std::int64_t ldc, bool accumulate) {
+  if (!accumulate)
+    for (int r = 0; r < R; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
   for (std::int64_t kk = 0; kk < k; ++kk)
     for (int r = 0; r < R; ++r)
       for (std::int64_t j = 0; j < n; ++j) c[r * ldc + j] = std::fma(a[r * lda + kk], b[kk * ldb + j], c[r * ldc + j]);
@@ -108,11 +110,11 @@ void rows_portable(const float* a, std::int64_t lda, const float* b, std::int64_
 
 template <int R>
 __attribute__((target("avx2,fma"))) void rows_avx2(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k,
-                                                    std::int64_t n, float* c, std::int64_t ldc) {
+                                                    std::int64_t n, float* c, std::int64_t ldc, bool accumulate) {
   std::int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[r] = accumulate ? _mm256_loadu_ps(c + r * ldc + j) : _mm256_setzero_ps();
     for (std::int64_t kk = 0; kk < k; ++kk) {
       _mm_prefetch(reinterpret_cast<const char*>(b + std::min(kk + 16, k - 1) * ldb + j), _MM_HINT_T0);
       const __m256 bv = _mm256_loadu_ps(b + kk * ldb + j);
@@ -122,7 +124,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const float* a, std::int64_t 
   }
   for (; j < n; ++j)
     for (int r = 0; r < R; ++r) {
-      float acc = 0.0f;
+      float acc = accumulate ? c[r * ldc + j] : 0.0f;
       for (std::int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[r * lda + kk], b[kk * ldb + j], acc);
       c[r * ldc + j] = acc;
     }
@@ -130,7 +132,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const float* a, std::int64_t 
 
 template <int R>
 __attribute__((target("avx512f"))) void rows_avx512(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, std::int64_t k,
-                                                     std::int64_t n, float* c, std::int64_t ldc) {
+                                                     std::int64_t n, float* c, std::int64_t ldc, bool accumulate) {
   // 32 columns at a time (two strips), B's rows prefetched ahead: a long stride defeats the hardware's
   for (std::int64_t j = 0; j < n; j += 32) {
     auto mask = [&](std::int64_t at) {
@@ -138,7 +140,10 @@ __attribute__((target("avx512f"))) void rows_avx512(const float* a, std::int64_t
     };
     const __mmask16 live0 = mask(j), live1 = mask(j + 16);
     __m512 acc0[R], acc1[R];
-    for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = accumulate ? _mm512_maskz_loadu_ps(live0, c + r * ldc + j) : _mm512_setzero_ps();
+      acc1[r] = accumulate ? _mm512_maskz_loadu_ps(live1, c + r * ldc + j + 16) : _mm512_setzero_ps();
+    }
     for (std::int64_t kk = 0; kk < k; ++kk) {
       _mm_prefetch(reinterpret_cast<const char*>(b + std::min(kk + 16, k - 1) * ldb + j), _MM_HINT_T0);
       const __m512 b0 = _mm512_maskz_loadu_ps(live0, b + kk * ldb + j), b1 = _mm512_maskz_loadu_ps(live1, b + kk * ldb + j + 16);
@@ -157,12 +162,12 @@ __attribute__((target("avx512f"))) void rows_avx512(const float* a, std::int64_t
 
 template <RowsKernel One, RowsKernel Two, RowsKernel Four, RowsKernel Eight>
 void rows_in_groups(const float* a, std::int64_t lda, std::int64_t m, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t n,
-                    float* c, std::int64_t ldc) {
+                    float* c, std::int64_t ldc, bool accumulate) {
   std::int64_t i = 0;
-  for (; i + 8 <= m; i += 8) Eight(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc);
-  if (i + 4 <= m) Four(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc), i += 4;
-  if (i + 2 <= m) Two(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc), i += 2;
-  if (i < m) One(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc);
+  for (; i + 8 <= m; i += 8) Eight(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc, accumulate);
+  if (i + 4 <= m) Four(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc, accumulate), i += 4;
+  if (i + 2 <= m) Two(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc, accumulate), i += 2;
+  if (i < m) One(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc, accumulate);
 }
 
 constexpr Kernel kPortable{"portable", 4, 16, micro_portable<4, 16>};
@@ -237,6 +242,18 @@ void pack_b_panels(const float* b, std::int64_t ldb, bool transposed, PackedB& p
   }
 }
 
+void pack_b_rows(const float* rows, std::int64_t ldb, PackedB& p, std::int64_t kk0, std::int64_t count) {
+  const std::int64_t nr = p.nr, k = p.k;
+  for (std::int64_t q = 0; q < p.panels(); ++q) {
+    float* out = p.data.get() + (q * k + kk0) * nr;
+    const std::int64_t j0 = q * nr, cols = std::min<std::int64_t>(nr, p.n - j0);
+    for (std::int64_t r = 0; r < count; ++r, out += nr) {
+      std::memcpy(out, rows + r * ldb + j0, sizeof(float) * static_cast<std::size_t>(cols));
+      std::fill(out + cols, out + nr, 0.0f);
+    }
+  }
+}
+
 PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n) {
   PackedB p = unpacked_b(k, n);
   pack_b_panels(b, ldb, transposed, p, 0, p.panels());
@@ -287,11 +304,14 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
 }
 
 void multiply_unpacked(const float* a, std::int64_t lda, std::int64_t m, const float* b, std::int64_t ldb, std::int64_t k,
-                       std::int64_t n, float* c, std::int64_t ldc) {
+                       std::int64_t n, float* c, std::int64_t ldc, bool accumulate) {
   const Kernel* kn = chosen();
-  if (kn == &kAvx512) rows_in_groups<rows_avx512<1>, rows_avx512<2>, rows_avx512<4>, rows_avx512<8>>(a, lda, m, b, ldb, k, n, c, ldc);
-  else if (kn == &kAvx2) rows_in_groups<rows_avx2<1>, rows_avx2<2>, rows_avx2<4>, rows_avx2<8>>(a, lda, m, b, ldb, k, n, c, ldc);
-  else rows_in_groups<rows_portable<1>, rows_portable<2>, rows_portable<4>, rows_portable<8>>(a, lda, m, b, ldb, k, n, c, ldc);
+  if (kn == &kAvx512)
+    rows_in_groups<rows_avx512<1>, rows_avx512<2>, rows_avx512<4>, rows_avx512<8>>(a, lda, m, b, ldb, k, n, c, ldc, accumulate);
+  else if (kn == &kAvx2)
+    rows_in_groups<rows_avx2<1>, rows_avx2<2>, rows_avx2<4>, rows_avx2<8>>(a, lda, m, b, ldb, k, n, c, ldc, accumulate);
+  else
+    rows_in_groups<rows_portable<1>, rows_portable<2>, rows_portable<4>, rows_portable<8>>(a, lda, m, b, ldb, k, n, c, ldc, accumulate);
 }
 
 }  // namespace attn::gemm

@@ -28,6 +28,9 @@ PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k
 // [p0, p1) of it from b (each panel is written by exactly one call).
 PackedB unpacked_b(std::int64_t k, std::int64_t n);
 void pack_b_panels(const float* b, std::int64_t ldb, bool transposed, PackedB& out, std::int64_t p0, std::int64_t p1);
+// Or by rows, for a B read in order rather than held: rows [kk0, kk0 + count) of B (not transposed),
+// given as `rows` (count × n, leading dimension ldb), into every panel.
+void pack_b_rows(const float* rows, std::int64_t ldb, PackedB& out, std::int64_t kk0, std::int64_t count);
 
 // C (m, n) = A (m, k) · B, row-major with leading dimensions lda and ldc. Optionally only columns
 // [col0, col1) of C (col0 is rounded down to a panel: those columns are written too, with the same
@@ -36,9 +39,11 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
               std::int64_t k_used = -1, std::int64_t col0 = 0, std::int64_t col1 = -1);
 
 // C (m, n) = A (m, k) · B (k, n) with B read where it is, unpacked: the same chains, for a few rows
-// (packing B costs more than it saves when m is small). Rows of C at ldc, of B at ldb.
+// (packing B costs more than it saves when m is small). Rows of C at ldc, of B at ldb. With
+// accumulate, each chain continues from C's value: a product over k in blocks, B a block of rows at
+// a time, gives the bits of one pass.
 void multiply_unpacked(const float* a, std::int64_t lda, std::int64_t m, const float* b, std::int64_t ldb, std::int64_t k,
-                       std::int64_t n, float* c, std::int64_t ldc);
+                       std::int64_t n, float* c, std::int64_t ldc, bool accumulate = false);
 
 // The kernel in use ("avx512", "avx2", "portable"), for benchmarks and notes.
 const char* kernel_name();

@@ -42,8 +42,11 @@ Tensor RandomFill::sequence(ReadContext& ctx, const std::string& path, std::int6
     return draw_numpy(drawn, path, ctx.notes).reshaped(shape);
   }
   ctx.notes.push_back(fmt::format("{}: random N(0, 1), seed {}", path, seed));
-  Tensor t = Tensor::uninitialized(shape);
-  ctx.draws.emplace_back(t.size(), [t, seed = seed, path]() mutable { fill_normal(seed, path, t.mutable_data(), t.size()); });
+  Tensor t = Tensor::unpopulated(shape);
+  ctx.draws.push_back({t.size(), [t, seed = seed, path](std::int64_t first, std::int64_t n) mutable {
+                         populate_pages(t.mutable_data() + first, static_cast<std::size_t>(n) * sizeof(Scalar));
+                         fill_normal(seed, path, t.mutable_data() + first, n, first);
+                       }});
   return t;
 }
 
@@ -51,10 +54,8 @@ Tensor RandomFill::weight(ReadContext& ctx, const std::string& path, Shape shape
   require_generatable(ctx, path, shape);
   if (numpy) return draw_numpy(shape, path, ctx.notes);
   ctx.notes.push_back(fmt::format("{}: random U(-1/√{}, 1/√{}), seed {}", path, in_name, in_name, seed));
-  Tensor t = Tensor::uninitialized(std::move(shape));
-  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  ctx.draws.emplace_back(t.size(), [t, seed = seed, path, bound]() mutable { fill_uniform(seed, path, t.mutable_data(), t.size(), bound); });
-  return t;
+  // generated when read: a product streams it (never held), a reader of all values fills it
+  return generated_uniform(seed, path, std::move(shape), 1.0 / std::sqrt(static_cast<double>(in)));
 }
 
 RandomFill read_random(const json& root) {

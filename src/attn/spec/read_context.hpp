@@ -14,9 +14,13 @@ struct ReadContext {
   std::string base_dir;             // where {"npy": "path"} tensors are looked up ("" = the working directory)
   std::int64_t max_bytes = 0;       // the most bytes one generated tensor may take
   std::vector<std::string>& notes;  // Spec::notes: where values came from
-  // Seeded tensors are allocated as they are read and drawn at the end, side by side (each from its
-  // own stream, so the order does not matter): (elements, the draw).
-  std::vector<std::pair<std::int64_t, std::function<void()>>> draws = {};
+  // Seeded tensors are allocated as they are read and drawn at the end, side by side and in parts
+  // (each from its own stream, which a part skips ahead in, so neither order nor parts change a value).
+  struct Draw {
+    std::int64_t count;                                         // elements
+    std::function<void(std::int64_t first, std::int64_t n)> part;  // populates and draws [first, first + n)
+  };
+  std::vector<Draw> draws = {};
 };
 
 // Draws the seeded tensors read so far, side by side when there is enough to draw. A reader that
