@@ -30,6 +30,9 @@ check bottom_right "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \
 check fill "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}, \"mask_fill\": -1e9}"
 check scale_none "{\"mode\": \"causal\", \"heads\": 4, \"scale\": \"none\", \"random\": {$r}}"
 check masked_rows "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \"heads\": 4, \"masked_row\": \"zeros\", \"random\": {$r, \"B\": 1}, \"padding\": {\"lengths\": [60]}}"
+# rows with every key blocked under the NaN policy: NaN weights and context rows, as stated, not an overflow
+# (T · C = 256 · 256: v's heads and the context are deferred re-layouts)
+check masked_rows_nan "{\"mode\": \"self\", \"heads\": 4, \"masked_row\": \"nan\", \"random\": {\"seed\": 5, \"T\": 256, \"C\": 256}, \"attn_mask\": {\"keep\": $(python3 -c 'import json; print(json.dumps([[(i % 9 != 4) and j <= i for j in range(256)] for i in range(256)]))')}}"
 # queries that see no key at all (T > S, bottom-right), given the uniform policy: their weights are 1/S
 check empty_rows_uniform "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \"masked_row\": \"uniform\", \"heads\": 2, \"q\": $(python3 -c 'import json,random; random.seed(3); print(json.dumps([[random.uniform(-1,1) for _ in range(8)] for _ in range(700)]))'), \"k\": $(python3 -c 'import json,random; random.seed(4); print(json.dumps([[random.uniform(-1,1) for _ in range(8)] for _ in range(100)]))')}"
 check mistake_after "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake mask-after-softmax

@@ -135,6 +135,8 @@ TEST_CASE("the softmax's exp: every kernel gives the portable bits, within 2 ulp
 
 #include "attn/cpu/deferred.hpp"
 
+using attn::cpu::Operand;
+
 TEST_CASE("a deferred product skips the finiteness pass only when its inputs bound every entry", "[gemm][deferred]") {
   using attn::Tensor;
   const std::int64_t m = 40, k = 64, n = 48;
@@ -142,7 +144,7 @@ TEST_CASE("a deferred product skips the finiteness pass only when its inputs bou
     Tensor a({1, m, k}), b({1, k, n});
     for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = (i % 3 == 0 ? -a_value : a_value);
     for (std::int64_t i = 0; i < b.size(); ++i) b.mutable_data()[i] = b_value;
-    return attn::cpu::Product(a, b, 1, m, k, n);
+    return attn::cpu::Product(Operand::contiguous(a, 1, m, k), Operand::contiguous(b, 1, k, n), 1, m, k, n);
   };
   // 64 · 1e18 · 1e18 = 6.4e37 · 1.01 < 1e38: no entry can overflow, none is computed to say so
   CHECK(product(1e18f, 1e18f).cannot_overflow());
@@ -154,9 +156,9 @@ TEST_CASE("a deferred product skips the finiteness pass only when its inputs bou
   // a NaN or an inf input: no bound
   Tensor a({1, m, k}), b({1, k, n});
   a.mutable_data()[5] = std::numeric_limits<float>::quiet_NaN();
-  CHECK_FALSE(attn::cpu::Product(a, b, 1, m, k, n).cannot_overflow());
+  CHECK_FALSE(attn::cpu::Product(Operand::contiguous(a, 1, m, k), Operand::contiguous(b, 1, k, n), 1, m, k, n).cannot_overflow());
   a.mutable_data()[5] = -std::numeric_limits<float>::infinity();
-  CHECK_FALSE(attn::cpu::Product(a, b, 1, m, k, n).cannot_overflow());
+  CHECK_FALSE(attn::cpu::Product(Operand::contiguous(a, 1, m, k), Operand::contiguous(b, 1, k, n), 1, m, k, n).cannot_overflow());
 }
 
 TEST_CASE("a deferred product reads B or Bᵀ to the same bits", "[gemm][deferred]") {
@@ -169,7 +171,8 @@ TEST_CASE("a deferred product reads B or Bᵀ to the same bits", "[gemm][deferre
   for (std::int64_t h = 0; h < batches; ++h)
     for (std::int64_t r = 0; r < k; ++r)
       for (std::int64_t c = 0; c < n; ++c) bt.mutable_data()[(h * n + c) * k + r] = b.data()[(h * k + r) * n + c];
-  const attn::cpu::Product plain(a, b, batches, m, k, n), transposed(a, bt, batches, m, k, n, true);
+  const attn::cpu::Product plain(Operand::contiguous(a, batches, m, k), Operand::contiguous(b, batches, k, n), batches, m, k, n),
+      transposed(Operand::contiguous(a, batches, m, k), Operand::contiguous(bt, batches, n, k), batches, m, k, n, true);
   const auto count = batches * m * n;
   std::vector<float> want(static_cast<std::size_t>(count)), got(static_cast<std::size_t>(count));
   plain.values(0, count, want.data());
@@ -184,4 +187,35 @@ TEST_CASE("a deferred product reads B or Bᵀ to the same bits", "[gemm][deferre
   float c = 0;
   for (std::int64_t r = 0; r < k; ++r) c = std::fma(a.data()[(1 * m + 5) * k + r], b.data()[(1 * k + r) * n + 9], c);
   CHECK(want[static_cast<std::size_t>((1 * m + 5) * n + 9)] == c);
+}
+
+TEST_CASE("a deferred product reads its operands in place, as heads inside a wider tensor, to the same bits", "[gemm][deferred]") {
+  using attn::Tensor;
+  std::mt19937 rng(5);
+  // qk (B·T, 2·H·hs): q's heads in the first H·hs columns, k's in the next, as in a fused qkv
+  const std::int64_t B = 2, T = 19, H = 3, hs = 7, width = 2 * H * hs;
+  Tensor qk({B * T, width});
+  for (std::int64_t i = 0; i < qk.size(); ++i) qk.mutable_data()[i] = std::normal_distribution<float>()(rng);
+  Tensor q({B * H, T, hs}), k({B * H, T, hs});  // heads first, copied out
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t d = 0; d < hs; ++d) {
+          q.mutable_data()[((b * H + h) * T + t) * hs + d] = qk.data()[(b * T + t) * width + h * hs + d];
+          k.mutable_data()[((b * H + h) * T + t) * hs + d] = qk.data()[(b * T + t) * width + H * hs + h * hs + d];
+        }
+  const Operand q_in{qk, B * H, T, hs, 0, H, T * width, hs, width}, k_in{qk, B * H, T, hs, H * hs, H, T * width, hs, width};
+  CHECK(q_in.at(4, 3, 2) == q.data()[(4 * T + 3) * hs + 2]);
+  const attn::cpu::Product copied(Operand::contiguous(q, B * H, T, hs), Operand::contiguous(k, B * H, T, hs), B * H, T, hs, T, true),
+      in_place(q_in, k_in, B * H, T, hs, T, true);
+  const auto count = B * H * T * T;
+  std::vector<float> want(static_cast<std::size_t>(count)), got(static_cast<std::size_t>(count));
+  copied.values(0, count, want.data());
+  in_place.values(0, count, got.data());
+  CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+  for (std::int64_t i = 0; i < count; i += 5) {
+    float one;
+    in_place.values(i, 1, &one);
+    if (one != want[static_cast<std::size_t>(i)]) FAIL("entry " << i);
+  }
 }

@@ -454,7 +454,7 @@ TEST_CASE("large scaled and masked steps are deferred, and give the eager values
   CHECK(std::isinf(masked.value.at(1)));
 }
 
-TEST_CASE("q, k and v of a fused projection are deferred slices of qkv, read in place by the head split", "[pipeline][deferred]") {
+TEST_CASE("q, k and v of a fused projection and their heads are deferred re-layouts of qkv, read in place", "[pipeline][deferred]") {
   // T · dk = 64 · 1024: at the CPU backend's deferral size
   const Trace t = trace_of(R"({"mode": "causal", "heads": 8, "random": {"seed": 5, "T": 64, "C": 1024, "fused": true}})");
   const Step& qkv = step(t, "qkv");
@@ -462,7 +462,7 @@ TEST_CASE("q, k and v of a fused projection are deferred slices of qkv, read in 
   const Step& k_heads = step(t, "k.heads");
   REQUIRE(qkv.value.held());
   CHECK_FALSE(k.value.held());
-  CHECK(k_heads.value.held());
+  CHECK_FALSE(k_heads.value.held());  // the scores product reads k's heads inside qkv
   const std::int64_t T = 64, C = 1024, hs = 128;
   // k.heads[h, t, j] = k[t, h·hs + j] = qkv[t, C + h·hs + j], entry by entry while k stays deferred
   for (std::int64_t h = 0; h < 8; h += 3)
@@ -472,10 +472,37 @@ TEST_CASE("q, k and v of a fused projection are deferred slices of qkv, read in 
         if (k.value.at(i * C + h * hs + j) != want || k_heads.value.at((h * T + i) * hs + j) != want) FAIL("k differs at " << h << ", " << i << ", " << j);
       }
   CHECK_FALSE(k.value.held());
-  // asked for whole, it is the copy an eager slice makes
+  CHECK_FALSE(k_heads.value.held());
+  // asked for whole, each is the copy an eager step makes
   const Scalar* all = k.value.data();
   for (std::int64_t i = 0; i < T; ++i)
     if (!std::equal(all + i * C, all + (i + 1) * C, qkv.value.data() + i * 3 * C + C)) FAIL("row " << i);
+  const Scalar* heads = k_heads.value.data();
+  for (std::int64_t h = 0; h < 8; ++h)
+    for (std::int64_t i = 0; i < T; ++i)
+      if (!std::equal(heads + (h * T + i) * hs, heads + (h * T + i + 1) * hs, all + i * C + h * hs)) FAIL("head " << h << ", row " << i);
+}
+
+TEST_CASE("the context is written in the merged order: merging the heads copies nothing", "[pipeline][deferred]") {
+  // B · T · C = 2 · 256 · 128 values per head split: at the CPU backend's deferral size
+  const Trace t = trace_of(R"({"mode": "causal", "heads": 4, "random": {"seed": 8, "B": 2, "T": 256, "C": 128, "output_projection": true}})");
+  const Step& context = step(t, "context");
+  const Step& merged = step(t, "merged");
+  CHECK_FALSE(context.value.held());
+  REQUIRE(merged.value.held());
+  const std::int64_t B = 2, H = 4, T = 256, hv = 32;
+  // merged[b, t, h·hv + d] = context[b, h, t, d], entry by entry while the context stays deferred
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < T; i += 5)
+        for (std::int64_t d = 0; d < hv; d += 3)
+          if (context.value.at(((b * H + h) * T + i) * hv + d) != merged.value.data()[(b * T + i) * H * hv + h * hv + d]) FAIL("differs");
+  CHECK_FALSE(context.value.held());
+  const Scalar* all = context.value.data();  // whole: the layout an eager context has
+  for (std::int64_t f = 0; f < B * H * T * hv; f += 11) {
+    const std::int64_t b = f / (H * T * hv), h = f / (T * hv) % H, i = f / hv % T, d = f % hv;
+    if (all[f] != merged.value.data()[(b * T + i) * H * hv + h * hv + d]) FAIL("entry " << f);
+  }
 }
 
 TEST_CASE("kᵀ is a deferred transpose the scores product reads through k", "[pipeline][deferred]") {

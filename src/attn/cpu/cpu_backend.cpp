@@ -69,7 +69,9 @@ struct CpuBuffer final : BackendBuffer {
   explicit CpuBuffer(Tensor t) : tensor(std::move(t)) {}
   Tensor tensor;
   std::shared_ptr<const ColumnSlice> slice;      // a column slice of a held tensor, deferred
-  std::optional<Tensor> transpose_of;             // held (N, m, n) whose last two axes this swaps, deferred
+  std::shared_ptr<const cpu::Operand> matrices;  // a re-layout (heads first), deferred: its matrices read in place
+  std::optional<Tensor> swap_of;                 // held (A, C, B, D) whose axes 1 and 2 this (A, B, C, D) swaps
+  std::shared_ptr<const cpu::Operand> transpose_of;  // (N, m, n) matrices whose last two axes this swaps, deferred
   std::shared_ptr<const cpu::Product> product;   // scores = q · kᵀ, deferred
   std::shared_ptr<const cpu::Elementwise> lazy;  // scaled / masked, deferred
   std::shared_ptr<const cpu::Softmax> softmax;   // weights, deferred
@@ -86,6 +88,27 @@ const Tensor& host(const BackendTensor& t) { return buffer(t).tensor; }
 bool deferred(const BackendTensor& t) {
   const auto& b = buffer(t);
   return b.product || b.lazy || b.softmax;
+}
+
+// t as (batches, rows, cols) matrices: read in place where t is a deferred re-layout of that shape,
+// else t's own values (filled, if deferred).
+cpu::Operand operand(const BackendTensor& t, std::int64_t batches, std::int64_t rows, std::int64_t cols) {
+  const auto& b = buffer(t);
+  if (const auto& m = b.matrices; m && !b.tensor.held() && m->batches == batches && m->rows == rows && m->cols == cols) return *m;
+  return cpu::Operand::contiguous(b.tensor, batches, rows, cols);
+}
+
+// A deferred re-layout: (batches, rows, cols) values read from `op`, held only when asked for.
+Tensor relayout(Shape shape, std::shared_ptr<const cpu::Operand> op, std::function<std::int64_t()> nonfinite = {}) {
+  const std::int64_t rows = op->rows, cols = op->cols;
+  return Tensor::deferred(
+      std::move(shape),
+      [op, rows, cols](Scalar* out) {
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(op->batches * rows * cols)))
+        for (std::int64_t i = 0; i < op->batches; ++i)
+          for (std::int64_t r = 0; r < rows; ++r) std::copy_n(op->matrix(i) + r * op->ld, cols, out + (i * rows + r) * cols);
+      },
+      [op, rows, cols](std::int64_t f) { return op->at(f / (rows * cols), f % (rows * cols) / cols, f % cols); }, std::move(nonfinite));
 }
 
 BackendTensor wrap(Tensor t) {
@@ -178,9 +201,9 @@ class CpuBackend final : public Backend {
     const auto n = b.shape.back();
     if (!shared_b && buffer(a).softmax && !deferred(b)) return weights_times(a, b);
     if (deferral() && !shared_b && !deferred(a) && !deferred(b) && cpu::worth_deferring_product(n_batch, m, k, n)) {
-      const auto& bt = buffer(b).transpose_of;  // kᵀ not held: the product reads k
-      auto p = bt && !host(b).held() ? std::make_shared<const cpu::Product>(host(a), *bt, n_batch, m, k, n, true)
-                                     : std::make_shared<const cpu::Product>(host(a), host(b), n_batch, m, k, n);
+      const auto& bt = buffer(b).transpose_of;  // kᵀ not held: the product reads k (in place)
+      auto p = bt && !host(b).held() ? std::make_shared<const cpu::Product>(operand(a, n_batch, m, k), *bt, n_batch, m, k, n, true)
+                                     : std::make_shared<const cpu::Product>(operand(a, n_batch, m, k), operand(b, n_batch, k, n), n_batch, m, k, n);
       return defer_product({n_batch, m, n}, std::move(p), n);
     }
     Tensor out = Tensor::uninitialized({n_batch, m, n});
@@ -263,18 +286,22 @@ class CpuBackend final : public Backend {
     // a (N, m, n) -> (N, n, m)
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
     const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
-    auto transpose = [src = host(a), n_batch, m, n](Scalar* out) {
+    const bool defer = deferral() && n_batch * m * n >= kDeferMin && !deferred(a) && !buffer(a).slice;
+    // a's matrices where they are (k's heads inside qkv), or a's values
+    auto src = std::make_shared<const cpu::Operand>(defer ? operand(a, n_batch, m, n) : cpu::Operand::contiguous(host(a), n_batch, m, n));
+    auto transpose = [src, n_batch, m, n](Scalar* out) {
+      using Strided = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 #pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n_batch * m * n)))
-      for (std::int64_t i = 0; i < n_batch; ++i) Map(out + i * m * n, n, m) = MapC(src.data() + i * m * n, m, n).transpose();
+      for (std::int64_t i = 0; i < n_batch; ++i) Map(out + i * m * n, n, m) = Strided(src->matrix(i), m, n, Eigen::OuterStride<>(src->ld)).transpose();
     };
-    if (deferral() && n_batch * m * n >= kDeferMin && !deferred(a) && !buffer(a).slice) {
+    if (defer) {
       // a re-layout (kᵀ): held only when asked for; the scores product reads a itself
-      Tensor t = Tensor::deferred({n_batch, n, m}, transpose, [src = host(a), m, n](std::int64_t f) {
+      Tensor t = Tensor::deferred({n_batch, n, m}, transpose, [src, m, n](std::int64_t f) {
         const std::int64_t i = f / (m * n), r = f % (m * n);  // out (i, r / m, r % m) = a (i, r % m, r / m)
-        return src.at(i * m * n + (r % m) * n + r / m);
+        return src->at(i, r % m, r / m);
       });
       auto b = std::make_shared<CpuBuffer>(std::move(t));
-      b->transpose_of = host(a);
+      b->transpose_of = std::move(src);
       return BackendTensor{{n_batch, n, m}, std::move(b)};
     }
     Tensor out = Tensor::uninitialized({n_batch, n, m});
@@ -286,11 +313,24 @@ class CpuBackend final : public Backend {
     // a (A, B, C, D) -> (A, C, B, D): rows of D contiguous values move as blocks.
     require(a.shape.size() == 4, "swap_axes_1_2 wants (A, B, C, D)", a);
     const auto d0 = a.shape[0], d1 = a.shape[1], d2 = a.shape[2], d3 = a.shape[3];
-    Tensor out = Tensor::uninitialized({d0, d2, d1, d3});
+    // a itself swaps a held tensor's axes (a context written in merged order): that tensor
+    if (const auto& held = buffer(a).swap_of; held && held->shape() == Shape{d0, d2, d1, d3}) return wrap(*held);
     // rows of d3 values, read where they are: from a held tensor, or from a deferred column slice's
     // source when the slice's width holds whole rows (q, k and v read from qkv)
     const ColumnSlice* slice = buffer(a).slice.get();
     if (slice != nullptr && (slice->width % d3 != 0 || buffer(a).tensor.held())) slice = nullptr;
+    if (deferral() && d0 * d1 * d2 * d3 >= kDeferMin && !deferred(a) && (slice != nullptr ? slice->width == d2 * d3 : host(a).held())) {
+      // the heads of q, k or v: a re-layout held only when asked for, whose matrices (d0·d2 of
+      // d1 × d3) the products read in place
+      const std::int64_t ld = slice != nullptr ? slice->ld : d2 * d3;
+      auto op = std::make_shared<const cpu::Operand>(
+          cpu::Operand{slice != nullptr ? slice->src : host(a), d0 * d2, d1, d3, slice != nullptr ? slice->offset : 0, d2, d1 * ld, d3, ld});
+      auto b = std::make_shared<CpuBuffer>(relayout({d0, d2, d1, d3}, op));
+      b->matrices = std::move(op);
+      if (slice == nullptr) b->swap_of = host(a).reshaped({d0, d1, d2, d3});
+      return BackendTensor{{d0, d2, d1, d3}, std::move(b)};
+    }
+    Tensor out = Tensor::uninitialized({d0, d2, d1, d3});
     const Scalar* src = slice != nullptr ? nullptr : host(a).data();
     Scalar* dst = out.mutable_data();
 #pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(d0 * d1 * d2 * d3)))
@@ -493,16 +533,21 @@ class CpuBackend final : public Backend {
   BackendTensor weights_times(const BackendTensor& w, const BackendTensor& v) {
     const auto& sm = *buffer(w).softmax;
     const auto n_batch = w.shape[0], m = w.shape[1], k = w.shape[2], n = v.shape[2];
-    Tensor out = Tensor::uninitialized({n_batch, m, n});
-    const Scalar* pv = host(v).data();
+    const cpu::Operand vo = operand(v, n_batch, k, n);  // v's heads, read in place
+    // With v's heads read from a (B, S, H, hv) layout, the context is written in the merged order
+    // (B, T, H, hv) too: merging the heads is then no copy, and the context step a re-layout of it.
+    const std::int64_t heads = vo.inner, batch_rows = n_batch / heads;
+    Tensor out = Tensor::uninitialized(heads > 1 ? Shape{batch_rows, m, heads, n} : Shape{n_batch, m, n});
     Scalar* po = out.mutable_data();
+    const std::int64_t ldc = heads * n;
+    auto row_of = [&](std::int64_t i, std::int64_t r) { return po + ((i / heads) * m + r) * ldc + (i % heads) * n; };
     constexpr std::int64_t kBlock = 32;
     const std::int64_t blocks = (m + kBlock - 1) / kBlock;
     const bool threads = parallel(2.0 * n_batch * m * k * n);
     // each batch's v packed once, for all its row blocks
     std::vector<gemm::PackedB> packed(static_cast<std::size_t>(n_batch));
 #pragma omp parallel for schedule(static) if (threads)
-    for (std::int64_t i = 0; i < n_batch; ++i) packed[static_cast<std::size_t>(i)] = gemm::pack_b(pv + i * k * n, n, false, k, n);
+    for (std::int64_t i = 0; i < n_batch; ++i) packed[static_cast<std::size_t>(i)] = gemm::pack_b(vo.matrix(i), vo.ld, false, k, n);
 #pragma omp parallel for collapse(2) schedule(static) if (threads)
     for (std::int64_t i = 0; i < n_batch; ++i)
       for (std::int64_t bl = 0; bl < blocks; ++bl) {
@@ -511,9 +556,21 @@ class CpuBackend final : public Backend {
         rows.resize(static_cast<std::size_t>(count * k));
         // weights from column `live` on are exactly 0: their terms would leave each chain unchanged
         const std::int64_t live = sm.compute_rows(i * m + r0, count, rows.data());
-        gemm::multiply(rows.data(), k, count, packed[static_cast<std::size_t>(i)], po + (i * m + r0) * n, n, live);
+        gemm::multiply(rows.data(), k, count, packed[static_cast<std::size_t>(i)], row_of(i, r0), ldc, live);
       }
-    return wrap(std::move(out));
+    if (heads == 1) return wrap(std::move(out));
+    auto op = std::make_shared<const cpu::Operand>(cpu::Operand{out, n_batch, m, n, 0, heads, m * ldc, n, ldc});
+    // a value out of range is looked for in the merged order, and named at its place in this one
+    auto nonfinite = [op, m, n]() -> std::int64_t {
+      if (all_finite(op->src.data(), op->src.size())) return -1;
+      for (std::int64_t f = 0; f < op->batches * m * n; ++f)
+        if (!std::isfinite(op->at(f / (m * n), f % (m * n) / n, f % n))) return f;
+      return -1;
+    };
+    auto b = std::make_shared<CpuBuffer>(relayout({n_batch, m, n}, op, nonfinite));
+    b->matrices = std::move(op);
+    b->swap_of = out;
+    return BackendTensor{{n_batch, m, n}, std::move(b)};
   }
 };
 

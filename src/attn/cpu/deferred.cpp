@@ -23,9 +23,14 @@ bool worth_deferring_product(std::int64_t batches, std::int64_t m, std::int64_t 
   return batches * m * n >= kDeferMin && m * n >= 4 * (m + n) * k;
 }
 
+Operand Operand::contiguous(Tensor t, std::int64_t batches, std::int64_t rows, std::int64_t cols) {
+  t.data();  // a deferred tensor's values, filled once here rather than by the first reader
+  return Operand{std::move(t), batches, rows, cols, 0, 1, rows * cols, 0, cols};
+}
+
 // ---- Product ----------------------------------------------------------------------------------
 
-Product::Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n, bool b_transposed)
+Product::Product(Operand a, Operand b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n, bool b_transposed)
     : a_(std::move(a)), b_(std::move(b)), batches_(batches), m_(m), k_(k), n_(n), bt_(b_transposed),
       packed_once_(new std::once_flag[static_cast<std::size_t>(batches)]), packed_(static_cast<std::size_t>(batches)),
       done_(new std::atomic<std::int64_t>[static_cast<std::size_t>(batches * m)]),
@@ -38,14 +43,14 @@ Product::Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::
 
 const gemm::PackedB& Product::packed(std::int64_t batch) const {
   const auto i = static_cast<std::size_t>(batch);
-  std::call_once(packed_once_[i], [&] { packed_[i] = gemm::pack_b(b_.data() + batch * k_ * n_, bt_ ? k_ : n_, bt_, k_, n_); });
+  std::call_once(packed_once_[i], [&] { packed_[i] = gemm::pack_b(b_.matrix(batch), b_.ld, bt_, k_, n_); });
   return packed_[i];
 }
 
 Scalar Product::entry(std::int64_t batch, std::int64_t row, std::int64_t col) const {
-  const Scalar* a = a_.data() + (batch * m_ + row) * k_;
-  const Scalar* b = b_.data() + batch * k_ * n_ + (bt_ ? col * k_ : col);
-  const std::int64_t step = bt_ ? 1 : n_;
+  const Scalar* a = a_.matrix(batch) + row * a_.ld;
+  const Scalar* b = b_.matrix(batch) + (bt_ ? col * b_.ld : col);
+  const std::int64_t step = bt_ ? 1 : b_.ld;
   float c = 0.0f;
   for (std::int64_t kk = 0; kk < k_; ++kk) c = std::fma(a[kk], b[kk * step], c);
   return c;
@@ -53,7 +58,7 @@ Scalar Product::entry(std::int64_t batch, std::int64_t row, std::int64_t col) co
 
 void Product::block(std::int64_t batch, std::int64_t row, std::int64_t rows, std::int64_t col0, std::int64_t col1, Scalar* out,
                     std::int64_t ld) const {
-  gemm::multiply(a_.data() + (batch * m_ + row) * k_, k_, rows, packed(batch), out, ld, -1, col0, col1);
+  gemm::multiply(a_.matrix(batch) + row * a_.ld, a_.ld, rows, packed(batch), out, ld, -1, col0, col1);
   // no need to look for a value out of range where the inputs' bound rules one out
   std::call_once(bounded_once_, [&] { bounded_ = cannot_overflow(); });
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -120,7 +125,9 @@ bool Product::cannot_overflow() const {
   // Each entry is an fma chain c ← fl(a·b + c) over k terms: with finite inputs, |c| never exceeds
   // (1 + 2⁻²⁴)ᵏ · k · max|a| · max|b|, so when that stays far below float32's largest value no entry
   // can become ±inf, and without an inf no NaN can arise. (1 + 2⁻²⁴)ᵏ < 1.01 for k < 10⁵.
-  const double bound = 1.01 * static_cast<double>(k_) * largest_magnitude(a_.data(), a_.size()) * largest_magnitude(b_.data(), b_.size());
+  // (over the whole tensors the operands are read from: a bound for any part of them)
+  const double bound =
+      1.01 * static_cast<double>(k_) * largest_magnitude(a_.src.data(), a_.src.size()) * largest_magnitude(b_.src.data(), b_.src.size());
   return k_ < 100000 && bound < 1e38;  // false for NaN or inf inputs
 }
 

@@ -20,11 +20,25 @@ namespace attn::cpu {
 // Products whose output is far larger than their inputs (q · kᵀ) are deferred.
 bool worth_deferring_product(std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n);
 
+// A batch of row-major matrices read where they are, in a held tensor: matrix i (of `batches`,
+// each rows × cols) starts at src + offset + (i / inner)·outer + (i % inner)·step, its rows ld
+// apart. A contiguous (N, rows, cols) tensor is inner = 1, outer = rows·cols, ld = cols; the heads
+// of q inside qkv (B·T, 2dk + dv) are inner = H, outer = T·ld, step = hs, ld = 2dk + dv.
+struct Operand {
+  Tensor src;  // held
+  std::int64_t batches = 0, rows = 0, cols = 0;
+  std::int64_t offset = 0, inner = 1, outer = 0, step = 0, ld = 0;
+  const Scalar* matrix(std::int64_t i) const { return src.data() + offset + (i / inner) * outer + (i % inner) * step; }
+  Scalar at(std::int64_t i, std::int64_t row, std::int64_t col) const { return matrix(i)[row * ld + col]; }
+  // t (its values filled if deferred) as (batches, rows, cols)
+  static Operand contiguous(Tensor t, std::int64_t batches, std::int64_t rows, std::int64_t cols);
+};
+
 // c (N, m, n) = a (N, m, k) · b (N, k, n): each entry the fma chain over k (gemm.hpp). With
-// b_transposed, b holds bᵀ (N, n, k) (kᵀ given as k).
+// b_transposed, b holds bᵀ (N, n, k) (kᵀ given as k). Both are read where they are.
 class Product {
  public:
-  Product(Tensor a, Tensor b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n, bool b_transposed = false);
+  Product(Operand a, Operand b, std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n, bool b_transposed = false);
   std::int64_t size() const { return batches_ * m_ * n_; }
   // out[j] = entry i0 + j (flat, row-major), j < count; whole rows by the gemm kernels
   void values(std::int64_t i0, std::int64_t count, Scalar* out) const;
@@ -44,7 +58,7 @@ class Product {
              std::int64_t ld) const;
   const gemm::PackedB& packed(std::int64_t batch) const;
 
-  Tensor a_, b_;
+  Operand a_, b_;
   std::int64_t batches_, m_, k_, n_;
   bool bt_;
   mutable std::once_flag bounded_once_;

@@ -104,7 +104,8 @@ void Recorder::require_finite(const Step& step) const {
 
 void Recorder::check_deferred() const {
   if (lenient_) return;
-  for (const auto& step : trace_.steps) {
+  for (std::size_t k = 0; k < std::min(nan_from_, trace_.steps.size()); ++k) {
+    const Step& step = trace_.steps[k];
     const auto i = step.value.deferred_nonfinite();
     if (i < 0) continue;
     const Scalar v = step.value.at(i);
@@ -140,7 +141,7 @@ void Recorder::check_masked_rows() {
                                  labels[static_cast<std::size_t>(i)], b, h));
   }
   // NaN weights are the stated policy from here on, not an overflow.
-  if (!empty.empty() && s_.masked_row == MaskedRow::Nan) allow_nan_ = true;
+  if (!empty.empty() && s_.masked_row == MaskedRow::Nan) allow_nan_ = true, nan_from_ = trace_.steps.size();
 }
 
 }  // namespace attn

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "attn/backend.hpp"
 #include "attn/pipeline/step_text.hpp"
@@ -40,6 +41,7 @@ class Recorder {
   Backend& be_;
   bool lenient_;
   bool allow_nan_ = false;
+  std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;
   std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();
 };
