@@ -37,6 +37,9 @@ check masked_rows_nan "{\"mode\": \"self\", \"heads\": 4, \"masked_row\": \"nan\
 check empty_rows_uniform "{\"mode\": \"causal\", \"causal_align\": \"bottom-right\", \"masked_row\": \"uniform\", \"heads\": 2, \"q\": $(python3 -c 'import json,random; random.seed(3); print(json.dumps([[random.uniform(-1,1) for _ in range(8)] for _ in range(700)]))'), \"k\": $(python3 -c 'import json,random; random.seed(4); print(json.dumps([[random.uniform(-1,1) for _ in range(8)] for _ in range(100)]))')}"
 check mistake_after "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake mask-after-softmax
 check mistake_axis "{\"mode\": \"causal\", \"heads\": 4, \"random\": {$r}}" --mistake softmax-wrong-axis
+# the causal and padding keep pattern is a rule, never held: flipped, and per batch row
+check mistake_flipped "{\"mode\": \"causal\", \"heads\": 4, \"masked_row\": \"zeros\", \"random\": {$r, \"B\": 2}, \"padding\": {\"lengths\": [130, 70]}}" --mistake mask-flipped
+check padded_causal "{\"mode\": \"causal\", \"heads\": 2, \"random\": {\"seed\": 4, \"B\": 3, \"T\": 300, \"C\": 16}, \"padding\": {\"lengths\": [300, 120, 200]}}"
 # fused W_qkv with T·dk = 64·1024 entries per part: q, k and v are deferred column slices of qkv
 check fused "{\"mode\": \"causal\", \"heads\": 8, \"random\": {\"seed\": 5, \"T\": 64, \"C\": 1024, \"fused\": true}}"
 # seeded weights streamed into a product of a few rows (B·T = 8, k in blocks of 16 rows), and

@@ -75,6 +75,7 @@ struct CpuBuffer final : BackendBuffer {
   std::shared_ptr<const cpu::Product> product;   // scores = q · kᵀ, deferred
   std::shared_ptr<const cpu::Elementwise> lazy;  // scaled / masked, deferred
   std::shared_ptr<const cpu::Softmax> softmax;   // weights, deferred
+  std::shared_ptr<const cpu::KeepRule> rule;     // a causal / padding keep pattern, deferred: its rule
 };
 
 const CpuBuffer& buffer(const BackendTensor& t) {
@@ -392,7 +393,7 @@ class CpuBackend final : public Backend {
     const auto& lazy = buffer(scores).lazy;
     if (deferral() && element_count(scores.shape) >= kDeferMin && !buffer(scores).softmax && (!lazy || !lazy->keep.has_data())) {
       cpu::Elementwise e = *recipe_over(scores);
-      e.set_keep(host(keep), groups, scores.shape[2], scores.shape[3], fill);
+      e.set_keep(host(keep), buffer(keep).rule, groups, scores.shape[2], scores.shape[3], fill);
       return defer_elementwise(scores.shape, std::move(e));
     }
     Tensor out = Tensor::uninitialized(scores.shape);
@@ -455,15 +456,22 @@ class CpuBackend final : public Backend {
 
   BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
-    Tensor keep = Tensor::uninitialized({B, T, S});
-    Scalar* k = keep.mutable_data();
+    auto rule = std::make_shared<const cpu::KeepRule>(cpu::KeepRule{causal, offset, lengths, flipped});
+    auto pattern = [rule, B, T, S](Scalar* k) {
 #pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(B * T * S)))
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < S; ++j) {
-          bool ok = !(causal && j > i + offset) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
-          k[(b * T + i) * S + j] = (ok != flipped) ? 1 : 0;
-        }
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t i = 0; i < T; ++i)
+          for (std::int64_t j = 0; j < S; ++j) k[(b * T + i) * S + j] = rule->kept(b, i, j) ? 1 : 0;
+    };
+    if (deferral() && B * T * S >= kDeferMin) {
+      // a rule, held only when asked for: the masked step applies the rule itself
+      Tensor t = Tensor::deferred({B, T, S}, pattern, [rule, T, S](std::int64_t f) { return rule->kept(f / (T * S), f / S % T, f % S) ? 1.0f : 0.0f; });
+      auto b = std::make_shared<CpuBuffer>(std::move(t));
+      b->rule = std::move(rule);
+      return BackendTensor{{B, T, S}, std::move(b)};
+    }
+    Tensor keep = Tensor::uninitialized({B, T, S});
+    pattern(keep.mutable_data());
     return wrap(std::move(keep));
   }
 

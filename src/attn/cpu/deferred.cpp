@@ -162,6 +162,13 @@ void Elementwise::values(std::int64_t i0, std::int64_t count, Scalar* out) const
     for (std::int64_t j = 0; j < count; ++j) out[j] = out[j] * factor;
     return;
   }
+  if (rule) {
+    for (std::int64_t j = 0; j < count; ++j) {
+      const std::int64_t i = i0 + j, b = i / (groups * plane), in_plane = i % plane;
+      out[j] = rule->kept(b, in_plane / keys, in_plane % keys) ? out[j] * factor : fill;
+    }
+    return;
+  }
   const Scalar* k = keep.data();
   for (std::int64_t j = 0; j < count;) {
     const std::int64_t i = i0 + j, in_plane = i % plane, span = std::min(count - j, plane - in_plane);
@@ -171,17 +178,27 @@ void Elementwise::values(std::int64_t i0, std::int64_t count, Scalar* out) const
   }
 }
 
-void Elementwise::set_keep(Tensor k, std::int64_t g, std::int64_t T, std::int64_t S, Scalar f) {
-  keep = std::move(k), groups = g, plane = T * S, fill = f;
+void Elementwise::set_keep(Tensor k, std::shared_ptr<const KeepRule> r, std::int64_t g, std::int64_t T, std::int64_t S, Scalar f) {
+  keep = std::move(k), rule = std::move(r), groups = g, plane = T * S, keys = S, fill = f;
   const std::int64_t keep_rows = keep.size() / S;
   visible.assign(static_cast<std::size_t>(keep_rows), 0);
   prefix.assign(static_cast<std::size_t>(keep_rows), 0);
-  for (std::int64_t r = 0; r < keep_rows; ++r) {
-    const Scalar* row = keep.data() + r * S;
+  for (std::int64_t row = 0; row < keep_rows; ++row) {
+    const std::int64_t b = row / T, i = row % T;
+    auto kept = [&](std::int64_t j) { return rule ? rule->kept(b, i, j) : keep.data()[row * S + j] != 0; };
     std::int64_t last = S;
-    while (last > 0 && row[last - 1] == 0) --last;
-    visible[static_cast<std::size_t>(r)] = last;
-    prefix[static_cast<std::size_t>(r)] = std::all_of(row, row + last, [](Scalar k) { return k != 0; });
+    if (rule && !rule->flipped) {  // kept exactly up to the causal limit and the row's length
+      if (rule->causal) last = std::clamp<std::int64_t>(i + rule->offset + 1, 0, S);
+      if (!rule->lengths.empty()) last = std::min(last, rule->lengths[static_cast<std::size_t>(b)]);
+      visible[static_cast<std::size_t>(row)] = last;
+      prefix[static_cast<std::size_t>(row)] = 1;
+      continue;
+    }
+    while (last > 0 && !kept(last - 1)) --last;
+    visible[static_cast<std::size_t>(row)] = last;
+    std::int64_t j = 0;
+    while (j < last && kept(j)) ++j;
+    prefix[static_cast<std::size_t>(row)] = j == last;
   }
 }
 
@@ -218,8 +235,12 @@ void Elementwise::rows(std::int64_t row0, std::int64_t count, std::int64_t width
       std::fill(y + last, y + width, fill);
       continue;
     }
-    const Scalar* k = keep.data() + b * plane + i * width;
-    for (std::int64_t j = 0; j < end; ++j) y[j] = k[j] != 0 ? y[j] * factor : fill;
+    if (rule) {
+      for (std::int64_t j = 0; j < end; ++j) y[j] = rule->kept(b, i, j) ? y[j] * factor : fill;
+    } else {
+      const Scalar* k = keep.data() + b * plane + i * width;
+      for (std::int64_t j = 0; j < end; ++j) y[j] = k[j] != 0 ? y[j] * factor : fill;
+    }
     std::fill(y + end, y + width, fill);  // every key from `end` on is blocked
   }
 }

@@ -70,19 +70,35 @@ class Product {
   mutable std::unique_ptr<std::atomic<std::uint8_t>[]> bad_;
 };
 
+// The keep pattern of causal and padding masks as a rule, so that it need not be held: key j is
+// kept for query i of batch row b iff not (causal and j > i + offset) and not (lengths given and
+// j >= lengths[b]); the other way round when flipped.
+struct KeepRule {
+  bool causal = false;
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> lengths;  // per batch row, or empty
+  bool flipped = false;
+  bool kept(std::int64_t b, std::int64_t i, std::int64_t j) const {
+    const bool ok = !(causal && j > i + offset) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
+    return ok != flipped;
+  }
+};
+
 // base · factor, then `fill` wherever keep is 0 (scaled and masked scores).
 struct Elementwise {
   Tensor held;                              // the base, when held
   std::shared_ptr<const Product> product;  // the base, when itself deferred
   Scalar factor = 1;
-  Tensor keep;                              // held (B, T, S), or no data: nothing blocked
+  Tensor keep;                              // (B, T, S), or no data: nothing blocked
+  std::shared_ptr<const KeepRule> rule;     // keep's rule, when it has one: keep is then never read
   std::int64_t groups = 1, plane = 1;       // with keep: base is (B, groups, plane), plane = T·S
+  std::int64_t keys = 1;                    // with keep: S
   Scalar fill = 0;
   std::vector<std::int64_t> visible;  // with keep: per keep row (b, i), one past its last kept key
   std::vector<std::uint8_t> prefix;   // with keep: per keep row, 1 when every key before that is kept
 
-  // Sets keep and what goes with it; keep is (B, T, S), the base (B, groups, T·S).
-  void set_keep(Tensor k, std::int64_t groups, std::int64_t T, std::int64_t S, Scalar fill);
+  // Sets keep (and its rule, if any) and what goes with it; keep is (B, T, S), the base (B, groups, T·S).
+  void set_keep(Tensor k, std::shared_ptr<const KeepRule> rule, std::int64_t groups, std::int64_t T, std::int64_t S, Scalar fill);
   void values(std::int64_t i0, std::int64_t count, Scalar* out) const;
   // Where the rows' visible keys end: every entry of these rows from this column on is blocked.
   std::int64_t visible_end(std::int64_t row0, std::int64_t count, std::int64_t width) const;
