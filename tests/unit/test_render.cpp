@@ -54,11 +54,21 @@ TEST_CASE("numbers: the exact float rounded, as fmt's {:.Nf} prints it", "[rende
     float v;
     std::memcpy(&v, &b, sizeof v);
     if (!std::isfinite(v)) continue;
-    const int precision = i % 9;
+    const int precision = i % 14;  // 0..12 in integers, 13 the general path
     std::string want = fmt::format("{:.{}f}", v, precision);
     if (want.front() == '-' && want.find_first_not_of("-0.") == std::string::npos) want.erase(0, 1);
     differ += format_fixed(v, precision) != want;
   }
+  // exact ties at every decimal (odd multiples of 2^-n, n = 1..24) round half to even, either sign
+  for (int n = 1; n <= 24; ++n)
+    for (std::uint32_t k = 1; k < 4000; k += 2) {
+      const float v = std::ldexp(static_cast<float>(k), -n) * (k % 4 == 1 ? 1.0f : -1.0f);
+      for (int precision = 0; precision <= 12; ++precision) {
+        std::string want = fmt::format("{:.{}f}", v, precision);
+        if (want.front() == '-' && want.find_first_not_of("-0.") == std::string::npos) want.erase(0, 1);
+        differ += format_fixed(v, precision) != want;
+      }
+    }
   CHECK(differ == 0);
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -17,7 +18,32 @@ namespace attn {
 std::string format_fixed(Scalar v, int precision) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // the exact value rounded to `precision` decimals (as "{:.Nf}" prints it), without a format string
+  // The exact value rounded to `precision` decimals (as "{:.Nf}" prints it). Up to 12 decimals, and
+  // while the digits fit 2^53, in integers: v · 10^p is exact in double (v's 24-bit significand
+  // times 5^p's at most 29 bits), so rounding it to an integer (ties to even, as the exact decimal
+  // expansion is rounded) gives the digits.
+  constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
+  if (precision >= 0 && precision <= 12) {
+    const double scaled = std::nearbyint(std::fabs(static_cast<double>(v)) * kPow10[precision]);
+    if (scaled < 0x1p53) {
+      char digits[32];
+      const auto n = static_cast<std::uint64_t>(scaled);
+      auto r = std::to_chars(digits, digits + sizeof digits, n);
+      auto len = static_cast<int>(r.ptr - digits);
+      std::string s;
+      s.reserve(static_cast<std::size_t>(std::max(len, precision + 1) + 3));
+      if (std::signbit(v) && n != 0) s += '-';  // "-0.0000" would be a rounding artefact, not a negative number
+      if (len <= precision) {  // 0.00ddd
+        s += "0.";
+        s.append(static_cast<std::size_t>(precision - len), '0');
+        s.append(digits, r.ptr);
+      } else {
+        s.append(digits, digits + (len - precision));
+        if (precision > 0) s += '.', s.append(digits + (len - precision), r.ptr);
+      }
+      return s;
+    }
+  }
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
   std::string s = r.ec == std::errc{} ? std::string(buf, r.ptr) : fmt::format("{:.{}f}", v, precision);
@@ -46,6 +72,19 @@ std::string pad_left(std::string_view s, std::size_t width) {
 std::string pad_right(std::string_view s, std::size_t width) {
   const auto w = cells(s);
   return std::string(s) + std::string(width > w ? width - w : 0, ' ');
+}
+
+// The same, appended to a line in place (the matrices append thousands of cells).
+void append_left(std::string& line, std::string_view s, std::size_t width) {
+  const auto w = cells(s);
+  if (width > w) line.append(width - w, ' ');
+  line.append(s);
+}
+
+void append_right(std::string& line, std::string_view s, std::size_t width) {
+  const auto w = cells(s);
+  line.append(s);
+  if (width > w) line.append(width - w, ' ');
 }
 
 // Cuts a label to `width` cells, ending in "…" when cut.
@@ -138,41 +177,46 @@ class TextRenderer {
 
   void tensor(const Step& s, const StepLayout& l) {
     if (l.summarised) out_ << fmt::format("    (summarised: {} values; edges of {} shown)\n", s.value.size(), o_.view.edge_items);
-    // One width for every number column of the step keeps blocks aligned with each other; only the
-    // entries shown count (a summarised [12, 2048, 2048] step shows a few hundred of 50 million).
+    // Every number shown, formatted once, block by block in the order they are printed. One width
+    // for every number column of the step keeps blocks aligned with each other; only the entries
+    // shown count (a summarised [12, 2048, 2048] step shows a few hundred of 50 million).
+    std::vector<std::string> shown;
     std::size_t num_w = 1;
     for (const auto& b : l.blocks) {
       if (b.gap) continue;
       for (const auto& i : l.rows) {
         if (!i) continue;
         for (const auto& j : l.cols)
-          if (j) num_w = std::max(num_w, number(s, s.value.at(b.offset + *i * l.col_count + *j)).size());
-        if (s.row_sums) num_w = std::max(num_w, number(s, s.row_sums->data()[b.row_offset + *i]).size());
+          if (j) num_w = std::max(num_w, shown.emplace_back(number(s, s.value.at(b.offset + *i * l.col_count + *j))).size());
+        if (s.row_sums) num_w = std::max(num_w, shown.emplace_back(number(s, s.row_sums->data()[b.row_offset + *i])).size());
       }
     }
-    each_block(l, [&](const Block& b) { matrix(s, l, b, num_w); });
+    std::size_t next = 0;
+    each_block(l, [&](const Block& b) { matrix(s, l, b, num_w, shown, next); });
   }
 
-  void matrix(const Step& s, const StepLayout& l, const Block& b, std::size_t num_w) {
+  void matrix(const Step& s, const StepLayout& l, const Block& b, std::size_t num_w, const std::vector<std::string>& shown, std::size_t& next) {
+    std::vector<std::string> row_labels;
     std::size_t label_w = 0;
-    for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : cells(kEllipsis));
+    for (const auto& i : l.rows) label_w = std::max(label_w, cells(row_labels.emplace_back(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis))));
     std::vector<std::size_t> col_w;
-    for (const auto& j : l.cols) col_w.push_back(std::max(num_w, j ? cells(label(l.col_dim, *j, b.batch)) : cells(kEllipsis)));
+    std::vector<std::string> col_labels;
+    for (const auto& j : l.cols) col_w.push_back(std::max(num_w, cells(col_labels.emplace_back(j ? label(l.col_dim, *j, b.batch) : std::string(kEllipsis)))));
     const bool sums = s.row_sums.has_value();
-    std::string head = "    " + std::string(label_w, ' ');
-    for (std::size_t c = 0; c < l.cols.size(); ++c)
-      head += "  " + pad_left(l.cols[c] ? label(l.col_dim, *l.cols[c], b.batch) : std::string(kEllipsis), col_w[c]);
-    if (sums) head += "  │ " + pad_left("sum", num_w);
-    out_ << head << "\n";
-    for (const auto& i : l.rows) {
-      std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w);
-      for (std::size_t c = 0; c < l.cols.size(); ++c) {
-        std::string cell = (i && l.cols[c]) ? number(s, s.value.at(b.offset + *i * l.col_count + *l.cols[c])) : std::string(kEllipsis);
-        line += "  " + pad_left(cell, col_w[c]);
-      }
-      if (sums) line += "  │ " + pad_left(i ? number(s, s.row_sums->data()[b.row_offset + *i]) : std::string(kEllipsis), num_w);
-      out_ << line << "\n";
+    std::string line = "    ";
+    line.append(label_w, ' ');
+    for (std::size_t c = 0; c < l.cols.size(); ++c) line += "  ", append_left(line, col_labels[c], col_w[c]);
+    if (sums) line += "  │ ", append_left(line, "sum", num_w);
+    line += '\n';
+    for (std::size_t r = 0; r < l.rows.size(); ++r) {
+      const bool row = l.rows[r].has_value();
+      line += "    ";
+      append_right(line, row_labels[r], label_w);
+      for (std::size_t c = 0; c < l.cols.size(); ++c) line += "  ", append_left(line, row && l.cols[c] ? std::string_view(shown[next++]) : kEllipsis, col_w[c]);
+      if (sums) line += "  │ ", append_left(line, row ? std::string_view(shown[next++]) : kEllipsis, num_w);
+      line += '\n';
     }
+    out_ << line;
   }
 
   // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
