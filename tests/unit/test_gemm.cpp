@@ -57,6 +57,10 @@ TEST_CASE("every gemm kernel gives the fma chain's bits", "[gemm]") {
         std::vector<float> c(static_cast<std::size_t>(s.m * s.n), -1.0f);
         attn::gemm::multiply(a.data(), s.k, s.m, packed, c.data(), s.n);
         CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+        // A's whole row tiles read in place (the rest packed): the same chains
+        std::vector<float> in_place(static_cast<std::size_t>(s.m * s.n), -1.0f);
+        attn::gemm::multiply(a.data(), s.k, s.m, packed, in_place.data(), s.n, -1, 0, -1, true);
+        CHECK(std::memcmp(in_place.data(), want.data(), in_place.size() * sizeof(float)) == 0);
         if (transposed) continue;
         // the unpacked product for a few rows: the same chains (groups of 8, 4, 2 and 1 rows)
         std::vector<float> u(static_cast<std::size_t>(s.m * s.n), -1.0f);
@@ -87,14 +91,16 @@ TEST_CASE("gemm windows: a column range and a prefix of k give the same chains' 
   for (const std::int64_t k_used : {std::int64_t{0}, std::int64_t{1}, std::int64_t{257}, k})
     for (const auto [col0, col1] : {std::pair<std::int64_t, std::int64_t>{0, n}, {40, 77}, {0, 1}, {89, 90}}) {
       INFO("k_used " << k_used << ", columns " << col0 << " .. " << col1);
+      for (const bool in_place : {false, true}) {
       std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
-      attn::gemm::multiply(a.data(), k, m, packed, c.data(), n, k_used, col0, col1);
+      attn::gemm::multiply(a.data(), k, m, packed, c.data(), n, k_used, col0, col1, in_place);
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = col0; j < col1; ++j) {
           float want = 0.0f;
           for (std::int64_t kk = 0; kk < k_used; ++kk) want = std::fma(a[i * k + kk], b[kk * n + j], want);
-          if (std::memcmp(&c[i * n + j], &want, sizeof want) != 0) FAIL("entry " << i << ", " << j);
+          if (std::memcmp(&c[i * n + j], &want, sizeof want) != 0) FAIL("entry " << i << ", " << j << (in_place ? ", A in place" : ""));
         }
+      }
     }
 }
 

@@ -564,7 +564,8 @@ class CpuBackend final : public Backend {
         rows.resize(static_cast<std::size_t>(count * k));
         // weights from column `live` on are exactly 0: their terms would leave each chain unchanged
         const std::int64_t live = sm.compute_rows(i * m + r0, count, rows.data());
-        gemm::multiply(rows.data(), k, count, packed[static_cast<std::size_t>(i)], row_of(i, r0), ldc, live);
+        // v is a few panels wide: the weights rows are read in place, not packed
+        gemm::multiply(rows.data(), k, count, packed[static_cast<std::size_t>(i)], row_of(i, r0), ldc, live, 0, -1, true);
       }
     if (heads == 1) return wrap(std::move(out));
     auto op = std::make_shared<const cpu::Operand>(cpu::Operand{out, n_batch, m, n, 0, heads, m * ldc, n, ldc});

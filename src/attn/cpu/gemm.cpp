@@ -22,29 +22,38 @@ namespace {
 constexpr std::int64_t kKC = 256;  // k per block: an nr-wide panel of B stays in L1
 constexpr std::int64_t kMC = 96;   // rows of A packed per block (a multiple of every mr)
 
-// c (mr × nr tile, leading dimension ldc) = (accumulate ? c : 0) + a (kc × mr, packed) · b (kc × nr, packed)
-using Micro = void (*)(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool accumulate);
+// c (mr × nr tile, leading dimension ldc) = (accumulate ? c : 0) + a (kc × mr) · b (kc × nr, packed),
+// a packed (micro) or mr rows read where they are, lda apart (micro_rows)
+using Micro = void (*)(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c, std::int64_t ldc, bool accumulate);
 
 struct Kernel {
   const char* name;
   int mr, nr;
-  Micro micro;
+  Micro micro, micro_rows;
 };
 
-template <int MR, int NR>
-void micro_portable(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool accumulate) {
+// A's element (row i, k index kk) of a tile: packed k-major in panels of MR rows (lda unused), or
+// read where it is, rows lda apart.
+template <int MR, bool Packed>
+inline const float& a_at(const float* a, std::int64_t lda, std::int64_t kk, int i) {
+  return Packed ? a[kk * MR + i] : a[i * lda + kk];
+}
+
+template <int MR, int NR, bool Packed>
+void micro_portable(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c, std::int64_t ldc, bool accumulate) {
   float acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
-  for (std::int64_t kk = 0; kk < kc; ++kk, a += MR, b += NR)
+  for (std::int64_t kk = 0; kk < kc; ++kk, b += NR)
     for (int i = 0; i < MR; ++i)
-      for (int j = 0; j < NR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+      for (int j = 0; j < NR; ++j) acc[i][j] = std::fma(a_at<MR, Packed>(a, lda, kk, i), b[j], acc[i][j]);
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
 }
 
-__attribute__((target("avx2,fma"))) void micro_avx2(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
-                                                     bool accumulate) {
+template <bool Packed>
+__attribute__((target("avx2,fma"))) void micro_avx2(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c,
+                                                     std::int64_t ldc, bool accumulate) {
   constexpr int MR = 6;
   __m256 acc[MR][2];
 #pragma GCC unroll 6
@@ -52,11 +61,11 @@ __attribute__((target("avx2,fma"))) void micro_avx2(std::int64_t kc, const float
     acc[i][0] = accumulate ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
     acc[i][1] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
   }
-  for (std::int64_t kk = 0; kk < kc; ++kk, a += MR, b += 16) {
+  for (std::int64_t kk = 0; kk < kc; ++kk, b += 16) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i);
+      const __m256 ai = _mm256_broadcast_ss(&a_at<MR, Packed>(a, lda, kk, i));
       acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
@@ -68,8 +77,9 @@ __attribute__((target("avx2,fma"))) void micro_avx2(std::int64_t kc, const float
   }
 }
 
-__attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
-                                                      bool accumulate) {
+template <bool Packed>
+__attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c,
+                                                      std::int64_t ldc, bool accumulate) {
   constexpr int MR = 8;
   __m512 acc[MR][2];
 #pragma GCC unroll 8
@@ -77,11 +87,11 @@ __attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const floa
     acc[i][0] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
     acc[i][1] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16) : _mm512_setzero_ps();
   }
-  for (std::int64_t kk = 0; kk < kc; ++kk, a += MR, b += 32) {
+  for (std::int64_t kk = 0; kk < kc; ++kk, b += 32) {
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
+      const __m512 ai = _mm512_set1_ps(a_at<MR, Packed>(a, lda, kk, i));
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
@@ -170,9 +180,9 @@ void rows_in_groups(const float* a, std::int64_t lda, std::int64_t m, const floa
   if (i < m) One(a + i * lda, lda, b, ldb, k, n, c + i * ldc, ldc, accumulate);
 }
 
-constexpr Kernel kPortable{"portable", 4, 16, micro_portable<4, 16>};
-constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2};
-constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512};
+constexpr Kernel kPortable{"portable", 4, 16, micro_portable<4, 16, true>, micro_portable<4, 16, false>};
+constexpr Kernel kAvx2{"avx2", 6, 16, micro_avx2<true>, micro_avx2<false>};
+constexpr Kernel kAvx512{"avx512", 8, 32, micro_avx512<true>, micro_avx512<false>};
 
 bool supported(const Kernel& k) {
   __builtin_cpu_init();
@@ -261,7 +271,7 @@ PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k
 }
 
 void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc, std::int64_t k_used,
-              std::int64_t col0, std::int64_t col1) {
+              std::int64_t col0, std::int64_t col1, bool a_in_place) {
   const Kernel& kn = *chosen();
   if (b.nr != kn.nr) throw InternalError("gemm: B was packed for another kernel");
   const std::int64_t k = k_used < 0 ? b.k : std::min(k_used, b.k), n = col1 < 0 ? b.n : std::min(col1, b.n);
@@ -279,23 +289,28 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
     const bool accumulate = p0 > 0;  // later k-blocks continue each element's chain from its running sum
     for (std::int64_t i0 = 0; i0 < m; i0 += kMC) {
       const std::int64_t mc = std::min(kMC, m - i0);
-      pack_a(a + i0 * lda, lda, mc, p0, kc, kn.mr, apack.data());
+      // whole tiles of rows read in place when asked (a narrow B: packing A would cost as much as
+      // the product), the rest packed
+      const std::int64_t in_place = a_in_place ? mc / kn.mr * kn.mr : 0;
+      if (in_place < mc) pack_a(a + (i0 + in_place) * lda, lda, mc - in_place, p0, kc, kn.mr, apack.data());
       for (std::int64_t q = first_panel; q < panels; ++q) {
         const float* bp = b.data.get() + (q * b.k + p0) * kn.nr;
         const std::int64_t j0 = q * kn.nr, cols = std::min<std::int64_t>(kn.nr, n - j0);
         for (std::int64_t r0 = 0; r0 < mc; r0 += kn.mr) {
-          const float* ap = apack.data() + (r0 / kn.mr) * kc * kn.mr;
+          const bool direct = r0 < in_place;
+          const Micro micro = direct ? kn.micro_rows : kn.micro;
+          const float* ap = direct ? a + (i0 + r0) * lda + p0 : apack.data() + ((r0 - in_place) / kn.mr) * kc * kn.mr;
           const std::int64_t rows = std::min<std::int64_t>(kn.mr, mc - r0);
           float* cp = c + (i0 + r0) * ldc + j0;
           if (rows == kn.mr && cols == kn.nr) {
-            kn.micro(kc, ap, bp, cp, ldc, accumulate);
+            micro(kc, ap, lda, bp, cp, ldc, accumulate);
             continue;
           }
           // an edge tile: computed whole in a scratch tile, only its valid part kept
           std::fill(tile.begin(), tile.end(), 0.0f);
           if (accumulate)
             for (std::int64_t i = 0; i < rows; ++i) std::memcpy(tile.data() + i * kn.nr, cp + i * ldc, sizeof(float) * cols);
-          kn.micro(kc, ap, bp, tile.data(), kn.nr, accumulate);
+          micro(kc, ap, lda, bp, tile.data(), kn.nr, accumulate);
           for (std::int64_t i = 0; i < rows; ++i) std::memcpy(cp + i * ldc, tile.data() + i * kn.nr, sizeof(float) * cols);
         }
       }
