@@ -122,7 +122,7 @@ template <typename Rows>
 void fill_rows(std::int64_t row_count, std::int64_t width, Scalar* out, const Rows& rows) {
   constexpr std::int64_t kBlock = 32;
   const std::int64_t blocks = (row_count + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(row_count * width)))
+#pragma omp parallel for schedule(dynamic, 1) if (parallel(static_cast<double>(row_count * width)))
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t r0 = b * kBlock;
     rows(r0, std::min(kBlock, row_count - r0), out + r0 * width);
@@ -237,29 +237,32 @@ class CpuBackend final : public Backend {
 #pragma omp parallel if (parallel(2.0 * rows * k * n))
       {
         if (generated != nullptr) {
-          // each thread reads its own contiguous rows of B (a reader skips ahead to them) and packs them
-          const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-          const std::int64_t r0 = k * t / threads, r1 = k * (t + 1) / threads;
-          const Tensor::Reader read = (*generated)(r0 * n);
-          for (std::int64_t kk = r0; kk < r1; kk += kStreamRows) {
-            const std::int64_t count = std::min(kStreamRows, r1 - kk);
-            stream.resize(static_cast<std::size_t>(count * n));
-            read(stream.data(), count * n);
-            gemm::pack_b_rows(stream.data(), n, packed, kk, count);
+          // B's rows in a few contiguous parts, each read by a reader that skips ahead to it, and packed
+          constexpr std::int64_t kParts = 4;
+#pragma omp for schedule(dynamic, 1)
+          for (std::int64_t part = 0; part < kParts; ++part) {
+            const std::int64_t r0 = k * part / kParts, r1 = k * (part + 1) / kParts;
+            const Tensor::Reader read = (*generated)(r0 * n);
+            for (std::int64_t kk = r0; kk < r1; kk += kStreamRows) {
+              const std::int64_t count = std::min(kStreamRows, r1 - kk);
+              stream.resize(static_cast<std::size_t>(count * n));
+              read(stream.data(), count * n);
+              gemm::pack_b_rows(stream.data(), n, packed, kk, count);
+            }
           }
-#pragma omp barrier
         } else {
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 4)
           for (std::int64_t q = 0; q < packed.panels(); ++q) gemm::pack_b_panels(pb, n, false, packed, q, q + 1);
         }
-#pragma omp for schedule(static)
+        // (dynamic: a thread that starts late, or is descheduled on a busy VM, takes fewer chunks)
+#pragma omp for schedule(dynamic, 1)
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);
           gemm::multiply(pa + r0 * k, k, nr, packed, po + r0 * n, n);
         }
       }
     } else {
-#pragma omp parallel for schedule(static) if (parallel(2.0 * n_batch * m * k * n))
+#pragma omp parallel for schedule(dynamic, 1) if (parallel(2.0 * n_batch * m * k * n))
       for (std::int64_t i = 0; i < n_batch; ++i) {
         const gemm::PackedB packed = gemm::pack_b(pb + i * k * n, n, false, k, n);
         gemm::multiply(pa + i * m * k, k, m, packed, po + i * m * n, n);
@@ -552,21 +555,32 @@ class CpuBackend final : public Backend {
     constexpr std::int64_t kBlock = 32;
     const std::int64_t blocks = (m + kBlock - 1) / kBlock;
     const bool threads = parallel(2.0 * n_batch * m * k * n);
-    // each batch's v packed once, for all its row blocks
-    std::vector<gemm::PackedB> packed(static_cast<std::size_t>(n_batch));
-#pragma omp parallel for schedule(static) if (threads)
-    for (std::int64_t i = 0; i < n_batch; ++i) packed[static_cast<std::size_t>(i)] = gemm::pack_b(vo.matrix(i), vo.ld, false, k, n);
-#pragma omp parallel for collapse(2) schedule(static) if (threads)
-    for (std::int64_t i = 0; i < n_batch; ++i)
-      for (std::int64_t bl = 0; bl < blocks; ++bl) {
-        thread_local std::vector<Scalar> rows;
-        const std::int64_t r0 = bl * kBlock, count = std::min(kBlock, m - r0);
-        rows.resize(static_cast<std::size_t>(count * k));
-        // weights from column `live` on are exactly 0: their terms would leave each chain unchanged
-        const std::int64_t live = sm.compute_rows(i * m + r0, count, rows.data());
-        // v is a few panels wide: the weights rows are read in place, not packed
-        gemm::multiply(rows.data(), k, count, packed[static_cast<std::size_t>(i)], row_of(i, r0), ldc, live, 0, -1, true);
+    // one row block: weights rows into scratch, then times v (packed)
+    auto block = [&](std::int64_t i, std::int64_t bl, const gemm::PackedB& vp) {
+      thread_local std::vector<Scalar> rows;
+      const std::int64_t r0 = bl * kBlock, count = std::min(kBlock, m - r0);
+      rows.resize(static_cast<std::size_t>(count * k));
+      // weights from column `live` on are exactly 0: their terms would leave each chain unchanged
+      const std::int64_t live = sm.compute_rows(i * m + r0, count, rows.data());
+      // v is a few panels wide: the weights rows are read in place, not packed
+      gemm::multiply(rows.data(), k, count, vp, row_of(i, r0), ldc, live, 0, -1, true);
+    };
+    if (n_batch >= 4) {
+      // heads enough to share: each thread packs one head's v at a time into storage it reuses
+#pragma omp parallel for schedule(dynamic, 1) if (threads)
+      for (std::int64_t i = 0; i < n_batch; ++i) {
+        thread_local gemm::PackedB vp;
+        gemm::pack_b_into(vp, vo.matrix(i), vo.ld, false, k, n);
+        for (std::int64_t bl = 0; bl < blocks; ++bl) block(i, bl, vp);
       }
+    } else {
+      // few heads: each v packed once, then their row blocks shared
+      std::vector<gemm::PackedB> packed(static_cast<std::size_t>(n_batch));
+      for (std::int64_t i = 0; i < n_batch; ++i) packed[static_cast<std::size_t>(i)] = gemm::pack_b(vo.matrix(i), vo.ld, false, k, n);
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (threads)
+      for (std::int64_t i = 0; i < n_batch; ++i)
+        for (std::int64_t bl = 0; bl < blocks; ++bl) block(i, bl, packed[static_cast<std::size_t>(i)]);
+    }
     if (heads == 1) return wrap(std::move(out));
     auto op = std::make_shared<const cpu::Operand>(cpu::Operand{out, n_batch, m, n, 0, heads, m * ldc, n, ldc});
     // a value out of range is looked for in the merged order, and named at its place in this one

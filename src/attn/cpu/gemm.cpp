@@ -236,7 +236,8 @@ void use_kernel(std::string_view name) {
 PackedB unpacked_b(std::int64_t k, std::int64_t n) {
   PackedB p;
   p.k = k, p.n = n, p.nr = chosen()->nr;
-  p.data = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(p.panels() * k * p.nr));
+  p.capacity = static_cast<std::size_t>(p.panels() * k * p.nr);
+  p.data = std::make_unique_for_overwrite<float[]>(p.capacity);
   return p;
 }
 
@@ -268,6 +269,14 @@ PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k
   PackedB p = unpacked_b(k, n);
   pack_b_panels(b, ldb, transposed, p, 0, p.panels());
   return p;
+}
+
+void pack_b_into(PackedB& out, const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n) {
+  const int nr = chosen()->nr;
+  const auto need = static_cast<std::size_t>((n + nr - 1) / nr * k * nr);
+  if (out.capacity < need) out = unpacked_b(k, n);
+  out.k = k, out.n = n, out.nr = nr;
+  pack_b_panels(b, ldb, transposed, out, 0, out.panels());
 }
 
 void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc, std::int64_t k_used,

@@ -18,12 +18,15 @@ namespace attn::gemm {
 struct PackedB {
   std::int64_t k = 0, n = 0;
   int nr = 0;
-  std::unique_ptr<float[]> data;  // panels() · k · nr floats
+  std::unique_ptr<float[]> data;  // panels() · k · nr floats (or more: capacity)
+  std::size_t capacity = 0;
   std::int64_t panels() const { return (n + nr - 1) / nr; }
 };
 
 // b: row-major, leading dimension ldb; transposed: b holds B as (n, k) rows (kᵀ given as k).
 PackedB pack_b(const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n);
+// The same into `out`, reusing its storage when large enough (a thread packing one B after another).
+void pack_b_into(PackedB& out, const float* b, std::int64_t ldb, bool transposed, std::int64_t k, std::int64_t n);
 // The same in two parts, for callers that pack in parallel: the storage (unfilled), then panels
 // [p0, p1) of it from b (each panel is written by exactly one call).
 PackedB unpacked_b(std::int64_t k, std::int64_t n);
