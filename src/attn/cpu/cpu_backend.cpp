@@ -1,11 +1,16 @@
-// The CPU backend: the numeric primitives of backend.hpp on host memory, with Eigen, in parallel
-// with OpenMP. Its buffers are host Tensors, so download() is a view, not a copy.
+// The CPU backend: the numeric primitives of backend.hpp on host memory, in parallel with OpenMP.
+// Its buffers are host Tensors, so download() is a view, not a copy. Products are gemm.cpp's fma
+// chains; Eigen serves only for a transposing copy.
 //
 // Determinism: every output element is computed the same way whatever the thread count and the
-// machine's caches. Work is cut into fixed chunks (one matrix product per batch row and head, or
-// blocks of kRowChunk rows), each chunk runs single-threaded Eigen, and Eigen's blocking is fixed
-// (setCpuCacheSizes) instead of derived from the caches it detects. Eigen's own GEMM threading is
-// off (EIGEN_DONT_PARALLELIZE, set in CMakeLists.txt): it re-blocks by thread count.
+// machine. Work is cut into fixed chunks (a batch row and head, or blocks of rows), each computed
+// by one thread however the chunks are handed out, and each product element is one fma chain over
+// k in order (gemm.hpp), the same bits on every x86-64 kernel.
+//
+// Steps that are cheap functions of others are deferred (held only when shown whole, dumped or
+// compared): q, k and v as column slices of qkv, their heads (read in place by the products), kᵀ,
+// the scores, scaled and masked scores, the weights, the context in the merged order, the causal
+// and padding keep pattern (a rule), and seeded weights (streamed into the projections).
 #include <omp.h>
 
 #include <optional>
@@ -34,12 +39,6 @@ constexpr std::int64_t kFewRows = 32;   // products of up to this many rows in a
 // (a 2×3 walkthrough spent 70 ms of CPU so). Which thread does a fixed chunk never changes its bits.
 constexpr double kParallelWork = 1 << 18;
 bool parallel(double work) { return work >= kParallelWork; }
-
-// Fixed cache sizes for Eigen's product blocking: the same blocking, so the same rounding, on every
-// machine. Values of a typical current x86 core.
-struct FixedBlocking {
-  FixedBlocking() { Eigen::setCpuCacheSizes(32 * 1024, 1024 * 1024, 8 * 1024 * 1024); }
-};
 
 using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapC = Eigen::Map<const Matrix>;
@@ -600,7 +599,6 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() {
-  static const FixedBlocking fixed;  // once, before the first product
   return std::make_unique<CpuBackend>();
 }
 
