@@ -115,7 +115,7 @@ void draw_seeded(ReadContext& ctx) {
     total += ctx.draws[d].count;
   }
   const auto count = static_cast<std::int64_t>(parts.size());
-#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && total >= (std::int64_t{1} << 21))
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && total >= (std::int64_t{1} << 19))
   for (std::int64_t i = 0; i < count; ++i) {
     const auto [d, first] = parts[static_cast<std::size_t>(i)];
     const auto& draw = ctx.draws[d];
