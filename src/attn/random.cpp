@@ -216,13 +216,18 @@ void UniformStream::read(Scalar* p, std::int64_t n) {
   }
 }
 
+void UniformStream::skip(std::int64_t n) { g_.discard(n); }
+
 void fill_uniform(std::uint64_t seed, std::string_view name, Scalar* p, std::int64_t n, double bound, std::int64_t first) {
   UniformStream(seed, name, bound, first).read(p, n);
 }
 
 Tensor generated_uniform(std::uint64_t seed, std::string name, Shape shape, double bound) {
   return Tensor::generated(std::move(shape), [seed, name = std::move(name), bound](std::int64_t first) {
-    return [stream = std::make_shared<UniformStream>(seed, name, bound, first)](Scalar* out, std::int64_t n) { stream->read(out, n); };
+    return [stream = std::make_shared<UniformStream>(seed, name, bound, first)](Scalar* out, std::int64_t n) {
+      if (out != nullptr) stream->read(out, n);
+      else stream->skip(n);
+    };
   });
 }
 

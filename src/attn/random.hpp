@@ -40,6 +40,7 @@ class UniformStream {
  public:
   UniformStream(std::uint64_t seed, std::string_view name, double bound, std::int64_t first = 0);
   void read(Scalar* out, std::int64_t n);  // the next n values
+  void skip(std::int64_t n);               // past the next n values, without drawing them
 
  private:
   Mt64 g_;

@@ -71,8 +71,9 @@ class Tensor {
                          std::function<std::int64_t()> nonfinite = {});
   // Values generated in order from any position, never held unless a reader needs them all (the
   // seeded weights: a random stream that skips ahead). `open(first)` returns a reader whose calls
-  // write the next values from flat index `first` on. data() fills from open(0); at() reads one value;
-  // a reader of all values once, in order (a product's B), takes open() itself (reader()).
+  // write the next values from flat index `first` on (or, given a null `out`, skip them). data()
+  // fills from open(0); at() reads one value; a reader of all values once, in order (a product's
+  // B), takes open() itself (reader()).
   using Reader = std::function<void(Scalar* out, std::int64_t n)>;
   using OpenAt = std::function<Reader(std::int64_t first)>;
   static Tensor generated(Shape shape, OpenAt open);

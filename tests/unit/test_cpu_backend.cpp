@@ -1,7 +1,9 @@
 // Each numeric primitive of the CPU backend against hand-computed values.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "attn/random.hpp"
 #include "helpers.hpp"
 
 using namespace attn;
@@ -23,6 +25,29 @@ TEST_CASE("matmul with a shared right-hand matrix", "[cpu]") {
   auto c = be->matmul(a, b);
   CHECK(c.shape == Shape{2, 1, 3});
   CHECK(run(*be, c) == std::vector<Scalar>{1, 2, 0, 3, 4, 2});
+}
+
+TEST_CASE("a shared weight, held or generated, gives each element's fma chain over k, a block of rows at a time", "[cpu]") {
+  // N·m = 2 · 45 rows (packed, in parallel), k = 600 (three blocks of B's rows, the last shorter),
+  // and 3 · 11 rows (a few: B streamed unpacked)
+  auto be = make_cpu_backend();
+  for (const auto& [batches, m] : {std::pair<std::int64_t, std::int64_t>{2, 45}, {3, 11}}) {
+    const std::int64_t k = 600, n = 70;
+    const Tensor a = random_normal(1, "a", {batches, m, k});
+    const Tensor held = random_uniform(2, "W", {k, n}, 0.1), generated = generated_uniform(2, "W", {k, n}, 0.1);
+    const auto from_held = run(*be, be->matmul(be->upload(a), be->upload(held)));
+    const auto from_generated = run(*be, be->matmul(be->upload(a), be->upload(generated)));
+    CHECK_FALSE(generated.held());  // streamed, not filled
+    int differ = 0;
+    for (std::int64_t r = 0; r < batches * m; ++r)
+      for (std::int64_t j = 0; j < n; ++j) {
+        float want = 0.0f;
+        for (std::int64_t kk = 0; kk < k; ++kk) want = std::fma(a.data()[r * k + kk], held.data()[kk * n + j], want);
+        const auto i = static_cast<std::size_t>(r * n + j);
+        differ += std::memcmp(&from_held[i], &want, sizeof want) != 0 || std::memcmp(&from_generated[i], &want, sizeof want) != 0;
+      }
+    CHECK(differ == 0);
+  }
 }
 
 TEST_CASE("batched matmul multiplies each batch with its own matrix", "[cpu]") {

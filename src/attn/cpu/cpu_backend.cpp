@@ -229,35 +229,45 @@ class CpuBackend final : public Backend {
         for (std::int64_t i = 0; i < n_batch; ++i) gemm::multiply_unpacked(pa + i * m * k, k, m, pb + i * k * n, n, k, n, po + i * m * n, n);
       }
     } else if (shared_b) {
-      // (N·m, k) · (k, n): B packed once, then fixed blocks of kRowChunk rows in parallel
-      gemm::PackedB packed = gemm::unpacked_b(k, n);
-      const std::int64_t rows = n_batch * m;
+      // (N·m, k) · (k, n), a block of B's rows at a time: the block packed (into one buffer, reused),
+      // then fixed blocks of kRowChunk rows in parallel, each chain continued from the block before
+      const std::int64_t kb = gemm::k_block(), rows = n_batch * m;
       const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
+      gemm::PackedB packed = gemm::unpacked_b(std::min(k, kb), n);
+      // a generated B is read by two readers, one per half of each block, skipping the other half
+      constexpr std::int64_t kParts = 2;
+      std::vector<Tensor::Reader> readers;
+      if (generated != nullptr)
+        for (std::int64_t part = 0; part < kParts; ++part) readers.push_back((*generated)(std::min(k, kb) * part / kParts * n));
 #pragma omp parallel if (parallel(2.0 * rows * k * n))
-      {
-        if (generated != nullptr) {
-          // B's rows in a few contiguous parts, each read by a reader that skips ahead to it, and packed
-          constexpr std::int64_t kParts = 4;
+      for (std::int64_t p0 = 0; p0 < k; p0 += kb) {
+        const std::int64_t kc = std::min(kb, k - p0);
+#pragma omp single
+        packed.k = kc;  // (the last block may be shorter)
 #pragma omp for schedule(dynamic, 1)
-          for (std::int64_t part = 0; part < kParts; ++part) {
-            const std::int64_t r0 = k * part / kParts, r1 = k * (part + 1) / kParts;
-            const Tensor::Reader read = (*generated)(r0 * n);
-            for (std::int64_t kk = r0; kk < r1; kk += kStreamRows) {
-              const std::int64_t count = std::min(kStreamRows, r1 - kk);
+        for (std::int64_t part = 0; part < kParts; ++part) {
+          const std::int64_t r0 = kc * part / kParts, r1 = kc * (part + 1) / kParts;  // rows of this block
+          for (std::int64_t kk = r0; kk < r1; kk += kStreamRows) {
+            const std::int64_t count = std::min(kStreamRows, r1 - kk);
+            if (generated != nullptr) {
               stream.resize(static_cast<std::size_t>(count * n));
-              read(stream.data(), count * n);
+              readers[static_cast<std::size_t>(part)](stream.data(), count * n);
               gemm::pack_b_rows(stream.data(), n, packed, kk, count);
+            } else {
+              gemm::pack_b_rows(pb + (p0 + kk) * n, n, packed, kk, count);
             }
           }
-        } else {
-#pragma omp for schedule(dynamic, 4)
-          for (std::int64_t q = 0; q < packed.panels(); ++q) gemm::pack_b_panels(pb, n, false, packed, q, q + 1);
+          // on to this part's rows of the next block
+          if (generated != nullptr && p0 + kb < k) {
+            const std::int64_t next0 = std::min(kb, k - p0 - kb) * part / kParts;
+            readers[static_cast<std::size_t>(part)](nullptr, (kc - r1 + next0) * n);
+          }
         }
         // (dynamic: a thread that starts late, or is descheduled on a busy VM, takes fewer chunks)
 #pragma omp for schedule(dynamic, 1)
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t r0 = c * kRowChunk, nr = std::min(kRowChunk, rows - r0);
-          gemm::multiply(pa + r0 * k, k, nr, packed, po + r0 * n, n);
+          gemm::multiply(pa + r0 * k + p0, k, nr, packed, po + r0 * n, n, -1, 0, -1, false, p0 > 0);
         }
       }
     } else {

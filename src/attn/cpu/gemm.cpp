@@ -221,6 +221,8 @@ void pack_a(const float* a, std::int64_t lda, std::int64_t rows, std::int64_t p0
 
 const char* kernel_name() { return chosen()->name; }
 
+std::int64_t k_block() { return kKC; }
+
 std::vector<std::string> available_kernels() {
   std::vector<std::string> out;
   for (const Kernel* k : {&kPortable, &kAvx2, &kAvx512})
@@ -280,13 +282,14 @@ void pack_b_into(PackedB& out, const float* b, std::int64_t ldb, bool transposed
 }
 
 void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc, std::int64_t k_used,
-              std::int64_t col0, std::int64_t col1, bool a_in_place) {
+              std::int64_t col0, std::int64_t col1, bool a_in_place, bool accumulate_c) {
   const Kernel& kn = *chosen();
   if (b.nr != kn.nr) throw InternalError("gemm: B was packed for another kernel");
   const std::int64_t k = k_used < 0 ? b.k : std::min(k_used, b.k), n = col1 < 0 ? b.n : std::min(col1, b.n);
   const std::int64_t first_panel = col0 / kn.nr;
-  if (k == 0) {  // an empty sum
-    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + first_panel * kn.nr, c + i * ldc + n, 0.0f);
+  if (k == 0) {  // an empty sum (or nothing to add)
+    if (!accumulate_c)
+      for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + first_panel * kn.nr, c + i * ldc + n, 0.0f);
     return;
   }
   thread_local std::vector<float> apack, tile;
@@ -295,7 +298,7 @@ void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b
   const std::int64_t panels = (n + kn.nr - 1) / kn.nr;
   for (std::int64_t p0 = 0; p0 < k; p0 += kKC) {
     const std::int64_t kc = std::min(kKC, k - p0);
-    const bool accumulate = p0 > 0;  // later k-blocks continue each element's chain from its running sum
+    const bool accumulate = p0 > 0 || accumulate_c;  // later k-blocks continue each chain from its running sum
     for (std::int64_t i0 = 0; i0 < m; i0 += kMC) {
       const std::int64_t mc = std::min(kMC, m - i0);
       // whole tiles of rows read in place when asked (a narrow B: packing A would cost as much as

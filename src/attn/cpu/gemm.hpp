@@ -40,8 +40,13 @@ void pack_b_rows(const float* rows, std::int64_t ldb, PackedB& out, std::int64_t
 // bits), and only the first k_used terms of each chain (exact when A's later columns are zero).
 // With a_in_place, A's rows are read where they are rather than packed first (for a narrow B,
 // where packing A costs as much as the product): the same chains, the same bits.
+// With accumulate, each chain continues from C's value (B a block of k rows: a product over k in
+// blocks, each packed in turn, gives the bits of one pass).
 void multiply(const float* a, std::int64_t lda, std::int64_t m, const PackedB& b, float* c, std::int64_t ldc,
-              std::int64_t k_used = -1, std::int64_t col0 = 0, std::int64_t col1 = -1, bool a_in_place = false);
+              std::int64_t k_used = -1, std::int64_t col0 = 0, std::int64_t col1 = -1, bool a_in_place = false, bool accumulate = false);
+
+// Rows of B packed per k-block: what a product packs at a time.
+std::int64_t k_block();
 
 // C (m, n) = A (m, k) · B (k, n) with B read where it is, unpacked: the same chains, for a few rows
 // (packing B costs more than it saves when m is small). Rows of C at ldc, of B at ldb. With
