@@ -49,4 +49,21 @@ check few_rows_separate "{\"mode\": \"cross\", \"random\": {\"seed\": 3, \"T\": 
 # a kept score of inf (a mistaken run may hold one): its row's 1/sum is NaN, and the whole row with it
 check nan_row "{\"mode\": \"causal\", \"random\": {\"seed\": 1, \"T\": 256, \"C\": 2}, \"weights\": {\"W_q\": \"identity\", \"W_k\": \"identity\", \"W_v\": \"identity\"}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[2e19, 0] for _ in range(256)]))')}" --mistake scale-missing
 check overflow "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[1e21 if (i+j)%7==0 else 0.5 for j in range(32)] for i in range(130)]))')}"
+# the same bytes on 1 and 3 threads and with every kernel this CPU runs (fixed chunks, handed out
+# dynamically; the blockwise packing of a generated weight by two readers; each kernel's fma chains)
+vary() {  # name: compares runs against the deferred trace written above
+  local name=$1 want="$work/$1.deferred" bad=0
+  for threads in 1 3; do
+    "$attn" run "$work/$name.json" --format json --threads "$threads" >"$work/$name.t$threads" 2>&1
+    cmp -s "$want" "$work/$name.t$threads" || { echo "FAIL $name: --threads $threads differs"; bad=1; }
+  done
+  for kernel in portable avx2 avx512; do  # (one this CPU lacks runs the widest it has)
+    ATTN_GEMM_KERNEL=$kernel "$attn" run "$work/$name.json" --format json >"$work/$name.$kernel" 2>&1
+    cmp -s "$want" "$work/$name.$kernel" || { echo "FAIL $name: ATTN_GEMM_KERNEL=$kernel differs"; bad=1; }
+  done
+  if [[ $bad == 0 ]]; then echo "ok   $name: the same bytes on 1 and 3 threads and every kernel"; else fail=1; fi
+}
+vary fused
+vary padded_causal
+vary masked_rows_nan
 exit $fail
