@@ -41,7 +41,6 @@ constexpr double kParallelWork = 1 << 18;
 bool parallel(double work) { return work >= kParallelWork; }
 
 using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MapC = Eigen::Map<const Matrix>;
 using Map = Eigen::Map<Matrix>;
 
 // Elementwise steps at least this large (scaled, masked) are deferred.

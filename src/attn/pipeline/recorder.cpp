@@ -70,7 +70,7 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   // nor are re-layouts checked again: their values are an earlier step's, moved
   // nor the inputs (refused when not finite as they are read) and the 0/1 mask pattern
   const bool finite_by_construction = id == StepId::X || id == StepId::Source || id == StepId::Mask;
-  if (!lenient_ && !allow_nan_ && step.value.held() && !step_info(id).relayout && !finite_by_construction) require_finite(step);
+  if (!lenient_ && nan_from_ == SIZE_MAX && step.value.held() && !step_info(id).relayout && !finite_by_construction) require_finite(step);
   trace_.steps.push_back(std::move(step));
   clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
   return t;
@@ -141,7 +141,7 @@ void Recorder::check_masked_rows() {
                                  labels[static_cast<std::size_t>(i)], b, h));
   }
   // NaN weights are the stated policy from here on, not an overflow.
-  if (!empty.empty() && s_.masked_row == MaskedRow::Nan) allow_nan_ = true, nan_from_ = trace_.steps.size();
+  if (!empty.empty() && s_.masked_row == MaskedRow::Nan) nan_from_ = trace_.steps.size();
 }
 
 }  // namespace attn

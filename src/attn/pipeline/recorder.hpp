@@ -40,7 +40,6 @@ class Recorder {
   const Spec& s_;
   Backend& be_;
   bool lenient_;
-  bool allow_nan_ = false;
   std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;
   std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();

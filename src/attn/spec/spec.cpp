@@ -105,8 +105,8 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 void draw_seeded(ReadContext& ctx) {
-  // parts of kPart values (even: normals come in pairs), largest tensors first; a part further into
-  // its stream first twists through the words before it, which costs far less than drawing them
+  // parts of kPart values (even: normals come in pairs); a part further into its stream first
+  // twists through the words before it, which costs far less than drawing them
   constexpr std::int64_t kPart = std::int64_t{1} << 18;
   std::vector<std::pair<std::size_t, std::int64_t>> parts;  // (draw, first)
   std::int64_t total = 0;
