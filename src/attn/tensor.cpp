@@ -39,7 +39,7 @@ T* StorageAllocator<T>::allocate(std::size_t n) {
   constexpr std::size_t kSlice = std::size_t{512} << 10;
   const auto slices = static_cast<std::int64_t>(size / kSlice);
 #pragma omp parallel for schedule(dynamic, 1) if (size >= (std::size_t{8} << 20) && !omp_in_parallel())
-  for (std::int64_t i = 0; i < slices; ++i) madvise(static_cast<char*>(p) + i * kSlice, kSlice, kPopulateWrite);
+  for (std::int64_t i = 0; i < slices; ++i) populate_pages(static_cast<char*>(p) + i * kSlice, kSlice);
   return static_cast<T*>(p);
 }
 
