@@ -1,6 +1,8 @@
 // Seeded values, reproducible across machines: see random.hpp.
 #include "attn/random.hpp"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -46,15 +48,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void twist_state(st
   s[kStateWords - 1] = mix(s[kStateWords - 1], s[0], s[kShift - 1]);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void temper(const std::uint64_t* s, std::int64_t n, std::uint64_t* out) {
-  for (std::int64_t j = 0; j < n; ++j) {
-    std::uint64_t y = s[j];
-    y ^= (y >> 29) & 0x5555555555555555ULL;
-    y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
-    y ^= (y << 37) & 0xFFF7EEE000000000ULL;
-    y ^= y >> 43;
-    out[j] = y;
-  }
+__attribute__((target_clones("avx512f", "avx2", "default"))) void temper(const std::uint64_t* s, int n, std::uint64_t* out) {
+  for (int j = 0; j < n; ++j) out[j] = Mt64::temper_word(s[j]);
 }
 
 }  // namespace
@@ -65,26 +60,14 @@ void Mt64::twist() {
 }
 
 void Mt64::fill(std::uint64_t* out, std::int64_t n) {
-  while (n > 0) {
-    if (next_ == kN) {
-      twist();
-      next_ = 0;
-    }
-    const std::int64_t take = std::min<std::int64_t>(n, kN - next_);
-    temper(s_ + next_, take, out);
-    next_ += static_cast<int>(take), out += take, n -= take;
-  }
+  raw(n, [&](const std::uint64_t* state, int count) {
+    temper(state, count, out);
+    out += count;
+  });
 }
 
 void Mt64::discard(std::int64_t n) {
-  while (n > 0) {
-    if (next_ == kN) {
-      twist();
-      next_ = 0;
-    }
-    const std::int64_t take = std::min<std::int64_t>(n, kN - next_);
-    next_ += static_cast<int>(take), n -= take;
-  }
+  raw(n, [](const std::uint64_t*, int) {});
 }
 
 namespace {
@@ -174,9 +157,63 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void normals(const 
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void uniforms(const std::uint64_t* bits, std::int64_t n, double bound,
-                                                                          Scalar* out) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<Scalar>((2.0 * unit(bits[i]) - 1.0) * bound);
+// Untempered words -> U(-bound, bound): (2·unit − 1)·bound in double, rounded once to float.
+using UniformsFn = void (*)(const std::uint64_t* state, int n, double bound, Scalar* out);
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void uniforms_portable(const std::uint64_t* state, int n, double bound,
+                                                                                   Scalar* out) {
+  for (int i = 0; i < n; ++i) out[i] = static_cast<Scalar>((2.0 * unit(Mt64::temper_word(state[i])) - 1.0) * bound);
+}
+
+// The same operations, eight words at a time. AVX-512 DQ converts the 53 bits to double in one exact
+// instruction; 2·unit = bits·2⁻⁵² is exact too, so the rounded operations are the portable ones: − 1,
+// · bound, and the float conversion.
+#define ATTN_AVX512_DQ __attribute__((target("avx512f,avx512dq,avx512vl")))
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // GCC 12's own shift intrinsics start from an "undefined" vector it then warns of
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+ATTN_AVX512_DQ inline __m256 uniforms8(__m512i y, __m512d bound) {
+  constexpr int kXorAnd = 0x78;  // ternary logic: a ^ (b & c)
+  y = _mm512_ternarylogic_epi64(y, _mm512_srli_epi64(y, 29), _mm512_set1_epi64(0x5555555555555555LL), kXorAnd);
+  y = _mm512_ternarylogic_epi64(y, _mm512_slli_epi64(y, 17), _mm512_set1_epi64(0x71D67FFFEDA60000LL), kXorAnd);
+  y = _mm512_ternarylogic_epi64(y, _mm512_slli_epi64(y, 37), _mm512_set1_epi64(static_cast<long long>(0xFFF7EEE000000000ULL)), kXorAnd);
+  y = _mm512_xor_si512(y, _mm512_srli_epi64(y, 43));
+  const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(y, 11)), _mm512_set1_pd(0x1p-52));
+  return _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(u2, _mm512_set1_pd(1.0)), bound));
+}
+
+ATTN_AVX512_DQ void uniforms_avx512(const std::uint64_t* state, int n, double bound, Scalar* out) {
+  const __m512d b = _mm512_set1_pd(bound);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {  // two independent chains, whole vectors
+    const __m256 lo = uniforms8(_mm512_loadu_si512(state + i), b), hi = uniforms8(_mm512_loadu_si512(state + i + 8), b);
+    _mm256_storeu_ps(out + i, lo);
+    _mm256_storeu_ps(out + i + 8, hi);
+  }
+  for (; i < n; i += 8) {
+    const __mmask8 lanes = n - i >= 8 ? 0xFF : static_cast<__mmask8>((1u << (n - i)) - 1);
+    _mm256_mask_storeu_ps(out + i, lanes, uniforms8(_mm512_maskz_loadu_epi64(lanes, state + i), b));
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+struct UniformKernel {
+  const char* name;
+  UniformsFn fn;
+};
+constexpr UniformKernel kUniformPortable{"portable", uniforms_portable}, kUniformAvx512{"avx512", uniforms_avx512};
+
+bool supported(const UniformKernel& k) {
+  __builtin_cpu_init();
+  return &k != &kUniformAvx512 || (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"));
+}
+
+const UniformKernel*& uniform_kernel() {
+  static const UniformKernel* k = supported(kUniformAvx512) ? &kUniformAvx512 : &kUniformPortable;
+  return k;
 }
 
 constexpr std::int64_t kBlock = 4096;  // words drawn at a time (even)
@@ -208,12 +245,11 @@ UniformStream::UniformStream(std::uint64_t seed, std::string_view name, double b
 }
 
 void UniformStream::read(Scalar* p, std::int64_t n) {
-  std::uint64_t bits[kBlock];
-  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
-    const std::int64_t m = std::min(kBlock, n - i0);
-    g_.fill(bits, m);
-    uniforms(bits, m, bound_, p + i0);
-  }
+  const UniformsFn convert = uniform_kernel()->fn;
+  g_.raw(n, [&](const std::uint64_t* state, int count) {
+    convert(state, count, bound_, p);
+    p += count;
+  });
 }
 
 void UniformStream::skip(std::int64_t n) { g_.discard(n); }
@@ -229,6 +265,18 @@ Tensor generated_uniform(std::uint64_t seed, std::string name, Shape shape, doub
       else stream->skip(n);
     };
   });
+}
+
+std::vector<std::string> available_uniform_kernels() {
+  std::vector<std::string> out;
+  for (const UniformKernel* k : {&kUniformPortable, &kUniformAvx512})
+    if (supported(*k)) out.emplace_back(k->name);
+  return out;
+}
+
+void use_uniform_kernel(std::string_view name) {
+  for (const UniformKernel* k : {&kUniformPortable, &kUniformAvx512})
+    if (name == k->name && supported(*k)) uniform_kernel() = k;
 }
 
 Tensor random_normal(std::uint64_t seed, std::string_view name, Shape shape) {

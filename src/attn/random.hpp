@@ -4,9 +4,11 @@
 // standard libraries).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attn/tensor.hpp"
 
@@ -19,6 +21,26 @@ class Mt64 {
   void fill(std::uint64_t* out, std::int64_t n);
   // Skips n words, as n calls of std::mt19937_64's discard: the state twisted on, nothing tempered.
   void discard(std::int64_t n);
+  // The next n words untempered, handed to use(state, count) a run of at most 312 at a time: for a
+  // reader that tempers them as it converts them (temper_word gives each one's output).
+  template <class Use>
+  void raw(std::int64_t n, Use use) {
+    while (n > 0) {
+      if (next_ == kN) {
+        twist();
+        next_ = 0;
+      }
+      const int take = static_cast<int>(std::min<std::int64_t>(n, kN - next_));
+      use(s_ + next_, take);
+      next_ += take, n -= take;
+    }
+  }
+  static constexpr std::uint64_t temper_word(std::uint64_t y) {
+    y ^= (y >> 29) & 0x5555555555555555ULL;
+    y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
+    y ^= (y << 37) & 0xFFF7EEE000000000ULL;
+    return y ^ (y >> 43);
+  }
 
  private:
   static constexpr int kN = 312, kM = 156;
@@ -49,6 +71,11 @@ class UniformStream {
 // A seeded U(-bound, bound) tensor, generated when read (Tensor::generated): the values
 // random_uniform gives, never held unless a reader needs them all.
 Tensor generated_uniform(std::uint64_t seed, std::string name, Shape shape, double bound);
+// The ways this CPU can turn words into uniforms ("avx512", with AVX-512 DQ's exact 64-bit integer
+// conversion; "portable", any x86-64), and a switch between them for the test that compares their
+// bits. The widest is used unless switched.
+std::vector<std::string> available_uniform_kernels();
+void use_uniform_kernel(std::string_view name);
 
 // Values [first, first + n) of the same stream, written to out[0, n): for tensors drawn side by
 // side, each from its own stream, and large ones in parts (first even for normals: whole pairs).

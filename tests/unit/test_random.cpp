@@ -77,11 +77,29 @@ TEST_CASE("seeded values are Box-Muller and nn.Linear's uniform, to the float32 
     if (i + 1 < n) differ += static_cast<Scalar>(r * std::sin(theta)) != normal.data()[i + 1];
   }
   CHECK(differ == 0);
-  const auto uniform = random_uniform(7, "w", {n}, 0.125);
   Mt64 h(stream_seed(7, "w"));
   h.fill(w.data(), n);
-  for (std::int64_t i = 0; i < n; ++i) differ += static_cast<Scalar>((2.0 * unit(w[static_cast<std::size_t>(i)]) - 1.0) * 0.125) != uniform.data()[i];
-  CHECK(differ == 0);
+  const auto kernels = available_uniform_kernels();
+  CHECK(kernels.front() == "portable");
+  for (const std::string& kernel : kernels) {  // each way this CPU has, whole and in awkward parts
+    use_uniform_kernel(kernel);
+    const auto uniform = random_uniform(7, "w", {n}, 0.125);
+    std::vector<Scalar> parts(static_cast<std::size_t>(n));
+    UniformStream stream(7, "w", 0.125);
+    std::int64_t at = 0;
+    for (std::int64_t part = 1; at < n; part = part * 3 % 641 + 1) {
+      const std::int64_t m = std::min(part, n - at);
+      stream.read(parts.data() + at, m);
+      at += m;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      const Scalar want = static_cast<Scalar>((2.0 * unit(w[static_cast<std::size_t>(i)]) - 1.0) * 0.125);
+      differ += (want != uniform.data()[i]) + (want != parts[static_cast<std::size_t>(i)]);
+    }
+    INFO("uniform kernel " << kernel);
+    CHECK(differ == 0);
+  }
+  use_uniform_kernel(kernels.back());
   // and a value worked by hand stays put: the first of seed 0's "embeddings" (shape_flow's x[0, 0, 0])
   CHECK(random_normal(0, "embeddings", {2}).data()[0] == 0.144408643f);
 }
