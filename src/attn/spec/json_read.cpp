@@ -11,6 +11,7 @@
 
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
+#include "attn/spec.hpp"
 
 namespace attn {
 
@@ -69,74 +70,125 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
 
 constexpr int kMaxDepth = 32;
 
-// Follows the parser through the text (object keys, array indices) so that a duplicate key, or
-// nesting deeper than kMaxDepth, is refused with its JSON path as soon as it is read.
-class KeyTracker {
- public:
-  explicit KeyTracker(const std::string& origin) : origin_(origin) {}
+// Decimals a number literal shows: "0.73" -> 2, "1.0" -> 1, "5e-3" -> 3, "2" -> 0.
+int printed_decimals(std::string_view literal) {
+  int frac = 0, exp = 0;
+  const auto e = literal.find_first_of("eE");
+  const auto mantissa = literal.substr(0, e);
+  if (const auto dot = mantissa.find('.'); dot != std::string_view::npos) frac = static_cast<int>(mantissa.size() - dot - 1);
+  if (e != std::string_view::npos) exp = std::stoi(std::string(literal.substr(e + 1)));
+  return std::max(0, frac - exp);
+}
 
-  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
-    // attn's inputs nest at most 5 deep; far deeper text is hostile or broken, and refused at once.
-    if (depth > kMaxDepth) {
-      throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at {}); attn's inputs nest at most 5 deep", origin_,
-                                   kMaxDepth, parent_path().empty() ? "(root)" : parent_path()));
+// One pass over the text (nlohmann's SAX interface): builds the DOM; follows the object keys and
+// array indices so that a duplicate key, or nesting deeper than kMaxDepth, is refused with its JSON
+// path as soon as it is read; and notes the printed decimals of the numbers under the root's
+// literal key, which the DOM (a double per number) loses.
+class Reader final : public json::json_sax_t {
+ public:
+  Reader(const std::string& origin, std::string_view literal_key, ParsedJson& out)
+      : origin_(origin), literal_key_(literal_key), out_(out) {}
+
+  // Noted under the literal key: null and strings as -1 (no number printed), integer literals as
+  // kExactInteger (they claim an exact value), other numbers by their printed decimals.
+  bool null() override { return value(nullptr, -1); }
+  bool boolean(bool b) override { return value(b, kNotNoted); }
+  // an integer literal ("2") claims an exact value
+  bool number_integer(number_integer_t n) override { return value(n, kExactInteger); }
+  bool number_unsigned(number_unsigned_t n) override { return value(n, kExactInteger); }
+  bool number_float(number_float_t x, const string_t& literal) override {
+    return value(x, in_literal_key() ? printed_decimals(literal) : kNotNoted);
+  }
+  bool string(string_t& str) override { return value(std::move(str), -1); }
+  bool binary(binary_t&) override { return true; }  // JSON text has none
+  bool start_object(std::size_t) override { return open(json::object(), true); }
+  bool start_array(std::size_t) override { return open(json::array(), false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    Frame& f = frames_.back();
+    if (!f.keys.insert(k).second) {  // nlohmann would keep the last value silently; a duplicate is almost always a mistake
+      f.key = k;
+      throw InputError(fmt::format("{}: duplicate key \"{}\" in {}", key_path(parent_path(), k), k, origin_));
     }
-    switch (event) {
-      case json::parse_event_t::object_start: frames_.push_back({true, {}, 0, {}}); break;
-      case json::parse_event_t::array_start: frames_.push_back({false, {}, 0, {}}); break;
-      case json::parse_event_t::key: {
-        auto key = parsed.get<std::string>();
-        if (!frames_.back().keys.insert(key).second) {
-          // nlohmann keeps the last value silently; a duplicate is almost always a mistake.
-          frames_.back().key = key;
-          throw InputError(fmt::format("{}: duplicate key \"{}\" in {}", key_path(parent_path(), key), key, origin_));
-        }
-        frames_.back().key = std::move(key);
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames_.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value: element_done(); break;
-    }
+    f.key = std::move(k);
     return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    if (const auto* pe = dynamic_cast<const json::parse_error*>(&e)) throw *pe;
+    if (const auto* oor = dynamic_cast<const json::out_of_range*>(&e)) throw *oor;
+    throw InternalError(std::string("JSON reader: ") + e.what());
   }
 
  private:
   struct Frame {
     bool object;
+    json* node;
     std::string key;
     std::size_t index = 0;
     std::set<std::string> keys;
   };
 
-  std::string parent_path() const {
-    std::string p;
-    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
-      p = frames_[i].object ? key_path(p, frames_[i].key) : fmt::format("{}[{}]", p, frames_[i].index);
-    }
-    return p;
+  // Where the next value goes: the root, the open object's key, or the end of the open array.
+  json& place(json&& v) {
+    if (frames_.empty()) return out_.root = std::move(v);
+    Frame& f = frames_.back();
+    if (f.object) return (*f.node)[f.key] = std::move(v);
+    f.node->push_back(std::move(v));
+    return f.node->back();
   }
-
+  static constexpr int kNotNoted = std::numeric_limits<int>::min();
+  template <class V>
+  bool value(V&& v, int decimals) {
+    if (decimals != kNotNoted && in_literal_key()) out_.decimals[frames_[1].key].push_back(decimals);
+    place(json(std::forward<V>(v)));
+    element_done();
+    return true;
+  }
+  bool open(json&& empty, bool object) {
+    // attn's inputs nest at most 5 deep; far deeper text is hostile or broken, and refused at once.
+    if (frames_.size() >= kMaxDepth) {
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at {}); attn's inputs nest at most 5 deep", origin_,
+                                   kMaxDepth, path().empty() ? "(root)" : path()));
+    }
+    json& node = place(std::move(empty));
+    frames_.push_back({object, &node, {}, 0, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    element_done();
+    return true;
+  }
   void element_done() {
     if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
   }
+  // root object -> the literal key's object -> a key -> its values, however nested
+  bool in_literal_key() const {
+    return !literal_key_.empty() && frames_.size() >= 3 && frames_[0].object && frames_[0].key == literal_key_ && frames_[1].object;
+  }
+  std::string path_of(std::size_t frames) const {
+    std::string p;
+    for (std::size_t i = 0; i < frames; ++i) p = frames_[i].object ? key_path(p, frames_[i].key) : fmt::format("{}[{}]", p, frames_[i].index);
+    return p;
+  }
+  std::string path() const { return path_of(frames_.size()); }
+  std::string parent_path() const { return path_of(frames_.size() - 1); }
 
   const std::string& origin_;
+  std::string_view literal_key_;
+  ParsedJson& out_;
   std::vector<Frame> frames_;
 };
 
 }  // namespace
 
-json parse_json(std::string_view text, const std::string& origin) {
-  KeyTracker tracker(origin);
-  json::parser_callback_t cb = [&tracker](int depth, json::parse_event_t event, json& parsed) {
-    return tracker.on_event(depth, event, parsed);
-  };
+ParsedJson parse_json(std::string_view text, const std::string& origin, std::string_view literal_key) {
+  ParsedJson out;
+  Reader reader(origin, literal_key, out);
   try {
-    return json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    json::sax_parse(text.begin(), text.end(), &reader, json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/false);
+    return out;
   } catch (const json::parse_error& e) {
     auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -33,8 +34,17 @@ std::string describe(const json& j);  // "the string \"1\"", "an array of 2", ..
 // Refuses a key of obj not in allowed, with a did-you-mean hint.
 void check_keys(const json& obj, const std::string& path, const std::vector<std::string_view>& allowed);
 
-// The text into a DOM; origin names it in messages ("examples/cat_sat.json:3:1: invalid JSON: ...").
-json parse_json(std::string_view text, const std::string& origin);
+// The text as a DOM, and what the DOM loses of the numbers under one key of the root object.
+struct ParsedJson {
+  json root;
+  // For each key under the root's literal key, its values' printed decimals in document order:
+  // "0.73" -> 2, an integer literal -> kExactInteger (it claims the exact value), null or a string
+  // -> -1 (nothing printed). A DOM number is a double: 0.73 alone cannot say it meant ±0.005.
+  std::map<std::string, std::vector<int>> decimals;
+};
+// One pass over the text; origin names it in messages ("examples/cat_sat.json:3:1: invalid JSON:
+// ..."). A duplicate key, or nesting deeper than 32 levels, is refused with its JSON path.
+ParsedJson parse_json(std::string_view text, const std::string& origin, std::string_view literal_key = {});
 
 // ---- scalars ------------------------------------------------------------------------------
 

@@ -34,7 +34,8 @@ void read_tokens(const json& root, const json& src, Spec& s);
 // masks.cpp: attn_mask, causal_align, masked_row, mask_fill, padding (needs T, S and B).
 void read_masks(const json& root, Spec& s);
 
-// expect.cpp: what a document printed; text is re-read for each number's printed decimals.
-void read_expect(const json& root, std::string_view text, Spec& s);
+// expect.cpp: what a document printed; decimals are its numbers' printed decimals per step id
+// (parse_json's, for the key "expect").
+void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals, Spec& s);
 
 }  // namespace attn

@@ -125,7 +125,8 @@ void draw_seeded(ReadContext& ctx) {
 }
 
 Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
-  const json root = parse_json(text, origin);
+  const ParsedJson parsed = parse_json(text, origin, "expect");
+  const json& root = parsed.root;
   if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
   check_keys(root, "", kRootKeys);
 
@@ -140,7 +141,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   }
   if (s.T == 0 || s.S == 0) fail("", "empty sequence");
   draw_seeded(ctx);
-  if (root.contains("expect")) read_expect(root, text, s);
+  if (root.contains("expect")) read_expect(root, parsed.decimals, s);
   read_tokens(root, src, s);
   read_masks(root, s);
   return s;
