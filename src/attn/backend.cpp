@@ -18,7 +18,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
   if (name == "cuda") {
 #ifdef ATTN_CUDA_MODULE
     // The CUDA backend is a module loaded on demand: the CUDA libraries it links are large, and a
-    // run on the CPU (the 5 ms cat/sat walkthrough) must not pay for loading them.
+    // run on the CPU (the 2 ms cat/sat walkthrough) must not pay for loading them.
     void* module = dlopen(ATTN_CUDA_MODULE, RTLD_NOW | RTLD_LOCAL);
     if (module == nullptr) {
       throw InputError(std::string("--backend cuda: cannot load the CUDA backend (") + dlerror() + ")");
