@@ -32,6 +32,10 @@ enum class UserMask { None, Block, Keep, Add };
 // The shape legend: B batch, H heads, T query length, S key/value length, C model width, Cs source
 // width (cross), dk = H·hs query/key width, dv = H·hv value width, Co output width; C3 the fused
 // projection's width 3C, and Dqkv its general width 2·dk + dv.
+// Absolute positions added to x before the projections: none, the original Transformer's sinusoids,
+// or a learned table (GPT-2's wpe).
+enum class Positions : std::uint8_t { None, Sinusoidal, Learned };
+
 enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3, Cs, dk, dv, Co, hv, Dqkv };
 using Dims = std::vector<Dim>;
 

@@ -110,6 +110,33 @@ std::string explain_step(const Trace& t, const Step& s) {
                        "by a mixture of rows, weighted by how relevant the other tokens are.",
                        c.C);
   }
+  if (id == "positions") {
+    if (s.formula.find("given") != std::string::npos) {
+      return "Attention itself ignores order: shuffle the tokens and each one gets the same mixture. So a learned row per position "
+             "is added to the embeddings, and the same token at another position becomes a different vector.";
+    }
+    return fmt::format("Attention itself ignores order: shuffle the tokens and each one gets the same mixture. The original "
+                       "Transformer adds these fixed waves to the embeddings: column pair i turns by 1/10000^(2i/C) radians per "
+                       "position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
+                       "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pairs of waves.",
+                       c.C, (c.C + 1) / 2);
+  }
+  if (id == "x.pos") {
+    std::string same;  // two tokens with the same embedding (batch row 0), now told apart
+    if (const Step* x = t.find("x"); x != nullptr && x->value.rank() >= 2) {
+      const auto T = x->value.dim(-2), C = x->value.dim(-1);
+      const Scalar* v = x->value.data();
+      for (std::int64_t i = 0; i < T && same.empty(); ++i)
+        for (std::int64_t j = i + 1; j < T && same.empty(); ++j)
+          if (std::equal(v + i * C, v + (i + 1) * C, v + j * C)) {
+            same = fmt::format(" Here {} (row {}) and {} (row {}) have the same embedding in x; their rows here differ, by their "
+                               "positions' rows alone.",
+                               tok(i), i, tok(j), j);
+          }
+    }
+    return "The embeddings plus their positions: from here on the projections read these rows, so q, k and v carry where each "
+           "token stands as well as what it is." + same;
+  }
   if (id == "source") {
     return fmt::format("Cross-attention: the queries come from the target sequence (x, T = {}), the keys and values from this source "
                        "sequence (S = {}). Each target token asks a question; the source tokens answer it.",
@@ -128,7 +155,7 @@ std::string explain_step(const Trace& t, const Step& s) {
   }
   if (id == "q") {
     if (c.entry == Entry::QKV) return "The queries, given directly: row i is what token i is looking for.";
-    return std::string("Row i is token i's query: what it is looking for. It is x times W_q") +
+    return std::string("Row i is token i's query: what it is looking for. It is ") + (t.find("x.pos") != nullptr ? "x.pos" : "x") + " times W_q" +
            (t.find("qkv") != nullptr ? " (here the first block of columns of the fused W_qkv)" : "") +
            ", a learned projection, so a token can look for something different from what it is." +
            (cross ? " In cross-attention the queries come from the target sequence." : "");
@@ -357,6 +384,19 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   const auto ktok = [&](std::int64_t j) { return q(axis_label(c, key_dim, j, b)); };
   const std::string lead = lead_text(e);  // "b, " (and "h, ") before a row index, as the step's own index reads
   const auto& id = s.id;
+  if (id == "positions") {
+    if (s.formula.find("given") != std::string::npos) return fmt::format("{}\nlearned: feature {} of position {}'s row", here, e.col, e.row);
+    return fmt::format("{}\n= {}({} / 10000^({}/{})): position {}, column pair {}", here, e.col % 2 == 0 ? "sin" : "cos", e.row,
+                       e.col - e.col % 2, c.C, e.row, e.col / 2);
+  }
+  if (id == "x.pos") {
+    const Step* x = t.find("x");
+    const Step* p = t.find("positions");
+    if (x == nullptr || p == nullptr) return here;
+    const auto C = p->value.shape().back();
+    return fmt::format("{}\n= x[…] + positions[{}, {}] = {} + {}: token {}'s feature {} plus its position's", here, e.row, e.col,
+                       num(x->value.at(flat)), num(p->value.at(e.row * C + e.col)), qtok(e.row), e.col);
+  }
   if (id == "x" || id == "source") {
     return fmt::format("{}\nfeature {} of token {}'s embedding (an input)", here, e.col,
                        id == "x" ? qtok(e.row) : q(axis_label(c, Dim::S, e.row, b)));
@@ -365,7 +405,7 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     const bool given = c.entry == Entry::QKV && id != "output";
     if (given) return fmt::format("{}\ngiven as input", here);
     const std::string w = id == "qkv" ? "W_qkv" : id == "output" ? "W_o" : "W_" + id;
-    const Step* in = t.find(id == "output" ? (t.find("merged") != nullptr ? "merged" : "context") : (id == "q" || id == "qkv" || c.mode != Mode::Cross ? "x" : "source"));
+    const Step* in = t.find(id == "output" ? (t.find("merged") != nullptr ? "merged" : "context") : (id == "q" || id == "qkv" || c.mode != Mode::Cross ? (t.find("x.pos") != nullptr ? "x.pos" : "x") : "source"));
     std::string row;
     if (in != nullptr && in->value.shape().size() >= 2) {
       const auto width = in->value.shape().back();

@@ -69,6 +69,9 @@ struct Spec {
   Labels tokens;         // queries: [1 or B][T]
   Labels source_tokens;  // keys/values: [1 or B][S]; equal to tokens unless cross
 
+  Positions positions = Positions::None;
+  Tensor position_table;  // (T, C): added to x before the projections (positions 0 .. T − 1)
+
   Tensor x;       // (B, T, C)   Entry::Embeddings
   Tensor source;  // (B, S, Cs)  cross with embeddings
   Weights w;      //             Entry::Embeddings

@@ -9,6 +9,8 @@ const std::vector<StepInfo>& all_steps() {
   static const std::vector<StepInfo> kSteps = {
       {StepId::X, "x", "Input embeddings"},
       {StepId::Source, "source", "Source embeddings"},
+      {StepId::Positions, "positions", "Positional encodings"},
+      {StepId::XPos, "x.pos", "Embeddings plus positions"},
       {StepId::Qkv, "qkv", "Fused projection"},
       {StepId::Q, "q", "Queries"},
       {StepId::K, "k", "Keys"},

@@ -10,7 +10,7 @@
 namespace attn {
 
 enum class StepId {
-  X, Source, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, KT,
+  X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, KT,
   Scores, Scaled, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
 };
 

@@ -1,9 +1,13 @@
 // Seeded values: the generator is the standard's mt19937_64 and the same seed gives the same numbers.
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <algorithm>
 #include <numbers>
 #include <random>
 
+#include "attn/fixed_math.hpp"
+#include "attn/position_tables.hpp"
 #include "attn/random.hpp"
 #include "helpers.hpp"
 
@@ -155,4 +159,32 @@ TEST_CASE("a generated weight gives random_uniform's values, element by element,
   CHECK(gen.held());
   CHECK(gen.reader() == nullptr);  // held now: readers take the values
   CHECK(gen.reshaped({29, 37}).at(77) == want.at(77));
+}
+
+TEST_CASE("attn's own exp, log and sin/cos stay within 2 ulp of the C library's, and position tables follow", "[random]") {
+  std::mt19937_64 g(3);
+  auto ulps = [](double a, double b) { return std::fabs(a - b) / std::max(std::numeric_limits<double>::min(), std::fabs(b) * 0x1p-52); };
+  double worst_exp = 0, worst_log = 0, worst_sin = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double x = std::uniform_real_distribution<double>(-700, 700)(g);
+    worst_exp = std::max(worst_exp, ulps(fixed::exp(x), std::exp(x)));
+    const double y = std::uniform_real_distribution<double>(1e-6, 1e6)(g);
+    worst_log = std::max(worst_log, std::fabs(fixed::log(y) - std::log(y)) / (0x1p-52 * std::max(1.0, std::fabs(std::log(y)))));
+    const double t = std::uniform_real_distribution<double>(-8e5, 8e5)(g);
+    const auto sc = fixed::sincos(t);
+    worst_sin = std::max({worst_sin, std::fabs(sc.s - std::sin(t)) / 0x1p-52, std::fabs(sc.c - std::cos(t)) / 0x1p-52});
+  }
+  CHECK(worst_exp <= 2);
+  CHECK(worst_log <= 2);
+  CHECK(worst_sin <= 2);
+  const Tensor pe = sinusoidal_positions(300, 10);
+  std::int64_t differ = 0;
+  for (std::int64_t p = 0; p < 300; ++p)
+    for (std::int64_t c = 0; c < 10; ++c) {
+      const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(c - c % 2) / 10.0);
+      const double want = c % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      differ += std::fabs(pe.data()[p * 10 + c] - want) > 1e-7;
+    }
+  CHECK(differ == 0);
+  CHECK(pe.data()[1 * 10 + 0] == static_cast<Scalar>(std::sin(1.0)));
 }

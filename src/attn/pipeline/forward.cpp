@@ -35,7 +35,12 @@ Flat inputs(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
     return f;
   }
   const auto& w = s.w;
-  const BT x = r.emit(StepId::X, be.upload(s.x));                                   // (B, T, C)
+  BT x = r.emit(StepId::X, be.upload(s.x));  // (B, T, C)
+  if (s.positions != Positions::None) {
+    // absolute positions, one row per position, added to every batch row before the projections
+    const BT table = r.emit(StepId::Positions, be.upload(s.position_table));  // (T, C)
+    x = r.emit(StepId::XPos, be.add_mask(x.view({s.B, 1, s.T, s.C}), table.view({1, s.T, s.C})).view({s.B, s.T, s.C}));
+  }
   const BT src = s.cross() ? r.emit(StepId::Source, be.upload(s.source)) : x;        // (B, S, Cs)
   if (w.W_qkv) {
     // one product makes q, k and v side by side, (B, T, 2·dk + dv); the split is shown

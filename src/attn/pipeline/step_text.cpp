@@ -33,6 +33,9 @@ std::string weight_symbol(const Spec& s, std::string_view name) {
   return s.layout == Layout::Torch ? fmt::format("{}ᵀ", name) : std::string(name);
 }
 
+// What the projections read: the embeddings, or the embeddings plus positions.
+std::string x_name(const Spec& s) { return s.positions != Positions::None ? "x.pos" : "x"; }
+
 std::string scaled_name(const Spec& s) { return s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
 
 // q, k, v: a part of the fused projection, given, or projected on their own.
@@ -49,7 +52,7 @@ StepText projection(StepId step, const Spec& s) {
     return {std::string(info.title), fmt::format("{} = qkv[..., {}:{}]", id, from, to),
             fmt::format("qkv.split({}, dim=-1), part {} of 3", split, part + 1), Dims{Dim::B, Dim::T, width}};
   }
-  const std::string input = part == 0 || !s.cross() ? "x" : "source";
+  const std::string input = part == 0 || !s.cross() ? x_name(s) : "source";
   const auto& w = s.w;
   const std::optional<Tensor>& bias = part == 0 ? w.b_q : part == 1 ? w.b_k : w.b_v;
   const std::string wname = fmt::format("W_{}", id), bname = fmt::format("b_{}", id);
@@ -131,8 +134,24 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
   switch (step) {
     case StepId::X: return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
     case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
+    case StepId::Positions:
+      if (s.positions == Positions::Learned) {
+        return {"Positional encodings (given)", "positions (given, learned)", "one learned row per position, as GPT-2's wpe",
+                Dims{Dim::T, Dim::C}};
+      }
+      return {"Positional encodings", "positions[p, 2i] = sin(p / 10000^(2i/C)), positions[p, 2i+1] = cos(p / 10000^(2i/C))",
+              fmt::format("row p is position p; each pair of columns turns at its own rate, from 1 radian per position (pair 0) "
+                          "down to 1/10000^({}/{}) = {} (pair {})",
+                          2 * ((s.C - 1) / 2), s.C, compact_number(1.0 / std::pow(10000.0, 2.0 * static_cast<double>((s.C - 1) / 2) / static_cast<double>(s.C))),
+                          (s.C - 1) / 2),
+              Dims{Dim::T, Dim::C}};
+    case StepId::XPos:
+      return {"Embeddings plus positions", "x.pos = x + positions",
+              std::string("the projections read x.pos: the same token at another position now gives other q, k and v") +
+                  (s.cross() ? "; the source is taken as an encoder's output, which carries its positions already" : ""),
+              Dims{Dim::B, Dim::T, Dim::C}};
     case StepId::Qkv:
-      return {"Fused projection", fmt::format("qkv = x · {}{}", weight_symbol(s, "W_qkv"), bias_term(s.w.b_qkv, "b_qkv")),
+      return {"Fused projection", fmt::format("qkv = {} · {}{}", x_name(s), weight_symbol(s, "W_qkv"), bias_term(s.w.b_qkv, "b_qkv")),
               "one matmul makes q, k and v side by side", Dims{Dim::B, Dim::T, Dim::Dqkv}};
     case StepId::Q:
     case StepId::K:

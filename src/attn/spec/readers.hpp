@@ -34,6 +34,9 @@ void read_tokens(const json& root, const json& src, Spec& s);
 // masks.cpp: attn_mask, causal_align, masked_row, mask_fill, padding (needs T, S and B).
 void read_masks(const json& root, Spec& s);
 
+// variants.cpp: positions (needs T, C and the entry point).
+void read_positions(const ReadContext& ctx, const json& root, Spec& s);
+
 // expect.cpp: what a document printed; decimals are its numbers' printed decimals per step id
 // (parse_json's, for the key "expect").
 void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals, Spec& s);
