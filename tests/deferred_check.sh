@@ -46,6 +46,8 @@ check fused "{\"mode\": \"causal\", \"heads\": 8, \"random\": {\"seed\": 5, \"T\
 # materialised under ATTN_DEFER=0
 check few_rows "{\"mode\": \"multi-head\", \"heads\": 4, \"random\": {\"seed\": 3, \"B\": 2, \"T\": 4, \"C\": 72, \"fused\": true, \"output_projection\": true}}"
 check few_rows_separate "{\"mode\": \"cross\", \"random\": {\"seed\": 3, \"T\": 3, \"S\": 5, \"C\": 33, \"Cs\": 17, \"output_projection\": true}}"
+# today's variants: the products read rotated heads (a plain tensor) and a fused qkv with positions added
+check rope_fused "{\"mode\": \"causal\", \"heads\": 4, \"random\": {\"seed\": 6, \"B\": 2, \"T\": 150, \"C\": 64, \"fused\": true}, \"positions\": \"sinusoidal\", \"rope\": {\"style\": \"interleaved\", \"dims\": 8, \"offset\": 7}}"
 # a kept score of inf (a mistaken run may hold one): its row's 1/sum is NaN, and the whole row with it
 check nan_row "{\"mode\": \"causal\", \"random\": {\"seed\": 1, \"T\": 256, \"C\": 2}, \"weights\": {\"W_q\": \"identity\", \"W_k\": \"identity\", \"W_v\": \"identity\"}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[2e19, 0] for _ in range(256)]))')}" --mistake scale-missing
 check overflow "{\"mode\": \"self\", \"heads\": 4, \"random\": {$r}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[1e21 if (i+j)%7==0 else 0.5 for j in range(32)] for i in range(130)]))')}"

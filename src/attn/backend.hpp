@@ -64,6 +64,13 @@ class Backend {
   // scores (B, G, T, S) + add (1 or B, T, S), the same add for every group (head)
   virtual BackendTensor add_mask(const BackendTensor& scores, const BackendTensor& add) = 0;
 
+  // a (N, L, h) -> (N, L, h): row l at table row first + l of cos and sin (P, R/2). Each pair of the
+  // row's first R features turns by that row's angle: (x, y) -> (x·cos − y·sin, y·cos + x·sin), in
+  // float32, unfused. Pairs (i, i + R/2), or (2i, 2i + 1) when interleaved; features from R on pass
+  // unchanged (partial rotary).
+  virtual BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
+                                     bool interleaved) = 0;
+
   // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
   virtual double take_flops() { return 0; }
   // (optional) Waits until all queued work is done, so a host clock can time it (a GPU queues work).

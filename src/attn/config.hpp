@@ -36,7 +36,11 @@ enum class UserMask { None, Block, Keep, Add };
 // or a learned table (GPT-2's wpe).
 enum class Positions : std::uint8_t { None, Sinusoidal, Learned };
 
-enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3, Cs, dk, dv, Co, hv, Dqkv };
+// RoPE's pairs: (i, i + R/2) as GPT-NeoX and Llama (rotate_half), or (2i, 2i + 1) as RoFormer and GPT-J.
+enum class RopeStyle : std::uint8_t { Half, Interleaved };
+
+// P: positions (a rotary table's rows), R2: rotary pairs (R/2 columns).
+enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3, Cs, dk, dv, Co, hv, Dqkv, P, R2 };
 using Dims = std::vector<Dim>;
 
 std::string_view mode_name(Mode m);          // "self", "causal", "cross", "multi-head"

@@ -143,6 +143,7 @@ void render_cost(const Spec& spec, std::ostream& out) {
     if (!g.cross()) g.S = t;
     g.x = Tensor::shape_only({g.B, t, g.C});
     if (g.positions != Positions::None) g.position_table = Tensor::shape_only({t, g.C});
+    if (g.rope) g.rope->cos = g.rope->sin = Tensor::shape_only({g.rope->place(t, g.S, g.cross()), g.rope->dims / 2});
     if (g.entry == Entry::QKV) g.q = Tensor::shape_only({g.B, t, g.dk}), g.k = Tensor::shape_only({g.B, g.S, g.dk}),
                                g.v = g.v.shape().empty() ? g.v : Tensor::shape_only({g.B, g.S, g.dv});
     if (g.entry == Entry::Scores) {

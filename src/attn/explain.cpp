@@ -98,6 +98,43 @@ std::vector<bool> blocked_keys(const Trace& t, const Step& s, const Row& r) {
   return out;
 }
 
+// One head row x (h features) turned by table row p of rope.cos and rope.sin, in double: what
+// q.rope and k.rope do, for showing the same vectors at other positions.
+std::vector<double> rotated(const Scalar* x, std::int64_t h, const Step& cos, const Step& sin, std::int64_t p, bool interleaved) {
+  const auto pairs = cos.value.shape().back();
+  std::vector<double> out(x, x + h);
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    const std::int64_t u = interleaved ? 2 * i : i, w = interleaved ? u + 1 : i + pairs;
+    const double c = cos.value.at(p * pairs + i), s = sin.value.at(p * pairs + i);
+    out[static_cast<std::size_t>(u)] = x[u] * c - x[w] * s;
+    out[static_cast<std::size_t>(w)] = x[w] * c + x[u] * s;
+  }
+  return out;
+}
+
+// The relative-position property with this run's numbers: query row 0 and key row 0 of head 0 (before
+// rotation), placed at positions (1, 0) and again at (2, 1), give the same score.
+std::string rope_demonstration(const Trace& t, const Step& s) {
+  const Step* cos = t.find("rope.cos");
+  const Step* sin = t.find("rope.sin");
+  const Step* qh = t.find("q.heads") != nullptr ? t.find("q.heads") : t.find("q");
+  const Step* kh = t.find("k.heads") != nullptr ? t.find("k.heads") : t.find("k");
+  if (cos == nullptr || sin == nullptr || qh == nullptr || kh == nullptr || cos->value.shape()[0] < 3) return "";
+  const bool interleaved = s.formula.find("rotate_every_two") != std::string::npos;
+  const auto h = qh->value.shape().back();
+  const Scalar* x = qh->value.data();
+  const Scalar* y = kh->value.data();
+  auto score = [&](std::int64_t m, std::int64_t n) {
+    const auto a = rotated(x, h, *cos, *sin, m, interleaved), b = rotated(y, h, *cos, *sin, n, interleaved);
+    return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+  };
+  const auto p0 = t.config.first_position;
+  const auto f = [](double v) { return format_fixed(static_cast<Scalar>(v), 4); };
+  return fmt::format(" With this run's numbers: the first query and the first key (head 0, before rotation), placed at positions {} and {}, "
+                     "score {}; the same two vectors at positions {} and {} score {}. Only the distance, 1, counts.",
+                     p0 + 1, p0, f(score(1, 0)), p0 + 2, p0 + 1, f(score(2, 1)));
+}
+
 }  // namespace
 
 std::string explain_step(const Trace& t, const Step& s) {
@@ -120,6 +157,20 @@ std::string explain_step(const Trace& t, const Step& s) {
                        "position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
                        "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pairs of waves.",
                        c.C, (c.C + 1) / 2);
+  }
+  if (id == "rope.cos" || id == "rope.sin") {
+    return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
+           "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2].";
+  }
+  if (id == "q.rope" || id == "k.rope") {
+    if (id == "k.rope") {
+      return "The keys get the same rotation as the queries, each by its own position. A rotation keeps lengths, so only the angle "
+             "between a query and a key changes: by the difference of their positions.";
+    }
+    return "Rotary position embedding: instead of adding positions to x, each pair of a head's query features is rotated by an angle "
+           "proportional to the query's position (keys likewise). The dot product of two rotated vectors depends on the difference of "
+           "the angles, so q_m · k_n depends on where the tokens are only through m − n." +
+           rope_demonstration(t, s);
   }
   if (id == "x.pos") {
     std::string same;  // two tokens with the same embedding (batch row 0), now told apart
@@ -370,6 +421,13 @@ const Step* rows_step(const Trace& t, const char* heads, const char* flat) {
   return s != nullptr ? s : t.find(flat);
 }
 
+// The rows the scores multiply: rotated when RoPE ran ("q.rope"), else the heads.
+const Step* score_rows_step(const Trace& t, char which) {
+  const std::string id(1, which);
+  if (const Step* s = t.find(id + ".rope")) return s;
+  return rows_step(t, (id + ".heads").c_str(), id.c_str());
+}
+
 }  // namespace
 
 std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
@@ -396,6 +454,34 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     const auto C = p->value.shape().back();
     return fmt::format("{}\n= x[…] + positions[{}, {}] = {} + {}: token {}'s feature {} plus its position's", here, e.row, e.col,
                        num(x->value.at(flat)), num(p->value.at(e.row * C + e.col)), qtok(e.row), e.col);
+  }
+  if (id == "rope.cos" || id == "rope.sin") {
+    const auto R = 2 * s.value.shape().back();
+    return fmt::format("{}\n= {}({} · θ^(−2·{}/{})): position {}, pair {}", here, id == "rope.cos" ? "cos" : "sin", c.first_position + e.row,
+                       e.col, R, c.first_position + e.row, e.col);
+  }
+  if (id == "q.rope" || id == "k.rope") {
+    const bool query = id == "q.rope";
+    const Step* in = rows_step(t, query ? "q.heads" : "k.heads", query ? "q" : "k");
+    const Step* cs = t.find("rope.cos");
+    const Step* sn = t.find("rope.sin");
+    if (in == nullptr || cs == nullptr || sn == nullptr) return here;
+    const auto pairs = cs->value.shape().back();
+    const auto f = e.col;
+    if (f >= 2 * pairs) return fmt::format("{}\n= {}[…, {}]: past the R = {} rotated features, unchanged", here, in->id, f, 2 * pairs);
+    const bool interleaved = s.formula.find("rotate_every_two") != std::string::npos;
+    const bool second = interleaved ? f % 2 == 1 : f >= pairs;
+    const std::int64_t i = interleaved ? f / 2 : (second ? f - pairs : f);
+    const std::int64_t u = interleaved ? 2 * i : i, w = interleaved ? u + 1 : i + pairs;
+    const std::int64_t position = (query ? c.query_first_position : c.key_first_position) + e.row;
+    const std::int64_t row = position - c.first_position;
+    const Scalar* x = in->value.data() + (flat - f);
+    const Scalar cv = cs->value.at(row * pairs + i), sv = sn->value.at(row * pairs + i);
+    const auto op = [](Scalar v) { return v < 0 ? fmt::format("({})", num(v)) : num(v); };  // 0.54 × (−0.42), not 0.54 × −0.42
+    const std::string terms_text = second ? fmt::format("{} × {} + {} × {}", op(x[w]), op(cv), op(x[u]), op(sv))
+                                          : fmt::format("{} × {} − {} × {}", op(x[u]), op(cv), op(x[w]), op(sv));
+    return fmt::format("{}\n= {}[…, {}]·cos {} {}[…, {}]·sin: pair {} (features {} and {}) turned by position {}'s angle\n= {}", here, in->id,
+                       second ? w : u, second ? "+" : "−", in->id, second ? u : w, i, u, w, position, terms_text);
   }
   if (id == "x" || id == "source") {
     return fmt::format("{}\nfeature {} of token {}'s embedding (an input)", here, e.col,
@@ -430,11 +516,13 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
                        e.at[r - 1]);
   }
   if (id == "k.T") {
-    return fmt::format("{}\n= k.heads[…, {}, {}]: key {} ({}), feature {}, transposed", here, e.col, e.row, e.col, ktok(e.col), e.row);
+    const Step* ks = score_rows_step(t, 'k');
+    return fmt::format("{}\n= {}[…, {}, {}]: key {} ({}), feature {}, transposed", here, ks != nullptr ? ks->id : "k.heads", e.col, e.row, e.col,
+                       ktok(e.col), e.row);
   }
   if (id == "scores") {
-    const Step* qs = rows_step(t, "q.heads", "q");
-    const Step* ks = rows_step(t, "k.heads", "k");
+    const Step* qs = score_rows_step(t, 'q');
+    const Step* ks = score_rows_step(t, 'k');
     if (qs == nullptr || ks == nullptr) return fmt::format("{}\ngiven as input", here);
     const auto hs = qs->value.shape().back();
     std::vector<std::pair<Scalar, Scalar>> tv;

@@ -22,4 +22,22 @@ Tensor sinusoidal_positions(std::int64_t L, std::int64_t C) {
   return t;
 }
 
+RopeTables rope_tables(std::int64_t first, std::int64_t L, std::int64_t R, double theta) {
+  if (first < 0 || first + L > kMaxPosition || R % 2 != 0 || !(theta > 0)) throw InternalError("rope_tables: bad arguments");
+  const std::int64_t pairs = R / 2;
+  RopeTables t{Tensor::uninitialized({L, pairs}), Tensor::uninitialized({L, pairs})};
+  Scalar* c = t.cos.mutable_data();
+  Scalar* s = t.sin.mutable_data();
+  const double ln_theta = fixed::log(theta);
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    const double rate = fixed::exp(-static_cast<double>(2 * i) / static_cast<double>(R) * ln_theta);  // theta^(−2i/R)
+    for (std::int64_t r = 0; r < L; ++r) {
+      const fixed::SinCos sc = fixed::sincos(static_cast<double>(first + r) * rate);
+      c[r * pairs + i] = static_cast<Scalar>(sc.c);
+      s[r * pairs + i] = static_cast<Scalar>(sc.s);
+    }
+  }
+  return t;
+}
+
 }  // namespace attn

@@ -23,6 +23,10 @@ class ShapeBackend final : public Backend {
     flops_ += static_cast<double>(element_count(a.shape));
     return {a.shape, nullptr};
   }
+  BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor&, std::int64_t, bool) override {
+    flops_ += 6.0 * static_cast<double>(a.shape[0] * a.shape[1] * cos.shape[1]);  // per pair: 4 products, 2 sums
+    return {a.shape, nullptr};
+  }
   BackendTensor transpose_last2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1]}, nullptr}; }
   BackendTensor swap_axes_1_2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, nullptr}; }
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t, std::int64_t width) override { return {{a.shape[0], width}, nullptr}; }

@@ -2,6 +2,7 @@
 // Every error is an InputError naming the JSON path and what was expected. Nothing here computes attention.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +69,26 @@ struct Spec {
 
   Labels tokens;         // queries: [1 or B][T]
   Labels source_tokens;  // keys/values: [1 or B][S]; equal to tokens unless cross
+
+  // Rotary position embedding on q and k per head, after the head split.
+  struct Rope {
+    double theta = 10000;
+    RopeStyle style = RopeStyle::Half;
+    std::int64_t dims = 0;        // R, even, ≤ hs: the first R features of a head rotate
+    std::int64_t offset = 0;      // the first query's position
+    std::int64_t key_first = 0;   // the first key's position: 0 in cross mode, else where the keys end with the queries
+    std::int64_t table_first = 0; // the tables' row 0: min(offset, key_first)
+    Tensor cos, sin;              // (P, R/2): cos and sin of p·theta^(−2i/R) for positions table_first ..
+    // Sets key_first and table_first for T queries and S keys; returns the tables' row count P. Keys
+    // start at 0 in cross mode (another sequence); otherwise they end where the queries end, so with
+    // S = T each token has one position, and with S > T the extra keys come before.
+    std::int64_t place(std::int64_t T, std::int64_t S, bool cross) {
+      key_first = cross ? 0 : offset + T - S;
+      table_first = std::min(offset, key_first);
+      return std::max(offset + T, key_first + S) - table_first;
+    }
+  };
+  std::optional<Rope> rope;
 
   Positions positions = Positions::None;
   Tensor position_table;  // (T, C): added to x before the projections (positions 0 .. T − 1)

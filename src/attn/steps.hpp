@@ -10,7 +10,7 @@
 namespace attn {
 
 enum class StepId {
-  X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, KT,
+  X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, RopeCos, RopeSin, QRope, KRope, KT,
   Scores, Scaled, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
 };
 

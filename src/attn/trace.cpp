@@ -12,6 +12,7 @@ std::string axis_label(const TraceConfig& c, Dim dim, std::int64_t index, std::i
     if (index >= 0 && index < static_cast<std::int64_t>(row.size())) return row[static_cast<std::size_t>(index)];
   }
   if (dim == Dim::H) return fmt::format("h{}", index);
+  if (dim == Dim::P) return fmt::format("p{}", c.first_position + index);
   return fmt::format("{}", index);
 }
 

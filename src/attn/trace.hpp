@@ -43,6 +43,8 @@ struct TraceConfig {
   Entry entry = Entry::Embeddings;
   bool causal = false;
   std::vector<std::int64_t> lengths;
+  std::int64_t first_position = 0;  // the position of row 0 along P (rotary tables)
+  std::int64_t query_first_position = 0, key_first_position = 0;  // the first query's and key's (RoPE)
   Labels tokens, source_tokens;
   std::vector<std::string> notes;
 };

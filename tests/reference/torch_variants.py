@@ -5,6 +5,11 @@ papers and the well-known conventions (not from attn's code).
 Legend: B batch, T queries, S keys, C model width, H heads, hs = C/H.
 
 Variants checked so far:
+  rope:      rotary position embedding on q and k per head (RoFormer, Su et al. 2021), in the two
+             conventions: "half", HF Llama's rotate_half / apply_rotary_pos_emb (GPT-NeoX's pairs
+             (i, i + R/2)), and "interleaved", GPT-J's rotate_every_two (pairs (2i, 2i + 1)); partial
+             rotary (GPT-NeoX's rotary_pct: the first R features of a head); an offset for the first
+             query; keys from position 0 in cross mode.
   positions: "sinusoidal" (Vaswani et al. 2017, section 3.5: PE[p, 2i] = sin(p / 10000^(2i/C)),
              PE[p, 2i+1] = cos(...)) and {"learned": table} (GPT-2's wpe: row p added to token p),
              added to x before the projections.
@@ -43,6 +48,37 @@ def sinusoidal(L, C):
         if i2 + 1 < C:
             pe[:, i2 + 1] = torch.cos(angle)
     return pe
+
+
+def rope_tables(positions, R, theta):
+    """inv_freq = 1 / theta^(2i/R) (HF's _compute_default_rope_parameters), in float64."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, R, 2, dtype=torch.float64) / R))
+    freqs = torch.outer(positions.to(torch.float64), inv_freq)
+    return torch.cos(freqs), torch.sin(freqs)
+
+
+def rotate_half(x):
+    """HF Llama: cat(-x2, x1) of the two halves."""
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotate_every_two(x):
+    """GPT-J: (-x_{2i+1}, x_{2i}) in place of (x_{2i}, x_{2i+1})."""
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def apply_rope(x, cos, sin, R, style):
+    """x (..., L, hs), cos and sin (L, R/2): the first R features rotated, the rest passed (GPT-NeoX's partial rotary)."""
+    rot, rest = x[..., :R], x[..., R:]
+    if style == "half":   # HF apply_rotary_pos_emb: cos = cat(freqs, freqs)
+        c, s = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+        rot = rot * c + rotate_half(rot) * s
+    else:                 # GPT-J apply_rotary_pos_emb: sin, cos repeated interleaved
+        c, s = cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
+        rot = rot * c + rotate_every_two(rot) * s
+    return torch.cat((rot, rest), dim=-1)
 
 
 def attention(x, wq, wk, wv, H, causal):
@@ -98,6 +134,14 @@ def main():
         if d > TOL:
             failures.append(f"{name}: differs by {d:.3g}")
 
+    def traced(name, problem):
+        """The problem's trace, its steps by id; None (a failure noted) when attn refuses it."""
+        rc, out, err = run(attn, problem)
+        if rc != 0:
+            failures.append(f"{name}: exit {rc}: {err.strip()}")
+            return None
+        return steps_of(out)
+
     # ---- positions ------------------------------------------------------------------------------
     for case in range(24):
         B = [None, 1, 2][case % 3]
@@ -114,11 +158,9 @@ def main():
                    "embeddings": (x if B else x[0]).tolist(), "weights": {n: m.tolist() for n, m in w.items()},
                    "positions": {"learned": table.tolist()} if learned else "sinusoidal"}
         name = f"positions case {case} ({'learned' if learned else 'sinusoidal'}, B={B}, T={T}, C={C}, H={H}, causal={causal})"
-        rc, out, err = run(attn, problem)
-        if rc != 0:
-            failures.append(f"{name}: exit {rc}: {err.strip()}")
+        got = traced(name, problem)
+        if got is None:
             continue
-        got = steps_of(out)
         pe = torch.tensor(table[:T], dtype=torch.float64) if learned else sinusoidal(T, C)
         xs = torch.tensor(x, dtype=torch.float64)
         want_x = xs + pe
@@ -129,6 +171,71 @@ def main():
         ctx = got.get(last)
         compare(name + " " + last, "positions", ctx, want_out if B else want_out[0])
 
+    # ---- rope -----------------------------------------------------------------------------------
+    for case in range(48):
+        B = [None, 1, 2][case % 3]
+        H = [1, 2, 4][(case // 3) % 3]
+        hs = [2, 4, 6, 8][case % 4]
+        mode = ["self", "causal", "cross"][(case // 2) % 3]
+        T = [1, 3, 4, 7][(case // 5) % 4]
+        S = [2, 5, 3][case % 3] if mode == "cross" else T
+        R = [hs, 2, hs // 2 if hs % 4 == 0 else hs][(case // 4) % 3]
+        style = ["half", "interleaved"][case % 2 if case < 24 else (case // 7) % 2]
+        offset = [0, 0, 3, 17][(case // 6) % 4]
+        theta = [10000.0, 10000.0, 500000.0, 100.0][(case // 12) % 4]
+        given = case % 5 == 4 and mode != "cross"   # q, k, v given directly
+        C = H * hs
+        rope = {"style": style, "offset": offset, "theta": theta}
+        if R != hs or case % 7 == 0:
+            rope["dims"] = R
+        problem = {"mode": mode, "heads": H, "rope": rope}
+        bt = lambda L, W: rng.standard_normal((B or 1, L, W)).astype(np.float32)
+        unb = lambda a: (a if B else a[0]).tolist()
+        if given:
+            q, k, v = bt(T, C), bt(S, C), bt(S, C)
+            problem.update({"q": unb(q), "k": unb(k), "v": unb(v)})
+            qt, kt, vt = (torch.tensor(a, dtype=torch.float64) for a in (q, k, v))
+        else:
+            x = bt(T, C)
+            src = bt(S, C) if mode == "cross" else x
+            w = {n: rng.standard_normal((C, C)).astype(np.float32) / np.sqrt(C) for n in ("W_q", "W_k", "W_v")}
+            problem.update({"embeddings": unb(x), "weights": {n: m.tolist() for n, m in w.items()}})
+            if mode == "cross":
+                problem["source"] = {"embeddings": unb(src)}
+            xt, st = torch.tensor(x, dtype=torch.float64), torch.tensor(src, dtype=torch.float64)
+            qt, kt, vt = xt @ torch.tensor(w["W_q"], dtype=torch.float64), st @ torch.tensor(w["W_k"], dtype=torch.float64), \
+                st @ torch.tensor(w["W_v"], dtype=torch.float64)
+        name = f"rope case {case} ({style}, B={B}, H={H}, hs={hs}, R={R}, T={T}, S={S}, {mode}, offset={offset}, theta={theta:g}{', given q k v' if given else ''})"
+        got = traced(name, problem)
+        if got is None:
+            continue
+        Bn = B or 1
+        key_first = 0 if mode == "cross" else offset + T - S
+        first = min(offset, key_first)
+        end = max(offset + T, key_first + S)
+        cos, sin = rope_tables(torch.arange(first, end), R, theta)
+        qh = qt.view(Bn, T, H, hs).transpose(1, 2)
+        kh = kt.view(Bn, S, H, hs).transpose(1, 2)
+        vh = vt.view(Bn, S, H, hs).transpose(1, 2)
+        qr = apply_rope(qh, cos[offset - first: offset - first + T], sin[offset - first: offset - first + T], R, style)
+        kr = apply_rope(kh, cos[key_first - first: key_first - first + S], sin[key_first - first: key_first - first + S], R, style)
+        scores = qr @ kr.transpose(-2, -1) / hs ** 0.5
+        if mode == "causal":
+            scores = scores.masked_fill(~torch.ones(T, S, dtype=torch.bool).tril(), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        ctx = weights @ vh
+
+        def shaped(t):  # drop B and H as the trace does
+            if H == 1:
+                t = t[:, 0]
+            return t if B else t[0]
+        compare(name + " rope.cos", "rope", got.get("rope.cos"), cos)
+        compare(name + " rope.sin", "rope", got.get("rope.sin"), sin)
+        compare(name + " q.rope", "rope", got.get("q.rope"), shaped(qr))
+        compare(name + " k.rope", "rope", got.get("k.rope"), shaped(kr))
+        compare(name + " weights", "rope", got.get("weights"), shaped(weights))
+        compare(name + " context", "rope", got.get("context"), shaped(ctx))
+
     # refused inputs: exit 2 and the JSON path
     base = {"mode": "self", "embeddings": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
             "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}
@@ -138,12 +245,24 @@ def main():
         ({"positions": {"learned": [[0.0, 0.0, 0.0]] * 3}}, "positions.learned"),
         ({"positions": {"table": [[0.0, 0.0]] * 3}}, "positions.table"),
         ({"positions": 3}, "positions"),
+        ({"rope": {"style": "neox"}}, "rope.style"),
+        ({"rope": {"dims": 3}}, "rope.dims"),
+        ({"rope": {"dims": 4}}, "rope.dims"),
+        ({"rope": {"theta": 0}}, "rope.theta"),
+        ({"rope": {"offset": -1}}, "rope.offset"),
+        ({"rope": {"offset": 1.5}}, "rope.offset"),
+        ({"rope": {"base": 10000}}, "rope.base"),
+        ({"rope": True}, "rope"),
     ]
     for extra, path in refusals:
         rc, _, err = run(attn, {**base, **extra})
         checked += 1
         if rc != 2 or not err.startswith(f"attn: {path}"):
             failures.append(f"refusal {extra}: exit {rc}, message {err.strip()!r} (wanted exit 2 naming {path})")
+    rc, _, err = run(attn, {"mode": "self", "scores": [[1.0, 0.0], [0.0, 1.0]], "rope": {}})
+    checked += 1
+    if rc != 2 or not err.startswith("attn: rope"):
+        failures.append(f"rope with scores given: exit {rc}, {err.strip()!r}")
     rc, _, err = run(attn, {"mode": "self", "q": [[1.0]], "k": [[1.0]], "v": [[1.0]], "positions": "sinusoidal"})
     checked += 1
     if rc != 2 or "positions" not in err:

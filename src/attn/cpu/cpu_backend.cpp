@@ -294,6 +294,38 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
+  BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
+                             bool interleaved) override {
+    // a (N, L, h), cos and sin (P, R/2)
+    require(a.shape.size() == 3, "rotate_pairs wants a (N, L, h)", a);
+    require(cos.shape.size() == 2 && sin.shape == cos.shape && 2 * cos.shape[1] <= a.shape[2] && first >= 0 &&
+                first + a.shape[1] <= cos.shape[0],
+            "rotate_pairs wants cos and sin (P, R/2) with R ≤ h and a row for every position", cos);
+    const auto N = a.shape[0], L = a.shape[1], h = a.shape[2], pairs = cos.shape[1];
+    Tensor out = Tensor::uninitialized(a.shape);
+    const Scalar* src = host(a).data();
+    const Scalar* pc = host(cos).data() + first * pairs;
+    const Scalar* ps = host(sin).data() + first * pairs;
+    Scalar* dst = out.mutable_data();
+    // pair i's two features: (i, i + R/2) or (2i, 2i + 1)
+    const std::int64_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : pairs;
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(element_count(a.shape))))
+    for (std::int64_t r = 0; r < N * L; ++r) {
+      const Scalar* x = src + r * h;
+      Scalar* y = dst + r * h;
+      const Scalar* c = pc + (r % L) * pairs;
+      const Scalar* s = ps + (r % L) * pairs;
+      for (std::int64_t i = 0; i < pairs; ++i) {
+        const std::int64_t u = i * stride, w = u + partner;
+        const Scalar xu = x[u] * c[i], xw = x[w] * s[i], yw = x[w] * c[i], yu = x[u] * s[i];  // four products, rounded
+        y[u] = xu - xw;
+        y[w] = yw + yu;
+      }
+      for (std::int64_t f = 2 * pairs; f < h; ++f) y[f] = x[f];
+    }
+    return wrap(std::move(out));
+  }
+
   BackendTensor transpose_last2(const BackendTensor& a) override {
     // a (N, m, n) -> (N, n, m)
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);

@@ -62,6 +62,26 @@ __global__ void k_add_bias(const Scalar* a, const Scalar* bias, Scalar* out, std
   GRID_STRIDE(i, total) out[i] = a[i] + bias[i % n];
 }
 
+// RoPE: one thread per (row, pair); products and sums rounded one by one, as on the CPU (no fused
+// multiply-add). Features from 2·pairs on are copied.
+__global__ void k_rotate_pairs(const Scalar* a, const Scalar* cos, const Scalar* sin, Scalar* out, std::int64_t rows, std::int64_t L,
+                               std::int64_t h, std::int64_t pairs, std::int64_t first, std::int64_t stride, std::int64_t partner) {
+  GRID_STRIDE(o, rows * h) {
+    const std::int64_t r = o / h, f = o % h;
+    if (f >= 2 * pairs) {
+      out[o] = a[o];
+      continue;
+    }
+    // this feature's pair i, and whether it is the pair's first (u) or second (w) member
+    const bool second = stride == 1 ? f >= pairs : f % 2 == 1;
+    const std::int64_t i = stride == 1 ? (second ? f - pairs : f) : f / 2;
+    const std::int64_t u = i * stride, w = u + partner;
+    const std::int64_t t = (first + r % L) * pairs + i;
+    const Scalar x = a[r * h + u], y = a[r * h + w], c = cos[t], s = sin[t];
+    out[o] = second ? __fadd_rn(__fmul_rn(y, c), __fmul_rn(x, s)) : __fsub_rn(__fmul_rn(x, c), __fmul_rn(y, s));
+  }
+}
+
 // out (N, n, m)[i][c][r] = a (N, m, n)[i][r][c]
 __global__ void k_transpose_last2(const Scalar* a, Scalar* out, std::int64_t N, std::int64_t m, std::int64_t n) {
   GRID_STRIDE(o, N * m * n) {
@@ -216,6 +236,16 @@ class CudaBackend final : public Backend {
     const auto total = element_count(a.shape);
     k_add_bias<<<grid(total), kThreads>>>(dev(a), dev(bias), dev(out), total, bias.shape[0]);
     launched("add_bias");
+    return out;
+  }
+
+  BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
+                             bool interleaved) override {
+    auto out = make(a.shape);
+    const auto rows = a.shape[0] * a.shape[1], h = a.shape[2], pairs = cos.shape[1];
+    const std::int64_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : pairs;
+    k_rotate_pairs<<<grid(rows * h), kThreads>>>(dev(a), dev(cos), dev(sin), dev(out), rows, a.shape[1], h, pairs, first, stride, partner);
+    launched("rotate_pairs");
     return out;
   }
 

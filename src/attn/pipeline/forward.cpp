@@ -97,8 +97,16 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
     if (!s.v.shape().empty()) v_heads = split_heads(s, be, m, r, r.emit(StepId::V, be.upload(s.v)), StepId::VView, StepId::VHeads);
   } else {
     const Flat f = inputs(s, be, m, r);
-    const BT q = split_heads(s, be, m, r, f.q, StepId::QView, StepId::QHeads).view({B * H, T, hs});  // (B·H, T, hs)
-    const BT k = split_heads(s, be, m, r, f.k, StepId::KView, StepId::KHeads).view({B * H, S, hs});  // (B·H, S, hs)
+    BT q = split_heads(s, be, m, r, f.q, StepId::QView, StepId::QHeads).view({B * H, T, hs});  // (B·H, T, hs)
+    BT k = split_heads(s, be, m, r, f.k, StepId::KView, StepId::KHeads).view({B * H, S, hs});  // (B·H, S, hs)
+    if (s.rope) {
+      // rotary positions: each head's q and k pairs turned by their position's angles
+      const auto& rope = *s.rope;
+      const bool interleaved = rope.style == RopeStyle::Interleaved;
+      const BT cos = r.emit(StepId::RopeCos, be.upload(rope.cos)), sin = r.emit(StepId::RopeSin, be.upload(rope.sin));  // (P, R/2)
+      q = r.emit(StepId::QRope, be.rotate_pairs(q, cos, sin, rope.offset - rope.table_first, interleaved).view({B, H, T, hs})).view({B * H, T, hs});
+      k = r.emit(StepId::KRope, be.rotate_pairs(k, cos, sin, rope.key_first - rope.table_first, interleaved).view({B, H, S, hs})).view({B * H, S, hs});
+    }
     if (f.v) v_heads = split_heads(s, be, m, r, *f.v, StepId::VView, StepId::VHeads);
     // kᵀ is materialised only so the student can see the transpose the formula talks about
     const BT kt = r.emit(StepId::KT, be.transpose_last2(k).view({B, H, hs, S})).view({B * H, hs, S});  // (B·H, hs, S)

@@ -81,6 +81,40 @@ StepText head_split(StepId step, const Spec& s) {
           Dims{Dim::B, Dim::H, L, h}};
 }
 
+// rope.cos, rope.sin, q.rope, k.rope.
+StepText rope_text(StepId step, const Spec& s) {
+  const auto& r = *s.rope;
+  const std::string theta = compact_number(r.theta);
+  const bool partial = r.dims < s.hs();
+  const char* half = r.style == RopeStyle::Half ? "half" : "interleaved";
+  if (step == StepId::RopeCos || step == StepId::RopeSin) {
+    const bool cos = step == StepId::RopeCos;
+    const double slowest = std::pow(r.theta, -static_cast<double>(r.dims - 2) / static_cast<double>(r.dims));
+    return {cos ? "Rotary cosines" : "Rotary sines",
+            fmt::format("rope.{0}[p, i] = {0}(p · {1}^(−2i/{2}))", cos ? "cos" : "sin", theta, r.dims),
+            fmt::format("row p{} is position {}; {}", r.table_first == 0 ? "" : fmt::format(" − {}", r.table_first),
+                        r.table_first == 0 ? std::string("p") : fmt::format("p + {}", r.table_first),
+                        r.dims == 2 ? std::string("the one pair turns by 1 radian per position")
+                                    : fmt::format("pair i turns by {}^(−2i/R) radians per position, from 1 (pair 0) down to {} (pair {})",
+                                                  theta, short_number(slowest), r.dims / 2 - 1)),
+            Dims{Dim::P, Dim::R2}};
+  }
+  const bool query = step == StepId::QRope;
+  const char* id = query ? "q" : "k";
+  const std::string in = s.H > 1 ? fmt::format("{}.heads", id) : std::string(id);
+  const std::string rotate = r.style == RopeStyle::Half ? "rotate_half" : "rotate_every_two";
+  const std::int64_t first = query ? r.offset : r.key_first;
+  std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
+                                 "x·sin); {} {} is at position {}",
+                                 r.style == RopeStyle::Half ? fmt::format("(i, i + {})", r.dims / 2) : std::string("(2i, 2i + 1)"), half,
+                                 query ? "query" : "key", query ? "i" : "j",
+                                 first == 0 ? std::string(query ? "i" : "j") : fmt::format("{} + {}", first, query ? "i" : "j"));
+  if (partial) note += fmt::format("; features {} .. {} pass unchanged (partial rotary, R = {} of hs = {})", r.dims, s.hs() - 1, r.dims, s.hs());
+  return {query ? "Queries rotated" : "Keys rotated",
+          fmt::format("{0}.rope = {1} · cos + {2}({1}) · sin", id, in, rotate), note,
+          Dims{Dim::B, Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
+}
+
 StepText mask_text(const Spec& s) {
   std::vector<std::string> rules;
   if (s.causal) {
@@ -162,11 +196,16 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::KHeads:
     case StepId::VView:
     case StepId::VHeads: return head_split(step, s);
+    case StepId::RopeCos:
+    case StepId::RopeSin:
+    case StepId::QRope:
+    case StepId::KRope: return rope_text(step, s);
     case StepId::KT:
-      return {"Keys transposed", "kᵀ = k.transpose(-2, -1)", "each column is one key: q · kᵀ then takes every query against every key",
+      return {"Keys transposed", s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)", "each column is one key: q · kᵀ then takes every query against every key",
               Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
     case StepId::Scores:
       if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
+      if (s.rope) return {"Attention scores", "scores = q.rope · kᵀ", "scores[i, j] = q_i · k_j, both rotated: how well query i matches key j", bhts};
       return {"Attention scores", "scores = q · kᵀ", "scores[i, j] = q_i · k_j: how well query i matches key j", bhts};
     case StepId::Scaled:
       if (s.scale_kind == ScaleKind::SqrtDk) {
@@ -210,6 +249,11 @@ TraceConfig make_config(const Spec& s) {
   c.entry = s.entry;
   c.causal = s.causal;
   c.lengths = s.lengths;
+  if (s.rope) {
+    c.first_position = s.rope->table_first;
+    c.query_first_position = s.rope->offset;
+    c.key_first_position = s.rope->key_first;
+  }
   c.tokens = s.tokens;
   c.source_tokens = s.source_tokens;
   c.notes = s.notes;

@@ -84,6 +84,10 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   out << "    \"entry\": " << quote(entry_name(c.entry)) << ",\n";
   out << "    \"causal\": " << (c.causal ? "true" : "false") << ",\n";
   out << fmt::format("    \"padding_lengths\": [{}],\n", fmt::join(c.lengths, ", "));
+  if (c.first_position != 0 || c.query_first_position != 0 || c.key_first_position != 0) {
+    out << fmt::format("    \"first_position\": {}, \"query_first_position\": {}, \"key_first_position\": {},\n", c.first_position,
+                       c.query_first_position, c.key_first_position);
+  }
   out << "    \"tokens\": " << labels(c.tokens) << ",\n";
   out << "    \"source_tokens\": " << labels(c.source_tokens) << ",\n";
   out << "    \"notes\": " << string_list(c.notes) << "\n  },\n";
@@ -169,6 +173,9 @@ TraceConfig config_of(const json& cj) {
   c.entry = entry_from_name(cj.value("entry", "")).value_or(Entry::Embeddings);
   c.causal = cj.value("causal", false);
   c.lengths = cj.value("padding_lengths", std::vector<std::int64_t>{});
+  c.first_position = size("first_position", 0);
+  c.query_first_position = size("query_first_position", 0);
+  c.key_first_position = size("key_first_position", 0);
   c.tokens = labels_of(cj.value("tokens", json()));
   c.source_tokens = labels_of(cj.value("source_tokens", json()));
   c.notes = cj.value("notes", std::vector<std::string>{});

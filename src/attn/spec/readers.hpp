@@ -36,6 +36,8 @@ void read_masks(const json& root, Spec& s);
 
 // variants.cpp: positions (needs T, C and the entry point).
 void read_positions(const ReadContext& ctx, const json& root, Spec& s);
+// rope (needs T, S, H and dk).
+void read_rope(const json& root, Spec& s);
 
 // expect.cpp: what a document printed; decimals are its numbers' printed decimals per step id
 // (parse_json's, for the key "expect").

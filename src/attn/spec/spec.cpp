@@ -30,7 +30,7 @@ constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
-                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions"};
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope"};
 
 // title, comment, mode, layout, scale: the settings every entry point shares.
 void read_settings(const json& root, Spec& s) {
@@ -142,6 +142,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   if (s.T == 0 || s.S == 0) fail("", "empty sequence");
   draw_seeded(ctx);
   if (root.contains("positions")) read_positions(ctx, root, s);
+  if (root.contains("rope")) read_rope(root, s);
   if (root.contains("expect")) read_expect(root, parsed.decimals, s);
   read_tokens(root, src, s);
   read_masks(root, s);

@@ -37,4 +37,49 @@ void read_positions(const ReadContext& ctx, const json& root, Spec& s) {
   if (table.dim(0) > s.T) s.notes.push_back(fmt::format("positions.learned: rows 0 .. {} of {} used", s.T - 1, table.dim(0)));
 }
 
+void read_rope(const json& root, Spec& s) {
+  const json& j = root["rope"];
+  if (s.entry == Entry::Scores) fail("rope", "rotates q and k before the scores; given scores have none to rotate");
+  if (!j.is_object()) {
+    fail("rope", fmt::format("expected an object like {{\"theta\": 10000, \"style\": \"half\", \"dims\": R, \"offset\": P}} (every key "
+                             "optional), got {}",
+                             describe(j)));
+  }
+  check_keys(j, "rope", {"theta", "style", "dims", "offset"});
+  Spec::Rope r;
+  const std::int64_t hs = s.hs();
+  if (j.contains("theta")) {
+    const json& t = j["theta"];
+    if (!t.is_number() || !(t.get<double>() > 0)) fail("rope.theta", fmt::format("expected a positive number (the base, 10000 in RoFormer and Llama 2), got {}", describe(t)));
+    r.theta = t.get<double>();
+  }
+  if (j.contains("style")) r.style = read_choice<RopeStyle>(j["style"], "rope.style", {{"half", RopeStyle::Half}, {"interleaved", RopeStyle::Interleaved}});
+  r.dims = hs;
+  if (j.contains("dims")) {
+    r.dims = read_positive(j["dims"], "rope.dims");
+    if (r.dims % 2 != 0 || r.dims > hs) {
+      fail("rope.dims", fmt::format("expected an even number of rotated features, at most the head width hs = {}, got {}", hs, r.dims));
+    }
+  } else if (hs % 2 != 0) {
+    fail("rope", fmt::format("the head width hs = {} is odd, and RoPE rotates pairs: give an even \"dims\" < {} (partial rotary)", hs, hs));
+  }
+  if (j.contains("offset")) {
+    const json& o = j["offset"];
+    if (!o.is_number_integer() || o.get<std::int64_t>() < 0) fail("rope.offset", fmt::format("expected the first query's position, an integer ≥ 0, got {}", describe(o)));
+    r.offset = o.get<std::int64_t>();
+  }
+  const std::int64_t rows = r.place(s.T, s.S, s.cross());
+  if (r.key_first < 0) {
+    fail("rope.offset", fmt::format("with S = {} keys ending at the last query, the first key would sit at position {} + {} − {} = {}: "
+                                    "give an offset ≥ {}",
+                                    s.S, r.offset, s.T, s.S, r.key_first, s.S - s.T));
+  }
+  const std::int64_t end = r.table_first + rows;
+  if (end > kMaxPosition) fail("rope.offset", fmt::format("positions reach {}; attn's tables go up to {}", end - 1, kMaxPosition - 1));
+  RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta);
+  r.cos = std::move(t.cos);
+  r.sin = std::move(t.sin);
+  s.rope = std::move(r);
+}
+
 }  // namespace attn
