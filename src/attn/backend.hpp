@@ -55,9 +55,10 @@ class Backend {
   virtual BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty = EmptyRow::Nan) = 0;
   // a (N, n) -> (N): each row's sum
   virtual BackendTensor row_sums(const BackendTensor& a) = 0;
-  // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i + offset when causal,
-  // j < lengths[b] when lengths are given; flipped inverts it (the mask-flipped mistake).
-  virtual BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
+  // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i + offset when causal, and
+  // j > i + offset − window as well with a sliding window (window > 0), j < lengths[b] when lengths
+  // are given; flipped inverts it (the mask-flipped mistake).
+  virtual BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset, std::int64_t window,
                                   const std::vector<std::int64_t>& lengths, bool flipped) = 0;
   // keep (B, T, S) and other (1 or B, T, S) -> 1 where both are 1
   virtual BackendTensor keep_and(const BackendTensor& keep, const BackendTensor& other) = 0;

@@ -281,7 +281,15 @@ std::string explain_step(const Trace& t, const Step& s) {
   }
   if (id == "mask") {
     std::string words;
-    if (c.causal) {
+    if (c.causal && c.window > 0) {
+      // the last row: its window's first key, and the key just before it (out of reach), when there is one
+      const auto i = c.T - 1, first = std::max<std::int64_t>(0, i - c.window + 1);
+      words = fmt::format("A sliding-window causal mask (W = {}): query i may attend to keys i − {} .. i only, so no token sees the future, "
+                          "and none sees further back than its window. Row {} may look at {}{}{}.",
+                          c.window, c.window - 1, tok(i), first == i ? "itself" : fmt::format("{} .. {}", tok(first), tok(i)),
+                          first > 0 ? fmt::format(" but not at {}", tok(first - 1)) : "",
+                          first > 0 ? ", out of its window" : "");
+    } else if (c.causal) {
       const auto i = std::min<std::int64_t>(1, c.T - 1);
       words = fmt::format("A causal (look-ahead) mask: query i may attend to keys 0 .. i only, so no token sees the future. Row {} may "
                           "look at {}{}.",

@@ -43,7 +43,7 @@ class ShapeBackend final : public Backend {
     flops_ += static_cast<double>(element_count(a.shape));
     return {{a.shape[0]}, nullptr};
   }
-  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool, std::int64_t, const std::vector<std::int64_t>&,
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool, std::int64_t, std::int64_t, const std::vector<std::int64_t>&,
                           bool) override {
     return {{B, T, S}, nullptr};
   }

@@ -59,6 +59,7 @@ struct Spec {
   std::int64_t Co = 0;  // output width: W_o's, else dv
   bool causal = false;
   CausalAlign causal_align = CausalAlign::TopLeft;
+  std::int64_t window = 0;  // sliding window (with causal): query i sees keys i + offset − W < j ≤ i + offset; 0 = none
   std::vector<std::int64_t> lengths;  // padding: one key length per batch row; empty = none
   // attn_mask as given: "block" / "keep" become user_keep (1 = may attend), "add" becomes user_add.
   UserMask user_mask = UserMask::None;

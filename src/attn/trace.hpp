@@ -42,6 +42,7 @@ struct TraceConfig {
   Scalar scale_factor = 1;
   Entry entry = Entry::Embeddings;
   bool causal = false;
+  std::int64_t window = 0;  // a sliding window's width, with causal; 0 = none
   std::vector<std::int64_t> lengths;
   std::int64_t first_position = 0;  // the position of row 0 along P (rotary tables)
   std::int64_t query_first_position = 0, key_first_position = 0;  // the first query's and key's (RoPE)

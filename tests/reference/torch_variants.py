@@ -10,6 +10,9 @@ Variants checked so far:
              (i, i + R/2)), and "interleaved", GPT-J's rotate_every_two (pairs (2i, 2i + 1)); partial
              rotary (GPT-NeoX's rotary_pct: the first R features of a head); an offset for the first
              query; keys from position 0 in cross mode.
+  window:    Mistral's sliding window with causal: query i sees key j iff i − W < j ≤ i (HF Mistral's
+             mask: blocked where j ≤ i − sliding_window), top-left and bottom-right aligned, with
+             padding.
   positions: "sinusoidal" (Vaswani et al. 2017, section 3.5: PE[p, 2i] = sin(p / 10000^(2i/C)),
              PE[p, 2i+1] = cos(...)) and {"learned": table} (GPT-2's wpe: row p added to token p),
              added to x before the projections.
@@ -236,6 +239,50 @@ def main():
         compare(name + " weights", "rope", got.get("weights"), shaped(weights))
         compare(name + " context", "rope", got.get("context"), shaped(ctx))
 
+    # ---- window ---------------------------------------------------------------------------------
+    for case in range(24):
+        B = [None, 1, 3][case % 3]
+        H = [1, 2][(case // 3) % 2]
+        hs = 4
+        T = [1, 4, 7, 9][(case // 2) % 4]
+        W = [1, 2, 3, 100][case % 4]
+        bottom_right = case % 6 == 5
+        S = T + 3 if bottom_right else T
+        padded = B == 3 and case % 2 == 0
+        Bn = B or 1
+        q, k, v = (rng.standard_normal((Bn, L, H * hs)).astype(np.float32) for L in (T, S, S))
+        unb = lambda a: (a if B else a[0]).tolist()
+        problem = {"mode": "causal", "heads": H, "window": W, "q": unb(q), "k": unb(k), "v": unb(v), "masked_row": "zeros"}
+        if bottom_right:
+            problem["causal_align"] = "bottom-right"
+        lengths = [S, max(1, S - 2), max(1, S // 2)] if padded else None
+        if lengths:
+            problem["padding"] = {"lengths": lengths}
+        name = f"window case {case} (W={W}, B={B}, H={H}, T={T}, S={S}{', bottom-right' if bottom_right else ''}{', padded' if padded else ''})"
+        got = traced(name, problem)
+        if got is None:
+            continue
+        off = S - T if bottom_right else 0
+        i = torch.arange(T)[:, None] + off
+        j = torch.arange(S)[None, :]
+        keep = (j <= i) & ~(j <= i - W)              # HF Mistral: sliding_attend_mask = j <= i - W is blocked
+        keep = keep[None].expand(Bn, T, S).clone()
+        if lengths:
+            keep &= torch.arange(S)[None, None, :] < torch.tensor(lengths)[:, None, None]
+        qh, kh, vh = (torch.tensor(a, dtype=torch.float64).view(Bn, -1, H, hs).transpose(1, 2) for a in (q, k, v))
+        scores = (qh @ kh.transpose(-2, -1) / hs ** 0.5).masked_fill(~keep[:, None], float("-inf"))
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)   # masked_row "zeros"
+        ctx = weights @ vh
+
+        def shaped(t):
+            if H == 1:
+                t = t[:, 0]
+            return t if B else t[0]
+        # the mask step: [T, S] when every batch row shares it, [B, T, S] with padding
+        compare(name + " mask", "window", got.get("mask"), (keep if lengths else keep[0]).to(torch.float64))
+        compare(name + " weights", "window", got.get("weights"), shaped(weights))
+        compare(name + " context", "window", got.get("context"), shaped(ctx))
+
     # refused inputs: exit 2 and the JSON path
     base = {"mode": "self", "embeddings": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
             "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}
@@ -253,6 +300,9 @@ def main():
         ({"rope": {"offset": 1.5}}, "rope.offset"),
         ({"rope": {"base": 10000}}, "rope.base"),
         ({"rope": True}, "rope"),
+        ({"window": 2}, "window"),
+        ({"mode": "causal", "window": 0}, "window"),
+        ({"mode": "causal", "window": 1.5}, "window"),
     ]
     for extra, path in refusals:
         rc, _, err = run(attn, {**base, **extra})

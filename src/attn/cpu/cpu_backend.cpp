@@ -497,9 +497,9 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
-  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset, std::int64_t window,
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
-    auto rule = std::make_shared<const cpu::KeepRule>(cpu::KeepRule{causal, offset, lengths, flipped});
+    auto rule = std::make_shared<const cpu::KeepRule>(cpu::KeepRule{causal, offset, window, lengths, flipped});
     auto pattern = [rule, B, T, S](Scalar* k) {
 #pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(B * T * S)))
       for (std::int64_t b = 0; b < B; ++b)

@@ -197,11 +197,12 @@ void Elementwise::set_keep(Tensor k, std::shared_ptr<const KeepRule> r, std::int
     const std::int64_t b = row / T, i = row % T;
     auto kept = [&](std::int64_t j) { return rule ? rule->kept(b, i, j) : keep.data()[row * S + j] != 0; };
     std::int64_t last = S;
-    if (rule && !rule->flipped) {  // kept exactly up to the causal limit and the row's length
+    if (rule && !rule->flipped) {  // kept up to the causal limit and the row's length
       if (rule->causal) last = std::clamp<std::int64_t>(i + rule->offset + 1, 0, S);
       if (!rule->lengths.empty()) last = std::min(last, rule->lengths[static_cast<std::size_t>(b)]);
       visible[static_cast<std::size_t>(row)] = last;
-      prefix[static_cast<std::size_t>(row)] = 1;
+      // every key before that too, unless a sliding window starts after key 0 (then the rule is read per key)
+      prefix[static_cast<std::size_t>(row)] = rule->window == 0 || i + rule->offset - rule->window < 0;
       continue;
     }
     while (last > 0 && !kept(last - 1)) --last;

@@ -76,10 +76,12 @@ class Product {
 struct KeepRule {
   bool causal = false;
   std::int64_t offset = 0;
+  std::int64_t window = 0;            // with causal: only the last `window` keys up to the diagonal; 0 = all
   std::vector<std::int64_t> lengths;  // per batch row, or empty
   bool flipped = false;
   bool kept(std::int64_t b, std::int64_t i, std::int64_t j) const {
-    const bool ok = !(causal && j > i + offset) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
+    const bool ok = !(causal && j > i + offset) && !(window > 0 && j <= i + offset - window) &&
+                    !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
     return ok != flipped;
   }
 };

@@ -115,10 +115,10 @@ __global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, 
 }
 
 __global__ void k_mask_keep(Scalar* keep, std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
-                            const std::int64_t* lengths, bool flipped) {
+                            std::int64_t window, const std::int64_t* lengths, bool flipped) {
   GRID_STRIDE(o, B * T * S) {
     const std::int64_t j = o % S, i = (o / S) % T, b = o / (S * T);
-    const bool ok = !(causal && j > i + offset) && !(lengths != nullptr && j >= lengths[b]);
+    const bool ok = !(causal && j > i + offset) && !(window > 0 && j <= i + offset - window) && !(lengths != nullptr && j >= lengths[b]);
     keep[o] = (ok != flipped) ? 1 : 0;
   }
 }
@@ -300,7 +300,7 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
+  BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset, std::int64_t window,
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
     auto out = make({B, T, S});
     std::int64_t* d_lengths = nullptr;
@@ -308,7 +308,7 @@ class CudaBackend final : public Backend {
       check(cudaMalloc(&d_lengths, lengths.size() * sizeof(std::int64_t)), "cudaMalloc lengths");
       check(cudaMemcpy(d_lengths, lengths.data(), lengths.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice), "upload lengths");
     }
-    k_mask_keep<<<grid(B * T * S), kThreads>>>(dev(out), B, T, S, causal, offset, d_lengths, flipped);
+    k_mask_keep<<<grid(B * T * S), kThreads>>>(dev(out), B, T, S, causal, offset, window, d_lengths, flipped);
     const auto e = cudaGetLastError();
     if (d_lengths != nullptr) cudaFree(d_lengths);
     check(e, "mask_keep");

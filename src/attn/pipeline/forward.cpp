@@ -67,7 +67,7 @@ BT split_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT
 // The keep pattern (B, T, S) the backend applies; the mask step shows it, as one [T, S] pattern
 // when every batch row shares it.
 BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  BT keep = be.mask_keep(s.B, s.T, s.S, s.causal, s.causal_offset(), s.lengths, m.flip_mask);
+  BT keep = be.mask_keep(s.B, s.T, s.S, s.causal, s.causal_offset(), s.window, s.lengths, m.flip_mask);
   std::optional<BT> user;
   if (!s.user_keep.shape().empty()) keep = be.keep_and(keep, *(user = be.upload(s.user_keep)));
   if (s.mask_per_batch()) return r.emit(StepId::Mask, keep);
@@ -75,7 +75,7 @@ BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
     r.emit(StepId::Mask, keep.view({s.T, s.S}));
     return keep;
   }
-  BT pattern = be.mask_keep(1, s.T, s.S, s.causal, s.causal_offset(), {}, m.flip_mask);
+  BT pattern = be.mask_keep(1, s.T, s.S, s.causal, s.causal_offset(), s.window, {}, m.flip_mask);
   if (user) pattern = be.keep_and(pattern, *user);
   r.emit(StepId::Mask, pattern.view({s.T, s.S}));
   return keep;

@@ -119,16 +119,23 @@ StepText mask_text(const Spec& s) {
   std::vector<std::string> rules;
   if (s.causal) {
     const auto off = s.causal_offset();
-    rules.push_back(off == 0 ? "j ≤ i" : fmt::format("j ≤ i + {} (bottom-right: S − T = {})", off, off));
+    const std::string diag = off == 0 ? "i" : fmt::format("i + {}", off);
+    if (s.window > 0) rules.push_back(fmt::format("{} − {} < j ≤ {}", diag, s.window, diag));
+    else rules.push_back(off == 0 ? "j ≤ i" : fmt::format("j ≤ i + {} (bottom-right: S − T = {})", off, off));
   }
   if (!s.lengths.empty()) rules.push_back("j < length[b]");
   if (s.user_mask == UserMask::Block) rules.push_back("attn_mask.block[i, j] is false");
   if (s.user_mask == UserMask::Keep) rules.push_back("attn_mask.keep[i, j] is true");
   const bool per_batch = s.mask_per_batch();
   std::string formula = fmt::format("mask[{}] = 1 if {}, else 0", per_batch ? "b, i, j" : "i, j", fmt::join(rules, " and "));
-  if (s.causal && rules.size() == 1 && s.causal_offset() == 0) formula += " (tril)";
+  if (s.causal && rules.size() == 1 && s.causal_offset() == 0 && s.window == 0) formula += " (tril)";
   std::string note;
   if (s.causal && rules.size() == 1) note = "a query sees itself and earlier positions, never later ones";
+  if (s.window > 0) {
+    note = fmt::format("a sliding window of W = {} keys, the query's own included (Mistral): a query sees itself and the {} before it, "
+                       "never later ones; older keys are out of reach (stacked layers pass their information on)",
+                       s.window, s.window - 1);
+  }
   if (!s.lengths.empty()) note = fmt::format("lengths = [{}]: keys at or past a row's length are padding", fmt::join(s.lengths, ", "));
   return {"Mask", formula, note, per_batch ? Dims{Dim::B, Dim::T, Dim::S} : Dims{Dim::T, Dim::S}, ValueKind::Mask};
 }
@@ -249,6 +256,7 @@ TraceConfig make_config(const Spec& s) {
   c.entry = s.entry;
   c.causal = s.causal;
   c.lengths = s.lengths;
+  c.window = s.window;
   if (s.rope) {
     c.first_position = s.rope->table_first;
     c.query_first_position = s.rope->offset;

@@ -84,6 +84,7 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   out << "    \"entry\": " << quote(entry_name(c.entry)) << ",\n";
   out << "    \"causal\": " << (c.causal ? "true" : "false") << ",\n";
   out << fmt::format("    \"padding_lengths\": [{}],\n", fmt::join(c.lengths, ", "));
+  if (c.window > 0) out << fmt::format("    \"window\": {},\n", c.window);
   if (c.first_position != 0 || c.query_first_position != 0 || c.key_first_position != 0) {
     out << fmt::format("    \"first_position\": {}, \"query_first_position\": {}, \"key_first_position\": {},\n", c.first_position,
                        c.query_first_position, c.key_first_position);
@@ -173,6 +174,7 @@ TraceConfig config_of(const json& cj) {
   c.entry = entry_from_name(cj.value("entry", "")).value_or(Entry::Embeddings);
   c.causal = cj.value("causal", false);
   c.lengths = cj.value("padding_lengths", std::vector<std::int64_t>{});
+  c.window = size("window", 0);
   c.first_position = size("first_position", 0);
   c.query_first_position = size("query_first_position", 0);
   c.key_first_position = size("key_first_position", 0);

@@ -87,6 +87,13 @@ void read_masks(const json& root, Spec& s) {
                                               {{"top-left", CausalAlign::TopLeft}, {"bottom-right", CausalAlign::BottomRight}});
     if (!s.causal) fail("causal_align", fmt::format("only a causal mask has an alignment (mode is \"{}\")", mode_name(s.mode)));
   }
+  if (root.contains("window")) {
+    // Mistral's sliding window: W keys, the query's own included
+    s.window = read_positive(root["window"], "window");
+    if (!s.causal) {
+      fail("window", fmt::format("a sliding window limits a causal mask to the last W keys: use mode \"causal\" (mode is \"{}\")", mode_name(s.mode)));
+    }
+  }
   if (root.contains("masked_row")) {
     s.masked_row = read_choice<MaskedRow>(root["masked_row"], "masked_row",
                                           {{"error", MaskedRow::Error}, {"zeros", MaskedRow::Zeros}, {"nan", MaskedRow::Nan}, {"uniform", MaskedRow::Uniform}});
