@@ -48,6 +48,7 @@ check few_rows "{\"mode\": \"multi-head\", \"heads\": 4, \"random\": {\"seed\": 
 check few_rows_separate "{\"mode\": \"cross\", \"random\": {\"seed\": 3, \"T\": 3, \"S\": 5, \"C\": 33, \"Cs\": 17, \"output_projection\": true}}"
 # today's variants: the products read rotated heads (a plain tensor) and a fused qkv with positions added
 check window_padded "{\"mode\": \"causal\", \"heads\": 2, \"window\": 37, \"masked_row\": \"zeros\", \"random\": {\"seed\": 7, \"B\": 2, \"T\": 300, \"C\": 16}, \"padding\": {\"lengths\": [300, 150]}}"
+check alibi_capped "{\"mode\": \"causal\", \"heads\": 3, \"alibi\": true, \"softcap\": 30, \"random\": {\"seed\": 8, \"B\": 2, \"T\": 200, \"C\": 24}}"
 check rope_fused "{\"mode\": \"causal\", \"heads\": 4, \"random\": {\"seed\": 6, \"B\": 2, \"T\": 150, \"C\": 64, \"fused\": true}, \"positions\": \"sinusoidal\", \"rope\": {\"style\": \"interleaved\", \"dims\": 8, \"offset\": 7}}"
 # a kept score of inf (a mistaken run may hold one): its row's 1/sum is NaN, and the whole row with it
 check nan_row "{\"mode\": \"causal\", \"random\": {\"seed\": 1, \"T\": 256, \"C\": 2}, \"weights\": {\"W_q\": \"identity\", \"W_k\": \"identity\", \"W_v\": \"identity\"}, \"embeddings\": $(python3 -c 'import json; print(json.dumps([[2e19, 0] for _ in range(256)]))')}" --mistake scale-missing

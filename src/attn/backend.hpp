@@ -72,6 +72,11 @@ class Backend {
   virtual BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
                                      bool interleaved) = 0;
 
+  // a (...) -> cap · tanh(a / cap), the division and the product in float32 (logit soft-capping)
+  virtual BackendTensor soft_cap(const BackendTensor& a, Scalar cap) = 0;
+  // slopes (H) -> (H, T, S): −slopes[h] · (i + offset − j), ALiBi's bias (one product, rounded once)
+  virtual BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) = 0;
+
   // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
   virtual double take_flops() { return 0; }
   // (optional) Waits until all queued work is done, so a host clock can time it (a GPU queues work).

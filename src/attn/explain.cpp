@@ -279,6 +279,26 @@ std::string explain_step(const Trace& t, const Step& s) {
     }
     return fmt::format("The scores are multiplied by the given factor {}.", c.scale_factor);
   }
+  if (id == "alibi") {
+    const Step* b = &s;
+    const auto T = b->value.shape()[b->value.rank() - 2], S = b->value.shape().back();
+    std::string example;
+    if (T > 2 && S > 2) {
+      example = fmt::format(" Here head 0, query {}: its own key costs {}, the key 1 behind {}, the key 2 behind {}.", tok(2),
+                            format_fixed(b->value.at(2 * S + 2), 4), format_fixed(b->value.at(2 * S + 1), 4), format_fixed(b->value.at(2 * S + 0), 4));
+    }
+    return "ALiBi (Attention with Linear Biases) adds no positions to x. It lowers each score in proportion to how far the key lies "
+           "behind the query, with a different slope per head: steep heads look at the last few tokens, gentle ones far back. Because "
+           "the penalty only grows with distance, a model trained on short texts still behaves on longer ones." + example;
+  }
+  if (id == "biased") {
+    return std::string("The scaled scores plus the ALiBi bias: what ") + (t.find("capped") != nullptr ? "soft-capping, then " : "") +
+           "the mask and the softmax read.";
+  }
+  if (id == "capped") {
+    return "Soft-capping (Gemma 2) squashes every score smoothly into (−c, c) with tanh: a score far beyond c cannot dominate the "
+           "softmax, while a small one passes almost unchanged, since tanh x ≈ x near 0.";
+  }
   if (id == "mask") {
     std::string words;
     if (c.causal && c.window > 0) {
@@ -429,6 +449,13 @@ const Step* rows_step(const Trace& t, const char* heads, const char* flat) {
   return s != nullptr ? s : t.find(flat);
 }
 
+// The logits the mask and the softmax read: capped, biased, scaled or the scores, the last one run.
+const Step* logits_step(const Trace& t) {
+  for (const char* id : {"capped", "biased", "scaled"})
+    if (const Step* s = t.find(id)) return s;
+  return t.find("scores");
+}
+
 // The rows the scores multiply: rotated when RoPE ran ("q.rope"), else the heads.
 const Step* score_rows_step(const Trace& t, char which) {
   const std::string id(1, which);
@@ -548,17 +575,35 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     return v != 0 ? fmt::format("{}\nquery {} may attend to key {}", here, qtok(e.row), ktok(e.col))
                   : fmt::format("{}\nquery {} may not attend to key {}: blocked", here, qtok(e.row), ktok(e.col));
   }
+  if (id == "alibi") {
+    if (c.S != c.T) return fmt::format("{}\n−(the head's slope) × (the query's position − key {}'s)", here, ktok(e.col));
+    const auto d = e.row - e.col;
+    return fmt::format("{}\nkey {} lies {} position{} {} query {}: {} × the head's slope", here, ktok(e.col), d < 0 ? -d : d,
+                       (d == 1 || d == -1) ? "" : "s", d < 0 ? "after" : "behind", qtok(e.row), -d);
+  }
+  if (id == "biased") {
+    const Step* sc = t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
+    const Step* al = t.find("alibi");
+    if (sc == nullptr || al == nullptr) return here;
+    const auto plane = al->value.size() / std::max<std::int64_t>(1, c.H);  // T·S
+    const auto h = e.lead % std::max<std::int64_t>(1, c.H);
+    return fmt::format("{}\n= {}[…] + alibi[…] = {} + {}", here, sc->id, num(sc->value.at(flat)), num(al->value.at(h * plane + e.row * e.cols + e.col)));
+  }
+  if (id == "capped") {
+    const Step* in = t.find("biased") != nullptr ? t.find("biased") : t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
+    if (in == nullptr) return here;
+    return fmt::format("{}\n= c · tanh({}[…] / c) = c · tanh({} / c)", here, in->id, num(in->value.at(flat)));
+  }
   if (id == "mask.add") return fmt::format("{}\nadded to the scaled score before the softmax", here);
   if (id == "masked") {
     if (std::isinf(v) && v < 0) return fmt::format("{}\nblocked by the mask: −∞, so its weight will be exactly 0", here);
-    const Step* before = t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
+    const Step* before = logits_step(t);
     return fmt::format("{}\n= {}: kept{}", here, before != nullptr ? fmt::format("{}[…] = {}", before->id, num(before->value.at(flat))) : "the score",
                        t.find("mask.add") != nullptr ? " (plus the additive mask)" : "");
   }
   if (id == "weights") {
     const Step* logits = t.find("masked");
-    if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = t.find("scaled");
-    if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = t.find("scores");
+    if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = logits_step(t);
     if (logits == nullptr) return here;
     const std::int64_t row0 = flat - e.col;
     double mx = -std::numeric_limits<double>::infinity();

@@ -27,6 +27,14 @@ class ShapeBackend final : public Backend {
     flops_ += 6.0 * static_cast<double>(a.shape[0] * a.shape[1] * cos.shape[1]);  // per pair: 4 products, 2 sums
     return {a.shape, nullptr};
   }
+  BackendTensor soft_cap(const BackendTensor& a, Scalar) override {
+    flops_ += 3.0 * static_cast<double>(element_count(a.shape));  // divide, tanh, multiply
+    return {a.shape, nullptr};
+  }
+  BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t) override {
+    flops_ += static_cast<double>(slopes.shape[0] * T * S);
+    return {{slopes.shape[0], T, S}, nullptr};
+  }
   BackendTensor transpose_last2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1]}, nullptr}; }
   BackendTensor swap_axes_1_2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, nullptr}; }
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t, std::int64_t width) override { return {{a.shape[0], width}, nullptr}; }

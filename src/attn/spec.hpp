@@ -91,6 +91,11 @@ struct Spec {
   };
   std::optional<Rope> rope;
 
+  // ALiBi: −slope_h · (i − j) added to the scaled scores; no data = none. (H)
+  Tensor alibi_slopes;
+  bool alibi_default = true;  // slopes by Press et al.'s rule, not given
+  std::optional<Scalar> softcap;  // Gemma 2's logit soft-capping: c · tanh(logits / c) before masking
+
   Positions positions = Positions::None;
   Tensor position_table;  // (T, C): added to x before the projections (positions 0 .. T − 1)
 

@@ -13,6 +13,9 @@ Variants checked so far:
   window:    Mistral's sliding window with causal: query i sees key j iff i − W < j ≤ i (HF Mistral's
              mask: blocked where j ≤ i − sliding_window), top-left and bottom-right aligned, with
              padding.
+  alibi:     Press et al.'s linear biases, −m_h · (i − j) added to the scaled scores, with the slopes of
+             their get_slopes (powers of two and the interpolation between them) or given ones.
+  softcap:   Gemma 2's logit soft-capping, c · tanh(logits / c), after ALiBi and before the mask.
   positions: "sinusoidal" (Vaswani et al. 2017, section 3.5: PE[p, 2i] = sin(p / 10000^(2i/C)),
              PE[p, 2i+1] = cos(...)) and {"learned": table} (GPT-2's wpe: row p added to token p),
              added to x before the projections.
@@ -25,6 +28,7 @@ refused with exit code 2 and a message naming the JSON path.
 Usage: torch_variants.py ATTN_BINARY     (exit 0 pass, 1 fail, 77 skipped)
 """
 import json
+import math
 import subprocess
 import sys
 
@@ -82,6 +86,17 @@ def apply_rope(x, cos, sin, R, style):
         c, s = cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
         rot = rot * c + rotate_every_two(rot) * s
     return torch.cat((rot, rest), dim=-1)
+
+
+def get_slopes(n):
+    """Press et al., 'Train Short, Test Long', their repository's get_slopes."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + get_slopes(2 * closest)[0::2][: n - closest]
 
 
 def attention(x, wq, wk, wv, H, causal):
@@ -283,6 +298,62 @@ def main():
         compare(name + " weights", "window", got.get("weights"), shaped(weights))
         compare(name + " context", "window", got.get("context"), shaped(ctx))
 
+    # ---- alibi and softcap -----------------------------------------------------------------------
+    for case in range(36):
+        B = [None, 2][case % 2]
+        H = [1, 2, 3, 5, 6, 8][case % 6]
+        hs = 2
+        T = [1, 3, 6, 9][(case // 3) % 4]
+        bottom_right = case % 9 == 8
+        S = T + 2 if bottom_right else T
+        mode = "causal" if case % 3 != 0 or bottom_right else "self"
+        use_alibi = case % 4 != 3
+        given = use_alibi and case % 5 == 2
+        cap = [None, 1.0, 5.0, 50.0][(case // 2) % 4] if case % 4 != 0 else 20.0
+        Bn = B or 1
+        q, k, v = (rng.standard_normal((Bn, L, H * hs)).astype(np.float32) * 2 for L in (T, S, S))
+        unb = lambda a: (a if B else a[0]).tolist()
+        slopes = [float(np.float32(rng.uniform(-0.5, 1.0))) for _ in range(H)] if given else get_slopes(H)
+        problem = {"mode": mode, "heads": H, "q": unb(q), "k": unb(k), "v": unb(v)}
+        if use_alibi:
+            problem["alibi"] = {"slopes": slopes} if given else True
+        if cap is not None:
+            problem["softcap"] = cap
+        if bottom_right:
+            problem["causal_align"] = "bottom-right"
+        name = f"alibi/softcap case {case} (H={H}, B={B}, T={T}, S={S}, {mode}, alibi={'given' if given else use_alibi}, cap={cap})"
+        got = traced(name, problem)
+        if got is None:
+            continue
+        off = S - T if bottom_right else 0
+        qh, kh, vh = (torch.tensor(a, dtype=torch.float64).view(Bn, -1, H, hs).transpose(1, 2) for a in (q, k, v))
+        logits = qh @ kh.transpose(-2, -1) / hs ** 0.5
+        bias = None
+        if use_alibi:
+            dist = (torch.arange(T)[:, None] + off - torch.arange(S)[None, :]).to(torch.float64)
+            bias = -torch.tensor(slopes, dtype=torch.float64)[:, None, None] * dist
+            logits = logits + bias
+        biased = logits
+        if cap is not None:
+            logits = cap * torch.tanh(logits / cap)
+        if mode == "causal":
+            logits = logits.masked_fill(~(torch.arange(S)[None, :] <= torch.arange(T)[:, None] + off), float("-inf"))
+        weights = torch.softmax(logits, dim=-1)
+        ctx = weights @ vh
+
+        def shaped(t):
+            if H == 1:
+                t = t[:, 0]
+            return t if B else t[0]
+        if use_alibi:
+            compare(name + " alibi", "alibi", got.get("alibi"), bias[0] if H == 1 else bias)
+            compare(name + " biased", "alibi", got.get("biased"), shaped(biased))
+        if cap is not None:
+            capped = cap * torch.tanh(biased / cap)
+            compare(name + " capped", "softcap", got.get("capped"), shaped(capped))
+        compare(name + " weights", "alibi" if use_alibi else "softcap", got.get("weights"), shaped(weights))
+        compare(name + " context", "alibi" if use_alibi else "softcap", got.get("context"), shaped(ctx))
+
     # refused inputs: exit 2 and the JSON path
     base = {"mode": "self", "embeddings": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
             "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}
@@ -303,6 +374,12 @@ def main():
         ({"window": 2}, "window"),
         ({"mode": "causal", "window": 0}, "window"),
         ({"mode": "causal", "window": 1.5}, "window"),
+        ({"alibi": False}, "alibi"),
+        ({"alibi": {"slopes": [0.5, 0.25]}}, "alibi.slopes"),
+        ({"alibi": {"slopes": ["0.5"]}}, "alibi.slopes[0]"),
+        ({"alibi": {"slope": [0.5]}}, "alibi.slope"),
+        ({"softcap": 0}, "softcap"),
+        ({"softcap": "50"}, "softcap"),
     ]
     for extra, path in refusals:
         rc, _, err = run(attn, {**base, **extra})

@@ -161,15 +161,17 @@ TEST_CASE("a generated weight gives random_uniform's values, element by element,
   CHECK(gen.reshaped({29, 37}).at(77) == want.at(77));
 }
 
-TEST_CASE("attn's own exp, log and sin/cos stay within 2 ulp of the C library's, and position tables follow", "[random]") {
+TEST_CASE("attn's own exp, log, sin/cos and tanh stay within 2 ulp of the C library's (tanh within 2^10), and position tables follow", "[random]") {
   std::mt19937_64 g(3);
   auto ulps = [](double a, double b) { return std::fabs(a - b) / std::max(std::numeric_limits<double>::min(), std::fabs(b) * 0x1p-52); };
-  double worst_exp = 0, worst_log = 0, worst_sin = 0;
+  double worst_exp = 0, worst_log = 0, worst_sin = 0, worst_tanh = 0;
   for (int i = 0; i < 200000; ++i) {
     const double x = std::uniform_real_distribution<double>(-700, 700)(g);
     worst_exp = std::max(worst_exp, ulps(fixed::exp(x), std::exp(x)));
     const double y = std::uniform_real_distribution<double>(1e-6, 1e6)(g);
     worst_log = std::max(worst_log, std::fabs(fixed::log(y) - std::log(y)) / (0x1p-52 * std::max(1.0, std::fabs(std::log(y)))));
+    const double z = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(g), static_cast<int>(i % 40) - 30);  // 2^-30 .. 2^9
+    worst_tanh = std::max(worst_tanh, ulps(fixed::tanh(z), std::tanh(z)));
     const double t = std::uniform_real_distribution<double>(-8e5, 8e5)(g);
     const auto sc = fixed::sincos(t);
     worst_sin = std::max({worst_sin, std::fabs(sc.s - std::sin(t)) / 0x1p-52, std::fabs(sc.c - std::cos(t)) / 0x1p-52});
@@ -177,6 +179,7 @@ TEST_CASE("attn's own exp, log and sin/cos stay within 2 ulp of the C library's,
   CHECK(worst_exp <= 2);
   CHECK(worst_log <= 2);
   CHECK(worst_sin <= 2);
+  CHECK(worst_tanh <= 1024);  // 1 − 2/(e^2x + 1) cancels near 2^-10: still 2^-42 relative, far below float's 2^-24
   const Tensor pe = sinusoidal_positions(300, 10);
   std::int64_t differ = 0;
   for (std::int64_t p = 0; p < 300; ++p)

@@ -27,6 +27,7 @@
 #include "attn/cpu/gemm.hpp"
 #include "attn/cpu/reduce.hpp"
 #include "attn/error.hpp"
+#include "attn/soft_cap.hpp"
 
 namespace attn {
 namespace {
@@ -323,6 +324,31 @@ class CpuBackend final : public Backend {
       }
       for (std::int64_t f = 2 * pairs; f < h; ++f) y[f] = x[f];
     }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
+    require(cap > 0, "soft_cap wants a positive cap", a);
+    const auto n = element_count(a.shape);
+    Tensor out = Tensor::uninitialized(a.shape);
+    const Scalar* src = host(a).data();
+    Scalar* dst = out.mutable_data();
+    constexpr std::int64_t kChunk = 1 << 14;
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n) * 20))
+    for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) soft_cap_values(src + i0, dst + i0, std::min(kChunk, n - i0), cap);
+    return wrap(std::move(out));
+  }
+
+  BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) override {
+    require(slopes.shape.size() == 1, "distance_bias wants slopes (H)", slopes);
+    const auto H = slopes.shape[0];
+    Tensor out = Tensor::uninitialized({H, T, S});
+    const Scalar* m = host(slopes).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(H * T * S)))
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j < S; ++j) dst[(h * T + i) * S + j] = -m[h] * static_cast<Scalar>(i + offset - j);
     return wrap(std::move(out));
   }
 

@@ -82,6 +82,17 @@ __global__ void k_rotate_pairs(const Scalar* a, const Scalar* cos, const Scalar*
   }
 }
 
+__global__ void k_soft_cap(const Scalar* a, Scalar* out, std::int64_t n, Scalar cap) {
+  GRID_STRIDE(i, n) out[i] = __fmul_rn(static_cast<Scalar>(tanh(static_cast<double>(__fdiv_rn(a[i], cap)))), cap);
+}
+
+__global__ void k_distance_bias(const Scalar* slopes, Scalar* out, std::int64_t H, std::int64_t T, std::int64_t S, std::int64_t offset) {
+  GRID_STRIDE(o, H * T * S) {
+    const std::int64_t j = o % S, i = (o / S) % T, h = o / (S * T);
+    out[o] = __fmul_rn(-slopes[h], static_cast<Scalar>(i + offset - j));
+  }
+}
+
 // out (N, n, m)[i][c][r] = a (N, m, n)[i][r][c]
 __global__ void k_transpose_last2(const Scalar* a, Scalar* out, std::int64_t N, std::int64_t m, std::int64_t n) {
   GRID_STRIDE(o, N * m * n) {
@@ -246,6 +257,21 @@ class CudaBackend final : public Backend {
     const std::int64_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : pairs;
     k_rotate_pairs<<<grid(rows * h), kThreads>>>(dev(a), dev(cos), dev(sin), dev(out), rows, a.shape[1], h, pairs, first, stride, partner);
     launched("rotate_pairs");
+    return out;
+  }
+
+  BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
+    auto out = make(a.shape);
+    k_soft_cap<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), element_count(a.shape), cap);
+    launched("soft_cap");
+    return out;
+  }
+
+  BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) override {
+    const auto H = slopes.shape[0];
+    auto out = make({H, T, S});
+    k_distance_bias<<<grid(H * T * S), kThreads>>>(dev(slopes), dev(out), H, T, S, offset);
+    launched("distance_bias");
     return out;
   }
 

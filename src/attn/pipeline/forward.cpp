@@ -116,6 +116,12 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
   // 2. scale: scores · 1/√hs (or the given factor)
   BT logits = scores;  // (B, H, T, S)
   if (s.scale_kind != ScaleKind::None) logits = r.emit(StepId::Scaled, be.scale(scores, m.scale(s, r.config().scale_factor)));
+  if (!s.alibi_slopes.shape().empty()) {
+    // ALiBi: a bias by distance, one slope per head, the same for every batch row
+    const BT bias = r.emit(StepId::Alibi, be.distance_bias(be.upload(s.alibi_slopes), T, S, s.causal_offset()));  // (H, T, S)
+    logits = r.emit(StepId::Biased, be.add_mask(logits.view({B, 1, H * T, S}), bias.view({1, H * T, S})).view({B, H, T, S}));
+  }
+  if (s.softcap) logits = r.emit(StepId::Capped, be.soft_cap(logits, *s.softcap));  // last before the mask, as Gemma 2
 
   // 3. mask: blocked keys to -inf, additive masks added
   std::optional<BT> keep;  // (B, T, S), 1 = may attend

@@ -38,6 +38,12 @@ std::string x_name(const Spec& s) { return s.positions != Positions::None ? "x.p
 
 std::string scaled_name(const Spec& s) { return s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
 
+// The logits the mask and the softmax read: capped, else biased, else scaled (or the scores).
+std::string logits_name(const Spec& s) {
+  if (s.softcap) return "capped";
+  return s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased";
+}
+
 // q, k, v: a part of the fused projection, given, or projected on their own.
 StepText projection(StepId step, const Spec& s) {
   const auto& info = step_info(step);
@@ -142,7 +148,7 @@ StepText mask_text(const Spec& s) {
 
 StepText masked_text(const Spec& s, const TextFacts& f) {
   const bool add = !s.user_add.shape().empty();
-  const std::string base = scaled_name(s) + (add ? " + mask.add" : "");
+  const std::string base = logits_name(s) + (add ? " + mask.add" : "");
   if (!s.blocking()) return {"Masked scores", fmt::format("masked = {}", base), "", Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
   std::string note = "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight";
   if (s.mask_fill) {
@@ -156,7 +162,7 @@ StepText masked_text(const Spec& s, const TextFacts& f) {
 }
 
 StepText weights_text(const Spec& s, const TextFacts& f) {
-  const std::string input = s.masking() && !f.mask_after_softmax ? "masked" : scaled_name(s);
+  const std::string input = s.masking() && !f.mask_after_softmax ? "masked" : logits_name(s);
   std::string note = "row i: how query i spreads its attention over the keys; each row sums to 1 (row max subtracted before exp)";
   if (f.empty_rows > 0) {
     static constexpr const char* kPolicy[] = {"", "0 (masked_row \"zeros\", as PyTorch's scaled_dot_product_attention)",
@@ -219,6 +225,24 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
         return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", s.H > 1 ? "hs" : s.general() ? "dk" : "C", s.hs(), c.scale), bhts};
       }
       return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
+    case StepId::Alibi: {
+      std::vector<std::string> m;
+      for (std::int64_t h = 0; h < s.H; ++h) m.push_back(short_number(s.alibi_slopes.data()[h]));
+      const auto off = s.causal_offset();
+      return {"ALiBi bias", off == 0 ? "alibi[h, i, j] = −m_h · (i − j)" : fmt::format("alibi[h, i, j] = −m_h · (i + {} − j)", off),
+              fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d", s.H > 1 ? "s" : "", fmt::join(m, ", "),
+                          s.alibi_default ? (s.H > 1 ? fmt::format(" (2^(−8(h+1)/{}), Press et al.)", s.H) : " (2^−8, Press et al.)") : " (given)"),
+              Dims{Dim::H, Dim::T, Dim::S}};
+    }
+    case StepId::Biased:
+      return {"Scores with the ALiBi bias", fmt::format("biased = {} + alibi", scaled_name(s)),
+              "no positions are added to x: the further a key lies behind the query, the lower its score", bhts};
+    case StepId::Capped:
+      return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(*s.softcap),
+                                                s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased"),
+              fmt::format("Gemma 2's logit soft-capping: every score stays within (−{0}, {0}); small ones pass almost unchanged (tanh x ≈ x)",
+                          compact_number(*s.softcap)),
+              bhts};
     case StepId::Mask: return mask_text(s);
     case StepId::MaskAdd:
       return {"Additive mask (given)", "attn_mask.add (given)",

@@ -38,6 +38,9 @@ void read_masks(const json& root, Spec& s);
 void read_positions(const ReadContext& ctx, const json& root, Spec& s);
 // rope (needs T, S, H and dk).
 void read_rope(const json& root, Spec& s);
+// alibi (needs H, T, S and the mode), softcap.
+void read_alibi(const json& root, Spec& s);
+void read_softcap(const json& root, Spec& s);
 
 // expect.cpp: what a document printed; decimals are its numbers' printed decimals per step id
 // (parse_json's, for the key "expect").

@@ -30,7 +30,7 @@ constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
-                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window"};
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap"};
 
 // title, comment, mode, layout, scale: the settings every entry point shares.
 void read_settings(const json& root, Spec& s) {
@@ -143,6 +143,8 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   draw_seeded(ctx);
   if (root.contains("positions")) read_positions(ctx, root, s);
   if (root.contains("rope")) read_rope(root, s);
+  if (root.contains("alibi")) read_alibi(root, s);
+  if (root.contains("softcap")) read_softcap(root, s);
   if (root.contains("expect")) read_expect(root, parsed.decimals, s);
   read_tokens(root, src, s);
   read_masks(root, s);

@@ -1,9 +1,12 @@
-// The keys of today's attention variants: absolute positions (more to come: rotary, grouped-query,
-// windows, ALiBi, soft-capping). Each reader validates its block against the sizes read_entry set.
+// The keys of today's attention variants: absolute and rotary positions, ALiBi, soft-capping (the
+// sliding window is a mask: masks.cpp). Each reader validates its block against the sizes read_entry set.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 
+#include "attn/fixed_math.hpp"
 #include "attn/position_tables.hpp"
 #include "attn/spec/readers.hpp"
 
@@ -80,6 +83,55 @@ void read_rope(const json& root, Spec& s) {
   r.cos = std::move(t.cos);
   r.sin = std::move(t.sin);
   s.rope = std::move(r);
+}
+
+// Press et al.'s slopes for H heads: 2^(−8(h+1)/H) when H is a power of two; otherwise those of the
+// power of two below H, then every other slope of twice that power (their get_slopes).
+std::vector<double> alibi_default_slopes(std::int64_t H) {
+  auto geometric = [](std::int64_t n) {
+    std::vector<double> out;
+    for (std::int64_t h = 0; h < n; ++h) out.push_back(fixed::exp(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n) * std::numbers::ln2));
+    return out;
+  };
+  std::int64_t closest = 1;
+  while (closest * 2 <= H) closest *= 2;
+  std::vector<double> out = geometric(closest);
+  if (closest == H) return out;
+  const std::vector<double> twice = geometric(2 * closest);
+  for (std::size_t i = 0; static_cast<std::int64_t>(out.size()) < H; i += 2) out.push_back(twice[i]);
+  return out;
+}
+
+void read_alibi(const json& root, Spec& s) {
+  const json& j = root["alibi"];
+  if (s.cross()) fail("alibi", "biases a query against keys of the same sequence by their distance; in cross mode keys come from another one");
+  std::vector<double> slopes;
+  if (j.is_boolean() && j.get<bool>()) {
+    slopes = alibi_default_slopes(s.H);
+  } else if (j.is_object()) {
+    check_keys(j, "alibi", {"slopes"});
+    const json& m = j["slopes"];
+    if (!m.is_array() || static_cast<std::int64_t>(m.size()) != s.H) {
+      fail("alibi.slopes", fmt::format("expected {} numbers, one slope per head (H = {}), got {}", s.H, s.H, describe(m)));
+    }
+    for (std::size_t h = 0; h < m.size(); ++h) {
+      if (!m[h].is_number() || !std::isfinite(m[h].get<double>())) fail(fmt::format("alibi.slopes[{}]", h), fmt::format("expected a number, got {}", describe(m[h])));
+      slopes.push_back(m[h].get<double>());
+    }
+    s.alibi_default = false;
+  } else {
+    fail("alibi", fmt::format("expected true (Press et al.'s slopes) or {{\"slopes\": [one per head]}}, got {}", describe(j)));
+  }
+  s.alibi_slopes = Tensor::uninitialized({s.H});
+  for (std::int64_t h = 0; h < s.H; ++h) s.alibi_slopes.mutable_data()[h] = static_cast<Scalar>(slopes[static_cast<std::size_t>(h)]);
+}
+
+void read_softcap(const json& root, Spec& s) {
+  const json& c = root["softcap"];
+  if (!c.is_number() || !(c.get<double>() > 0) || !std::isfinite(c.get<double>()) || c.get<double>() > 1e30) {
+    fail("softcap", fmt::format("expected the cap, a positive number (Gemma 2 uses 50), got {}", describe(c)));
+  }
+  s.softcap = static_cast<Scalar>(c.get<double>());
 }
 
 }  // namespace attn
