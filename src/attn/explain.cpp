@@ -155,8 +155,8 @@ std::string explain_step(const Trace& t, const Step& s) {
     return fmt::format("Attention itself ignores order: shuffle the tokens and each one gets the same mixture. The original "
                        "Transformer adds these fixed waves to the embeddings: column pair i turns by 1/10000^(2i/C) radians per "
                        "position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
-                       "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pairs of waves.",
-                       c.C, (c.C + 1) / 2);
+                       "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pair{} of waves.",
+                       c.C, (c.C + 1) / 2, (c.C + 1) / 2 == 1 ? "" : "s");
   }
   if (id == "rope.cos" || id == "rope.sin") {
     return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
@@ -302,13 +302,21 @@ std::string explain_step(const Trace& t, const Step& s) {
   if (id == "mask") {
     std::string words;
     if (c.causal && c.window > 0) {
-      // the last row: its window's first key, and the key just before it (out of reach), when there is one
-      const auto i = c.T - 1, first = std::max<std::int64_t>(0, i - c.window + 1);
-      words = fmt::format("A sliding-window causal mask (W = {}): query i may attend to keys i − {} .. i only, so no token sees the future, "
-                          "and none sees further back than its window. Row {} may look at {}{}{}.",
-                          c.window, c.window - 1, tok(i), first == i ? "itself" : fmt::format("{} .. {}", tok(first), tok(i)),
-                          first > 0 ? fmt::format(" but not at {}", tok(first - 1)) : "",
-                          first > 0 ? ", out of its window" : "");
+      // the last row of batch row 0, read from the mask itself: its first and last visible keys, and
+      // the key just before the window (out of reach), when there is one
+      const auto S = s.value.shape().back(), i = c.T - 1;
+      const Dim kd = s.dims.empty() ? Dim::S : s.dims.back();
+      const auto key = [&](std::int64_t j) { return q(axis_label(c, kd, j, 0)); };
+      std::int64_t first = -1, last = -1;
+      for (std::int64_t j = 0; j < S; ++j)
+        if (s.value.at(i * S + j) != 0) last = j, first = first < 0 ? j : first;
+      words = fmt::format("A sliding-window causal mask (W = {}): each query sees its own key and the {} before it, never a later one, "
+                          "and nothing further back than its window.",
+                          c.window, c.window - 1);
+      if (first >= 0) {
+        words += fmt::format(" Row {} may look at {}{}.", tok(i), first == last ? key(first) : fmt::format("{} .. {}", key(first), key(last)),
+                             first > 0 ? fmt::format(" but not at {}, out of its window", key(first - 1)) : "");
+      }
     } else if (c.causal) {
       const auto i = std::min<std::int64_t>(1, c.T - 1);
       words = fmt::format("A causal (look-ahead) mask: query i may attend to keys 0 .. i only, so no token sees the future. Row {} may "
@@ -592,7 +600,9 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   if (id == "capped") {
     const Step* in = t.find("biased") != nullptr ? t.find("biased") : t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
     if (in == nullptr) return here;
-    return fmt::format("{}\n= c · tanh({}[…] / c) = c · tanh({} / c)", here, in->id, num(in->value.at(flat)));
+    const auto eq = s.formula.find("= "), dot = s.formula.find(" · ");
+    const std::string cap = eq != std::string::npos && dot != std::string::npos && dot > eq ? s.formula.substr(eq + 2, dot - eq - 2) : "c";
+    return fmt::format("{}\n= {} · tanh({}[…] / {}) = {} · tanh({} / {})", here, cap, in->id, cap, cap, num(in->value.at(flat)), cap);
   }
   if (id == "mask.add") return fmt::format("{}\nadded to the scaled score before the softmax", here);
   if (id == "masked") {

@@ -185,3 +185,25 @@ TEST_CASE("reading a JSON trace refuses what is not one", "[render][trace-io]") 
   std::istringstream short_data(R"({"format": "attn-trace", "steps": [{"id": "x", "shape": [2], "data": [1]}]})");
   CHECK_THROWS_WITH(read_json_trace(short_data, "c.json"), Catch::Contains("c.json: step x: shape [2] does not hold 1 values"));
 }
+
+TEST_CASE("html: only the score-like steps grey out blocked cells, not a [T, C] step that happens to be square", "[render]") {
+  // causal, T = C = 3: x, q, k, v and the context are [3, 3] like the masked scores, but on other axes
+  const Trace t = trace_of(R"({"mode": "causal", "embeddings": [[1, 2, 3], [4, 5, 6], [7, 8, 9]],
+                              "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}})");
+  std::ostringstream out;
+  render_html(t, out, TextOptions{});
+  const std::string html = out.str();
+  auto blocked_in = [&](const std::string& id) {
+    const auto from = html.find("id=\"step-" + id + "\"");
+    const auto to = html.find("<section", from + 1);
+    REQUIRE(from != std::string::npos);
+    const std::string part = html.substr(from, to - from);
+    std::int64_t n = 0;
+    for (auto p = part.find("class=\"blocked\""); p != std::string::npos; p = part.find("class=\"blocked\"", p + 1)) ++n;
+    return n;
+  };
+  CHECK(blocked_in("x") == 0);
+  CHECK(blocked_in("q") == 0);
+  CHECK(blocked_in("context") == 0);
+  CHECK(blocked_in("weights") == 3);  // the three entries above the diagonal
+}

@@ -97,9 +97,9 @@ StepText rope_text(StepId step, const Spec& s) {
     const bool cos = step == StepId::RopeCos;
     const double slowest = std::pow(r.theta, -static_cast<double>(r.dims - 2) / static_cast<double>(r.dims));
     return {cos ? "Rotary cosines" : "Rotary sines",
-            fmt::format("rope.{0}[p, i] = {0}(p · {1}^(−2i/{2}))", cos ? "cos" : "sin", theta, r.dims),
-            fmt::format("row p{} is position {}; {}", r.table_first == 0 ? "" : fmt::format(" − {}", r.table_first),
-                        r.table_first == 0 ? std::string("p") : fmt::format("p + {}", r.table_first),
+            r.table_first == 0 ? fmt::format("rope.{0}[p, i] = {0}(p · {1}^(−2i/{2}))", cos ? "cos" : "sin", theta, r.dims)
+                               : fmt::format("rope.{0}[r, i] = {0}((r + {3}) · {1}^(−2i/{2}))", cos ? "cos" : "sin", theta, r.dims, r.table_first),
+            fmt::format("{}; {}", r.table_first == 0 ? std::string("row p is position p") : fmt::format("row r is position r + {}", r.table_first),
                         r.dims == 2 ? std::string("the one pair turns by 1 radian per position")
                                     : fmt::format("pair i turns by {}^(−2i/R) radians per position, from 1 (pair 0) down to {} (pair {})",
                                                   theta, short_number(slowest), r.dims / 2 - 1)),
@@ -138,9 +138,10 @@ StepText mask_text(const Spec& s) {
   std::string note;
   if (s.causal && rules.size() == 1) note = "a query sees itself and earlier positions, never later ones";
   if (s.window > 0) {
-    note = fmt::format("a sliding window of W = {} keys, the query's own included (Mistral): a query sees itself and the {} before it, "
-                       "never later ones; older keys are out of reach (stacked layers pass their information on)",
-                       s.window, s.window - 1);
+    note = s.window == 1 ? std::string("a sliding window of W = 1 key (Mistral's rule): a query sees only itself")
+                         : fmt::format("a sliding window of W = {} keys, the query's own included (Mistral): a query sees itself and the {} "
+                                       "before it, never later ones; older keys are out of reach (stacked layers pass their information on)",
+                                       s.window, s.window - 1);
   }
   if (!s.lengths.empty()) note = fmt::format("lengths = [{}]: keys at or past a row's length are padding", fmt::join(s.lengths, ", "));
   return {"Mask", formula, note, per_batch ? Dims{Dim::B, Dim::T, Dim::S} : Dims{Dim::T, Dim::S}, ValueKind::Mask};
@@ -186,6 +187,10 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
         return {"Positional encodings (given)", "positions (given, learned)", "one learned row per position, as GPT-2's wpe",
                 Dims{Dim::T, Dim::C}};
       }
+      if (s.C <= 2) {
+        return {"Positional encodings", "positions[p, 0] = sin(p), positions[p, 1] = cos(p)",
+                "row p is position p; with C = 2 there is one pair of columns, turning 1 radian per position", Dims{Dim::T, Dim::C}};
+      }
       return {"Positional encodings", "positions[p, 2i] = sin(p / 10000^(2i/C)), positions[p, 2i+1] = cos(p / 10000^(2i/C))",
               fmt::format("row p is position p; each pair of columns turns at its own rate, from 1 radian per position (pair 0) "
                           "down to 1/10000^({}/{}) = {} (pair {})",
@@ -230,13 +235,18 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
       for (std::int64_t h = 0; h < s.H; ++h) m.push_back(short_number(s.alibi_slopes.data()[h]));
       const auto off = s.causal_offset();
       return {"ALiBi bias", off == 0 ? "alibi[h, i, j] = −m_h · (i − j)" : fmt::format("alibi[h, i, j] = −m_h · (i + {} − j)", off),
-              fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d", s.H > 1 ? "s" : "", fmt::join(m, ", "),
-                          s.alibi_default ? (s.H > 1 ? fmt::format(" (2^(−8(h+1)/{}), Press et al.)", s.H) : " (2^−8, Press et al.)") : " (given)"),
+              fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d{}", s.H > 1 ? "s" : "", fmt::join(m, ", "),
+                          !s.alibi_default                 ? " (given)"
+                          : (s.H & (s.H - 1)) == 0         ? fmt::format(" (2^(−8(h+1)/{}), Press et al.)", s.H)
+                                                           : " (Press et al.'s interpolation between the powers of two around H)",
+                          s.causal ? "" : ", and one d positions after it gains m·d (no causal mask hides those)"),
               Dims{Dim::H, Dim::T, Dim::S}};
     }
     case StepId::Biased:
       return {"Scores with the ALiBi bias", fmt::format("biased = {} + alibi", scaled_name(s)),
-              "no positions are added to x: the further a key lies behind the query, the lower its score", bhts};
+              s.causal ? "no positions are added to x: the further a key lies behind the query, the lower its score"
+                       : "no positions are added to x: a key's score moves by its distance from the query, down behind it, up after it",
+              bhts};
     case StepId::Capped:
       return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(*s.softcap),
                                                 s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased"),

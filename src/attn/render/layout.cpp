@@ -49,7 +49,8 @@ HeatScale fitted_heat_scale(const Step& s, const Step* masked, std::int64_t offs
 const Step* blocking_step(const Trace& trace, const Step& step) {
   if (step.kind == ValueKind::Mask) return nullptr;
   const Step* masked = trace.find("masked");
-  return masked != nullptr && masked->value.shape() == step.value.shape() ? masked : nullptr;
+  // the same axes, not only the same sizes: x [T, C] is no score matrix when C happens to equal T
+  return masked != nullptr && masked->value.shape() == step.value.shape() && masked->dims == step.dims ? masked : nullptr;
 }
 
 std::string markup_escape(std::string_view s) {

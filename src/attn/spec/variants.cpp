@@ -112,7 +112,7 @@ void read_alibi(const json& root, Spec& s) {
     check_keys(j, "alibi", {"slopes"});
     const json& m = j["slopes"];
     if (!m.is_array() || static_cast<std::int64_t>(m.size()) != s.H) {
-      fail("alibi.slopes", fmt::format("expected {} numbers, one slope per head (H = {}), got {}", s.H, s.H, describe(m)));
+      fail("alibi.slopes", fmt::format("expected {} number{}, one slope per head (H = {}), got {}", s.H, s.H == 1 ? "" : "s", s.H, describe(m)));
     }
     for (std::size_t h = 0; h < m.size(); ++h) {
       if (!m[h].is_number() || !std::isfinite(m[h].get<double>())) fail(fmt::format("alibi.slopes[{}]", h), fmt::format("expected a number, got {}", describe(m[h])));
