@@ -98,6 +98,12 @@ std::vector<bool> blocked_keys(const Trace& t, const Step& s, const Row& r) {
   return out;
 }
 
+// The step holding the heads-first rows of q or k ("q.heads"), or the flat one when H = 1.
+const Step* rows_step(const Trace& t, const char* heads, const char* flat) {
+  const Step* s = t.find(heads);
+  return s != nullptr ? s : t.find(flat);
+}
+
 // One head row x (h features) turned by table row p of rope.cos and rope.sin, in double: what
 // q.rope and k.rope do, for showing the same vectors at other positions.
 std::vector<double> rotated(const Scalar* x, std::int64_t h, const Step& cos, const Step& sin, std::int64_t p, bool interleaved) {
@@ -114,13 +120,13 @@ std::vector<double> rotated(const Scalar* x, std::int64_t h, const Step& cos, co
 
 // The relative-position property with this run's numbers: query row 0 and key row 0 of head 0 (before
 // rotation), placed at positions (1, 0) and again at (2, 1), give the same score.
-std::string rope_demonstration(const Trace& t, const Step& s) {
+std::string rope_demonstration(const Trace& t) {
   const Step* cos = t.find("rope.cos");
   const Step* sin = t.find("rope.sin");
-  const Step* qh = t.find("q.heads") != nullptr ? t.find("q.heads") : t.find("q");
-  const Step* kh = t.find("k.heads") != nullptr ? t.find("k.heads") : t.find("k");
+  const Step* qh = rows_step(t, "q.heads", "q");
+  const Step* kh = rows_step(t, "k.heads", "k");
   if (cos == nullptr || sin == nullptr || qh == nullptr || kh == nullptr || cos->value.shape()[0] < 3) return "";
-  const bool interleaved = s.formula.find("rotate_every_two") != std::string::npos;
+  const bool interleaved = t.config.rope_interleaved;
   const auto h = qh->value.shape().back();
   const Scalar* x = qh->value.data();
   const Scalar* y = kh->value.data();
@@ -148,7 +154,7 @@ std::string explain_step(const Trace& t, const Step& s) {
                        c.C);
   }
   if (id == "positions") {
-    if (s.formula.find("given") != std::string::npos) {
+    if (c.learned_positions) {
       return "Attention itself ignores order: shuffle the tokens and each one gets the same mixture. So a learned row per position "
              "is added to the embeddings, and the same token at another position becomes a different vector.";
     }
@@ -170,7 +176,7 @@ std::string explain_step(const Trace& t, const Step& s) {
     return "Rotary position embedding: instead of adding positions to x, each pair of a head's query features is rotated by an angle "
            "proportional to the query's position (keys likewise). The dot product of two rotated vectors depends on the difference of "
            "the angles, so q_m · k_n depends on where the tokens are only through m − n." +
-           rope_demonstration(t, s);
+           rope_demonstration(t);
   }
   if (id == "x.pos") {
     std::string same;  // two tokens with the same embedding (batch row 0), now told apart
@@ -451,11 +457,6 @@ std::string operand_row(const Step& operand, const Cell& c, std::int64_t row) {
   return fmt::format("{}[{}{}]", operand.id, lead, row);
 }
 
-// The step holding the heads-first rows of q or k ("q.heads"), or the flat one when H = 1.
-const Step* rows_step(const Trace& t, const char* heads, const char* flat) {
-  const Step* s = t.find(heads);
-  return s != nullptr ? s : t.find(flat);
-}
 
 // The logits the mask and the softmax read: capped, biased, scaled or the scores, the last one run.
 const Step* logits_step(const Trace& t) {
@@ -486,7 +487,7 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   const std::string lead = lead_text(e);  // "b, " (and "h, ") before a row index, as the step's own index reads
   const auto& id = s.id;
   if (id == "positions") {
-    if (s.formula.find("given") != std::string::npos) return fmt::format("{}\nlearned: feature {} of position {}'s row", here, e.col, e.row);
+    if (c.learned_positions) return fmt::format("{}\nlearned: feature {} of position {}'s row", here, e.col, e.row);
     return fmt::format("{}\n= {}({} / 10000^({}/{})): position {}, column pair {}", here, e.col % 2 == 0 ? "sin" : "cos", e.row,
                        e.col - e.col % 2, c.C, e.row, e.col / 2);
   }
@@ -512,7 +513,7 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     const auto pairs = cs->value.shape().back();
     const auto f = e.col;
     if (f >= 2 * pairs) return fmt::format("{}\n= {}[…, {}]: past the R = {} rotated features, unchanged", here, in->id, f, 2 * pairs);
-    const bool interleaved = s.formula.find("rotate_every_two") != std::string::npos;
+    const bool interleaved = c.rope_interleaved;
     const bool second = interleaved ? f % 2 == 1 : f >= pairs;
     const std::int64_t i = interleaved ? f / 2 : (second ? f - pairs : f);
     const std::int64_t u = interleaved ? 2 * i : i, w = interleaved ? u + 1 : i + pairs;
@@ -600,8 +601,7 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   if (id == "capped") {
     const Step* in = t.find("biased") != nullptr ? t.find("biased") : t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
     if (in == nullptr) return here;
-    const auto eq = s.formula.find("= "), dot = s.formula.find(" · ");
-    const std::string cap = eq != std::string::npos && dot != std::string::npos && dot > eq ? s.formula.substr(eq + 2, dot - eq - 2) : "c";
+    const std::string cap = c.softcap > 0 ? fmt::format("{:g}", c.softcap) : "c";
     return fmt::format("{}\n= {} · tanh({}[…] / {}) = {} · tanh({} / {})", here, cap, in->id, cap, cap, num(in->value.at(flat)), cap);
   }
   if (id == "mask.add") return fmt::format("{}\nadded to the scaled score before the softmax", here);

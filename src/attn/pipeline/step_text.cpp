@@ -38,11 +38,11 @@ std::string x_name(const Spec& s) { return s.positions != Positions::None ? "x.p
 
 std::string scaled_name(const Spec& s) { return s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
 
+// The scores with the ALiBi bias when there is one: what soft-capping reads.
+std::string biased_name(const Spec& s) { return s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased"; }
+
 // The logits the mask and the softmax read: capped, else biased, else scaled (or the scores).
-std::string logits_name(const Spec& s) {
-  if (s.softcap) return "capped";
-  return s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased";
-}
+std::string logits_name(const Spec& s) { return s.softcap ? "capped" : biased_name(s); }
 
 // q, k, v: a part of the fused projection, given, or projected on their own.
 StepText projection(StepId step, const Spec& s) {
@@ -248,8 +248,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
                        : "no positions are added to x: a key's score moves by its distance from the query, down behind it, up after it",
               bhts};
     case StepId::Capped:
-      return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(*s.softcap),
-                                                s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased"),
+      return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(*s.softcap), biased_name(s)),
               fmt::format("Gemma 2's logit soft-capping: every score stays within (−{0}, {0}); small ones pass almost unchanged (tanh x ≈ x)",
                           compact_number(*s.softcap)),
               bhts};
@@ -291,10 +290,13 @@ TraceConfig make_config(const Spec& s) {
   c.causal = s.causal;
   c.lengths = s.lengths;
   c.window = s.window;
+  c.learned_positions = s.positions == Positions::Learned;
+  c.softcap = s.softcap.value_or(0);
   if (s.rope) {
     c.first_position = s.rope->table_first;
     c.query_first_position = s.rope->offset;
     c.key_first_position = s.rope->key_first;
+    c.rope_interleaved = s.rope->style == RopeStyle::Interleaved;
   }
   c.tokens = s.tokens;
   c.source_tokens = s.source_tokens;

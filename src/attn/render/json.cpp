@@ -85,6 +85,9 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   out << "    \"causal\": " << (c.causal ? "true" : "false") << ",\n";
   out << fmt::format("    \"padding_lengths\": [{}],\n", fmt::join(c.lengths, ", "));
   if (c.window > 0) out << fmt::format("    \"window\": {},\n", c.window);
+  if (c.rope_interleaved) out << "    \"rope_interleaved\": true,\n";
+  if (c.learned_positions) out << "    \"learned_positions\": true,\n";
+  if (c.softcap > 0) out << fmt::format("    \"softcap\": {},\n", c.softcap);
   if (c.first_position != 0 || c.query_first_position != 0 || c.key_first_position != 0) {
     out << fmt::format("    \"first_position\": {}, \"query_first_position\": {}, \"key_first_position\": {},\n", c.first_position,
                        c.query_first_position, c.key_first_position);
@@ -175,6 +178,9 @@ TraceConfig config_of(const json& cj) {
   c.causal = cj.value("causal", false);
   c.lengths = cj.value("padding_lengths", std::vector<std::int64_t>{});
   c.window = size("window", 0);
+  c.rope_interleaved = cj.value("rope_interleaved", false);
+  c.learned_positions = cj.value("learned_positions", false);
+  c.softcap = cj.contains("softcap") && cj["softcap"].is_number() ? cj["softcap"].get<Scalar>() : 0;
   c.first_position = size("first_position", 0);
   c.query_first_position = size("query_first_position", 0);
   c.key_first_position = size("key_first_position", 0);
