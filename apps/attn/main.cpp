@@ -240,6 +240,7 @@ void setup_cost(CLI::App& app, CostOptions& o) {
   cost->add_option("--S", o.sizes.S, "key/value length (cross; default T)");
   cost->add_option("--C", o.sizes.C, "model width");
   cost->add_option("--H", o.sizes.H, "heads (default 1)");
+  cost->add_option("--kv-heads", o.sizes.Hkv, "key/value heads, grouped-query attention (default H)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--Cs", o.sizes.Cs, "source width (cross; default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--dk", o.sizes.dk, "query/key width H·hs (default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--dv", o.sizes.dv, "value width H·hv (default dk)")->check(CLI::Range(std::int64_t{1}, kMaxSize));

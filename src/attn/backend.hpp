@@ -72,6 +72,10 @@ class Backend {
   virtual BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
                                      bool interleaved) = 0;
 
+  // a (B, G, L, h) -> (B, G·n, L, h): each head repeated n times. Head g·n + r is a's head g, as HF
+  // Llama's repeat_kv (grouped-query attention); tiled puts a's head g at g, G + g, 2G + g, … instead.
+  virtual BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) = 0;
+
   // a (...) -> cap · tanh(a / cap), the division and the product in float32 (logit soft-capping)
   virtual BackendTensor soft_cap(const BackendTensor& a, Scalar cap) = 0;
   // slopes (H) -> (H, T, S): −slopes[h] · (i + offset − j), ALiBi's bias (one product, rounded once)

@@ -58,6 +58,10 @@ Spec spec_from_sizes(const SizeArgs& a) {
   s.mode = a.mode;
   s.causal = a.mode == Mode::Causal;
   s.H = a.H;
+  if (a.Hkv < 0 || (a.Hkv > 0 && a.H % a.Hkv != 0)) {
+    throw InputError(fmt::format("--kv-heads: expected a divisor of H = {} (each key/value head serves H / kv_heads query heads), got {}", a.H, a.Hkv));
+  }
+  s.Hkv = a.Hkv > 0 ? a.Hkv : a.H;
   s.B = a.B, s.T = a.T, s.C = a.C;
   s.S = a.mode == Mode::Cross ? (a.S > 0 ? a.S : a.T) : a.T;
   s.Cs = a.mode == Mode::Cross && a.Cs > 0 ? a.Cs : a.C;
@@ -73,11 +77,11 @@ Spec spec_from_sizes(const SizeArgs& a) {
   s.x = Tensor::shape_only({s.B, s.T, s.C});
   if (s.cross()) s.source = Tensor::shape_only({s.B, s.S, s.Cs});
   if (a.fused && !s.cross()) {
-    s.w.W_qkv = Tensor::shape_only({s.C, 2 * s.dk + s.dv});
+    s.w.W_qkv = Tensor::shape_only({s.C, s.dk + s.dkv() + s.dvkv()});
   } else {
     s.w.W_q = Tensor::shape_only({s.C, s.dk});
-    s.w.W_k = Tensor::shape_only({s.Cs, s.dk});
-    s.w.W_v = Tensor::shape_only({s.Cs, s.dv});
+    s.w.W_k = Tensor::shape_only({s.Cs, s.dkv()});
+    s.w.W_v = Tensor::shape_only({s.Cs, s.dvkv()});
   }
   if (a.output_projection) s.w.W_o = Tensor::shape_only({s.dv, s.Co});
   s.tokens = {{}};
@@ -122,6 +126,14 @@ void render_cost(const Spec& spec, std::ostream& out) {
   out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}\n", "total", w_id, "", w_shape, human_flops(flops), human_bytes(kept_bytes(plan)));
   out << fmt::format("\none [T, S] attention matrix: {} × {} × 4 bytes = {}\n", c.T, c.S,
                      human_bytes(static_cast<double>(c.T) * static_cast<double>(c.S) * 4));
+  if (spec.entry != Entry::Scores && spec.hs() > 0) {
+    // generation keeps every earlier token's k and v (attn decode): this layer's share per token
+    const std::int64_t per_token = spec.Hkv * (spec.hs() + spec.hv()) * static_cast<std::int64_t>(sizeof(Scalar));
+    out << fmt::format("KV cache: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} per token per batch row{}; {} for S = {} keys{}\n",
+                       spec.Hkv, spec.hs(), spec.hv(), human_bytes(static_cast<double>(per_token)),
+                       spec.grouped() ? fmt::format(" ({}× less than H = {} kv heads would keep)", spec.H / spec.Hkv, spec.H) : "",
+                       human_bytes(static_cast<double>(per_token * c.S * c.B)), c.S, c.B > 1 ? fmt::format(" × B = {}", c.B) : "");
+  }
 
   // Growth: the same problem at T·2^k, six rows from T/4 where that is a whole number (S follows T
   // unless cross-attention fixed it).
@@ -144,8 +156,8 @@ void render_cost(const Spec& spec, std::ostream& out) {
     g.x = Tensor::shape_only({g.B, t, g.C});
     if (g.positions != Positions::None) g.position_table = Tensor::shape_only({t, g.C});
     if (g.rope) g.rope->cos = g.rope->sin = Tensor::shape_only({g.rope->place(t, g.S, g.cross()), g.rope->dims / 2});
-    if (g.entry == Entry::QKV) g.q = Tensor::shape_only({g.B, t, g.dk}), g.k = Tensor::shape_only({g.B, g.S, g.dk}),
-                               g.v = g.v.shape().empty() ? g.v : Tensor::shape_only({g.B, g.S, g.dv});
+    if (g.entry == Entry::QKV) g.q = Tensor::shape_only({g.B, t, g.dk}), g.k = Tensor::shape_only({g.B, g.S, g.dkv()}),
+                               g.v = g.v.shape().empty() ? g.v : Tensor::shape_only({g.B, g.S, g.dvkv()});
     if (g.entry == Entry::Scores) {
       g.scores = Tensor::shape_only({g.B, g.H, t, g.S});
       if (!g.v.shape().empty()) g.v = Tensor::shape_only({g.B, g.S, g.dv});

@@ -27,6 +27,7 @@ void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& 
 
 struct SizeArgs {
   std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1;
+  std::int64_t Hkv = 0;  // key/value heads (grouped-query); 0: H
   std::int64_t Cs = 0, dk = 0, dv = 0, Co = 0;  // 0: C (Cs, dk, Co) and dk (dv)
   Mode mode = Mode::Self;
   bool batched = false;

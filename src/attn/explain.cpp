@@ -225,6 +225,31 @@ std::string explain_step(const Trace& t, const Step& s) {
   if (id == "v") {
     return "Row j is token j's value: what it passes on when attended to. Each output row will be a weighted average of these rows.";
   }
+  const bool kv_group = c.Hkv != c.H && (id.starts_with("k") || id.starts_with("v"));
+  if (kv_group && (id.ends_with(".view") || id.ends_with(".heads"))) {
+    const bool value = id.starts_with("v");
+    const auto h = value ? c.hv : c.hs;
+    return fmt::format("Grouped-query attention: the {} have only Hkv = {} heads of {} = {}, not H = {}, so {} = {} features split into "
+                       "Hkv heads{}. Each kv head will serve H / Hkv = {} query heads.",
+                       value ? "values" : "keys", c.Hkv, value ? "hv" : "hs", h, c.H, value ? "Hkv·hv" : "Hkv·hs", c.Hkv * h,
+                       id.ends_with(".view") ? " (a view: nothing moves)" : ", heads first", c.H / c.Hkv);
+  }
+  if (id == "k.repeat" || id == "v.repeat") {
+    const std::int64_t n = c.H / c.Hkv;
+    const bool key = id == "k.repeat";
+    const auto per_token = c.Hkv * (c.hs + (c.hv > 0 ? c.hv : c.hs)) * 4, full = c.H * (c.hs + (c.hv > 0 ? c.hv : c.hs)) * 4;
+    if (!key) {
+      return fmt::format("The values are lined up the same way: query head h mixes the values of kv head ⌊h / {}⌋, so heads of a "
+                         "group attend differently but read the same value rows.",
+                         n);
+    }
+    return fmt::format("{}: k and v have only Hkv = {} heads, and each serves H / Hkv = {} query heads. repeat_kv copies kv head g "
+                       "to query heads {}·g .. {}·g + {}, in a row (an interleave, not a tile), so head h's queries meet kv head ⌊h / {}⌋'s "
+                       "keys. The copy is only for the product: a cache of past keys and values keeps the Hkv heads, {} bytes per token "
+                       "instead of {} with H heads ({}× less memory to read per generated token).",
+                       c.Hkv == 1 ? "Multi-query attention (one kv head)" : "Grouped-query attention", c.Hkv, n, n, n, n - 1, n, per_token,
+                       full, n);
+  }
   if (id.ends_with(".view") && c.general) {
     const bool value = id.starts_with("v");
     const auto width = value ? c.dv : c.dk, h = value ? c.hv : c.hs;
@@ -465,9 +490,16 @@ const Step* logits_step(const Trace& t) {
   return t.find("scores");
 }
 
+// The key rows k.repeat copies: rotated when RoPE ran, else the kv heads.
+const Step* score_rows_step_before_repeat(const Trace& t) {
+  if (const Step* s = t.find("k.rope")) return s;
+  return rows_step(t, "k.heads", "k");
+}
+
 // The rows the scores multiply: rotated when RoPE ran ("q.rope"), else the heads.
 const Step* score_rows_step(const Trace& t, char which) {
   const std::string id(1, which);
+  if (const Step* s = which == 'k' ? t.find("k.repeat") : nullptr) return s;  // grouped-query: the kv heads lined up
   if (const Step* s = t.find(id + ".rope")) return s;
   return rows_step(t, (id + ".heads").c_str(), id.c_str());
 }
@@ -552,6 +584,13 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     const std::string batch = r > 3 ? fmt::format("{}, ", e.at[0]) : "";
     return fmt::format("{}\n= {}[{}{}, {}]: the same number, column {} = {}·{} + {} regrouped as head {}, feature {}", here, id.substr(0, 1),
                        batch, e.at[r - 3], h * width + d, h * width + d, h, width, d, h, d);
+  }
+  if (id == "k.repeat" || id == "v.repeat") {
+    const auto r = e.at.size();
+    const std::int64_t n = c.H / c.Hkv, h = e.at[r - 3];
+    const Step* in = id == "k.repeat" ? score_rows_step_before_repeat(t) : rows_step(t, "v.heads", "v");
+    return fmt::format("{}\n= {}[{}{}{}, {}]: query head {} reads kv head ⌊{} / {}⌋ = {}", here, in != nullptr ? in->id : "k", r > 3 ? fmt::format("{}, ", e.at[0]) : "",
+                       c.Hkv > 1 ? fmt::format("{}, ", h / n) : "", e.at[r - 2], e.at[r - 1], h, h, n, h / n);
   }
   if (id == "q.heads" || id == "k.heads" || id == "v.heads") {
     const auto r = e.at.size();
@@ -647,7 +686,7 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   }
   if (id == "context") {
     const Step* w = t.find("weights");
-    const Step* vs = rows_step(t, "v.heads", "v");
+    const Step* vs = t.find("v.repeat") != nullptr ? t.find("v.repeat") : rows_step(t, "v.heads", "v");
     if (w == nullptr || vs == nullptr) return here;
     const auto S = w->value.shape().back(), hv = vs->value.shape().back();
     std::vector<std::pair<Scalar, Scalar>> tv;

@@ -35,6 +35,9 @@ class ShapeBackend final : public Backend {
     flops_ += static_cast<double>(slopes.shape[0] * T * S);
     return {{slopes.shape[0], T, S}, nullptr};
   }
+  BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool) override {
+    return {{a.shape[0], a.shape[1] * n, a.shape[2], a.shape[3]}, nullptr};
+  }
   BackendTensor transpose_last2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1]}, nullptr}; }
   BackendTensor swap_axes_1_2(const BackendTensor& a) override { return {{a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, nullptr}; }
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t, std::int64_t width) override { return {{a.shape[0], width}, nullptr}; }

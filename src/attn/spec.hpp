@@ -20,12 +20,12 @@ using Labels = std::vector<std::vector<std::string>>;
 // Projection weights, always stored in x@W form ([in, out]) whatever layout the input used.
 struct Weights {
   std::optional<Tensor> W_q;           // [C, dk]
-  std::optional<Tensor> W_k, W_v;      // [Cs, dk], [Cs, dv]
-  std::optional<Tensor> W_qkv;         // [C, 2·dk + dv]: q, k, v in that order
+  std::optional<Tensor> W_k, W_v;      // [Cs, Hkv·hs], [Cs, Hkv·hv] (dk, dv unless grouped)
+  std::optional<Tensor> W_qkv;         // [C, dk + Hkv·hs + Hkv·hv]: q, k, v in that order
   std::optional<Tensor> W_o;           // [dv, Co]
-  std::optional<Tensor> b_q, b_k;      // [dk]
-  std::optional<Tensor> b_v;           // [dv]
-  std::optional<Tensor> b_qkv;         // [2·dk + dv]
+  std::optional<Tensor> b_q, b_k;      // [dk], [Hkv·hs]
+  std::optional<Tensor> b_v;           // [Hkv·hv]
+  std::optional<Tensor> b_qkv;         // [dk + Hkv·hs + Hkv·hv]
   std::optional<Tensor> b_o;           // [Co]
 };
 
@@ -45,6 +45,7 @@ struct Spec {
   std::string title;
   Mode mode = Mode::Self;
   std::int64_t H = 1;  // heads; hs = C / H
+  std::int64_t Hkv = 1;  // key/value heads (kv_heads, grouped-query attention): query head h reads kv head h / (H / Hkv); H when not grouped
   Layout layout = Layout::XW;
   ScaleKind scale_kind = ScaleKind::SqrtDk;
   Scalar scale_number = 1;
@@ -103,8 +104,8 @@ struct Spec {
   Tensor source;  // (B, S, Cs)  cross with embeddings
   Weights w;      //             Entry::Embeddings
   Tensor q;       // (B, T, dk)  Entry::QKV
-  Tensor k;       // (B, S, dk)  Entry::QKV
-  Tensor v;       // (B, S, dv)  Entry::QKV; optional there and with Entry::Scores
+  Tensor k;       // (B, S, Hkv·hs)  Entry::QKV
+  Tensor v;       // (B, S, Hkv·hv)  Entry::QKV; optional there and with Entry::Scores
   Tensor scores;  // (B, H, T, S) Entry::Scores
 
   std::vector<Expectation> expect;       // attn check: what a document printed, per step
@@ -114,6 +115,10 @@ struct Spec {
 
   std::int64_t hs() const { return dk > 0 ? dk / H : 0; }
   std::int64_t hv() const { return dv > 0 ? dv / H : 0; }
+  // Grouped-query attention: fewer key/value heads than query heads, k Hkv·hs and v Hkv·hv wide.
+  bool grouped() const { return Hkv != H; }
+  std::int64_t dkv() const { return hs() * Hkv; }
+  std::int64_t dvkv() const { return hv() * Hkv; }
   // Some width differs from C: shapes then use the general letters (dk, dv, Co, Cs, hv).
   bool general() const { return Cs != C || dk != C || dv != C || Co != C; }
   bool cross() const { return mode == Mode::Cross; }

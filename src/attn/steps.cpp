@@ -25,6 +25,8 @@ const std::vector<StepInfo>& all_steps() {
       {StepId::RopeSin, "rope.sin", "Rotary sines"},
       {StepId::QRope, "q.rope", "Queries rotated"},
       {StepId::KRope, "k.rope", "Keys rotated"},
+      {StepId::KRepeat, "k.repeat", "Key heads repeated", true},
+      {StepId::VRepeat, "v.repeat", "Value heads repeated", true},
       {StepId::KT, "k.T", "Keys transposed", true},
       {StepId::Scores, "scores", "Attention scores"},
       {StepId::Scaled, "scaled", "Scaled scores"},

@@ -12,6 +12,7 @@ std::string axis_label(const TraceConfig& c, Dim dim, std::int64_t index, std::i
     if (index >= 0 && index < static_cast<std::int64_t>(row.size())) return row[static_cast<std::size_t>(index)];
   }
   if (dim == Dim::H) return fmt::format("h{}", index);
+  if (dim == Dim::Hkv) return fmt::format("kv{}", index);
   if (dim == Dim::P) return fmt::format("p{}", c.first_position + index);
   return fmt::format("{}", index);
 }
@@ -34,11 +35,12 @@ std::string distinct_axis_label(const TraceConfig& c, Dim dim, std::int64_t inde
 }
 
 std::string widths_text(const TraceConfig& c, std::string_view sep) {
+  const std::string kv = c.Hkv != c.H ? fmt::format("{}Hkv = {}", sep, c.Hkv) : "";
   if (c.C <= 0) return fmt::format("H = {}", c.H);
-  if (!c.general) return fmt::format("C = {1}{0}H = {2}{0}hs = {3}", sep, c.C, c.H, c.hs);
+  if (!c.general) return fmt::format("C = {1}{0}H = {2}{4}{0}hs = {3}", sep, c.C, c.H, c.hs, kv);
   std::string out = fmt::format("C = {}", c.C);
   if (c.mode == Mode::Cross) out += fmt::format("{}Cs = {}", sep, c.Cs);
-  return out + fmt::format("{0}dk = {1}{0}dv = {2}{0}Co = {3}{0}H = {4}{0}hs = {5}{0}hv = {6}", sep, c.dk, c.dv, c.Co, c.H, c.hs, c.hv);
+  return out + fmt::format("{0}dk = {1}{0}dv = {2}{0}Co = {3}{0}H = {4}{7}{0}hs = {5}{0}hv = {6}", sep, c.dk, c.dv, c.Co, c.H, c.hs, c.hv, kv);
 }
 
 std::string position_label(const TraceConfig& c, const Dims& dims, const Shape& shape, std::int64_t flat) {
@@ -61,6 +63,7 @@ std::string position_label(const TraceConfig& c, const Dims& dims, const Shape& 
     const Dim d = dims[a];
     if (d == Dim::B) parts.push_back(fmt::format("batch {}", idx[a]));
     else if (d == Dim::H) parts.push_back(fmt::format("head {}", idx[a]));
+    else if (d == Dim::Hkv) parts.push_back(fmt::format("kv head {}", idx[a]));
     else if (is_token_axis(d)) {
       const char* role = token_axes < 2 ? "token" : (seen++ == 0 ? "query" : "key");
       parts.push_back(fmt::format("{} \"{}\"", role, axis_label(c, d, idx[a], b)));

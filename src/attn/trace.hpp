@@ -35,6 +35,7 @@ struct TraceConfig {
   Mode mode = Mode::Self;
   bool batched = false;
   std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1, hs = 0;  // C, hs = 0: unknown (scores given)
+  std::int64_t Hkv = 1;  // key/value heads; H unless grouped-query (kv_heads)
   std::int64_t Cs = 0, dk = 0, dv = 0, Co = 0, hv = 0;      // the general widths (0: unknown)
   bool general = false;  // some width differs from C: shapes use dk, dv, Co, Cs, hv
   Layout layout = Layout::XW;

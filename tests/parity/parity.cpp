@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
       {"dk != C, dv != dk, Co != dv", R"({"mode": "causal", "heads": 3, "random": {"seed": 9, "B": 2, "T": 7, "C": 10, "dk": 6, "dv": 9, "Co": 5, "output_projection": true}})"},
       {"cross Cs != C", R"({"mode": "cross", "heads": 2, "random": {"seed": 9, "T": 5, "S": 3, "C": 8, "Cs": 3, "dk": 4, "dv": 2, "output_projection": true}})"},
       {"fused 2dk+dv", R"({"mode": "multi-head", "heads": 2, "dv": 6, "random": {"seed": 9, "B": 2, "T": 4, "C": 5, "dk": 4, "fused": true}})"},
+      // today's variants past a thread block: RoPE (both styles, partial, offset), grouped heads, windows, ALiBi, capping
+      {"rope half, kv_heads 2 of 8, window", random_spec("causal", 2, 300, 300, 64, 8, R"("kv_heads": 2, "window": 37, "rope": {"offset": 5})")},
+      {"rope interleaved partial, multi-query", random_spec("causal", 1, 129, 129, 48, 4, R"("kv_heads": 1, "rope": {"style": "interleaved", "dims": 6})")},
+      {"alibi H=6, softcap, sinusoidal", random_spec("causal", 2, 65, 65, 24, 6, R"("alibi": true, "softcap": 5, "positions": "sinusoidal")")},
+      {"cross, rope, kv_heads, fused", R"({"mode": "cross", "heads": 4, "kv_heads": 2, "rope": {}, "random": {"seed": 3, "T": 9, "S": 5, "C": 16, "fused": true}})"},
   };
   for (const auto& [name, text] : randoms) problems.push_back({name, attn::parse_spec(text, name)});
   int bad = 0;

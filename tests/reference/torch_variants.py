@@ -16,6 +16,10 @@ Variants checked so far:
   alibi:     Press et al.'s linear biases, −m_h · (i − j) added to the scaled scores, with the slopes of
              their get_slopes (powers of two and the interpolation between them) or given ones.
   softcap:   Gemma 2's logit soft-capping, c · tanh(logits / c), after ALiBi and before the mask.
+  kv_heads:  grouped-query attention (Ainslie et al. 2023; Hkv = 1 is Shazeer's multi-query): W_k and
+             W_v Hkv·hs and Hkv·hv wide, the kv heads lined up with the query heads by HF Llama's
+             repeat_kv (expand then reshape: query head h reads kv head h // (H / Hkv)), combined
+             with RoPE, windows, cross mode, a fused W_qkv, given q/k/v, odd T and other value widths.
   positions: "sinusoidal" (Vaswani et al. 2017, section 3.5: PE[p, 2i] = sin(p / 10000^(2i/C)),
              PE[p, 2i+1] = cos(...)) and {"learned": table} (GPT-2's wpe: row p added to token p),
              added to x before the projections.
@@ -86,6 +90,14 @@ def apply_rope(x, cos, sin, R, style):
         c, s = cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
         rot = rot * c + rotate_every_two(rot) * s
     return torch.cat((rot, rest), dim=-1)
+
+
+def repeat_kv(x, n_rep):
+    """HF Llama's repeat_kv: (B, Hkv, L, d) -> (B, Hkv·n_rep, L, d), each kv head n_rep times in a row."""
+    B, Hkv, L, d = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, None, :, :].expand(B, Hkv, n_rep, L, d).reshape(B, Hkv * n_rep, L, d)
 
 
 def get_slopes(n):
@@ -354,6 +366,88 @@ def main():
         compare(name + " weights", "alibi" if use_alibi else "softcap", got.get("weights"), shaped(weights))
         compare(name + " context", "alibi" if use_alibi else "softcap", got.get("context"), shaped(ctx))
 
+
+    # ---- kv_heads (grouped-query attention) -------------------------------------------------------
+    for case in range(48):
+        B = [None, 2][case % 2]
+        H = [2, 4, 6, 8][(case // 2) % 4]
+        Hkv = [1, 2, H][case % 3] if H % [1, 2, H][case % 3] == 0 else 1
+        hs = [2, 4, 6][(case // 3) % 3]
+        hv = hs if case % 5 != 3 else hs + 1
+        entry = ["separate", "fused", "given"][(case // 4) % 3]
+        mode = ["self", "causal", "cross"][(case // 6) % 3] if entry != "fused" else ["self", "causal"][(case // 6) % 2]
+        T = [1, 3, 5, 6, 7][case % 5]
+        S = [2, 5, 4][case % 3] if mode == "cross" else T
+        use_rope = case % 4 != 1
+        style = ["half", "interleaved"][(case // 5) % 2]
+        R = hs if case % 7 != 2 else 2
+        offset = [0, 4][(case // 8) % 2]
+        W = [None, 1, 2, 3][(case // 3) % 4] if mode == "causal" else None
+        C, Bn = H * hs, B or 1
+        problem = {"mode": mode, "heads": H, "kv_heads": Hkv}
+        if use_rope:
+            problem["rope"] = {"style": style, "dims": R, "offset": offset}
+        if W:
+            problem["window"] = W
+        unb = lambda a: (a if B else a[0]).tolist()
+        f64 = lambda a: torch.tensor(a, dtype=torch.float64)
+        if entry == "given":
+            q = rng.standard_normal((Bn, T, H * hs)).astype(np.float32)
+            k = rng.standard_normal((Bn, S, Hkv * hs)).astype(np.float32)
+            v = rng.standard_normal((Bn, S, Hkv * hv)).astype(np.float32)
+            problem.update({"q": unb(q), "k": unb(k), "v": unb(v)})
+            qt, kt, vt = f64(q), f64(k), f64(v)
+        else:
+            Cs = C + 1 if mode == "cross" and case % 2 == 0 else C
+            x = rng.standard_normal((Bn, T, C)).astype(np.float32)
+            src = rng.standard_normal((Bn, S, Cs)).astype(np.float32) if mode == "cross" else x
+            wq = rng.standard_normal((C, H * hs)).astype(np.float32) / np.sqrt(C)
+            wk = rng.standard_normal((Cs, Hkv * hs)).astype(np.float32) / np.sqrt(C)
+            wv = rng.standard_normal((Cs, Hkv * hv)).astype(np.float32) / np.sqrt(C)
+            problem["embeddings"] = unb(x)
+            if mode == "cross":
+                problem["source"] = {"embeddings": unb(src)}
+            if entry == "fused":
+                problem["weights"] = {"W_qkv": np.concatenate([wq, wk, wv], axis=1).tolist()}
+                if hv != hs:
+                    problem["dv"] = H * hv
+            else:
+                problem["weights"] = {"W_q": wq.tolist(), "W_k": wk.tolist(), "W_v": wv.tolist()}
+            qt, kt, vt = f64(x) @ f64(wq), f64(src) @ f64(wk), f64(src) @ f64(wv)
+        name = (f"kv_heads case {case} (H={H}, Hkv={Hkv}, hs={hs}, hv={hv}, {entry}, {mode}, B={B}, T={T}, S={S}"
+                f"{f', rope {style} R={R} offset={offset}' if use_rope else ''}{f', window {W}' if W else ''})")
+        got = traced(name, problem)
+        if got is None:
+            continue
+        qh = qt.view(Bn, T, H, hs).transpose(1, 2)
+        kh = kt.view(Bn, S, Hkv, hs).transpose(1, 2)
+        vh = vt.view(Bn, S, Hkv, hv).transpose(1, 2)
+        if use_rope:
+            key_first = 0 if mode == "cross" else offset + T - S
+            first = min(offset, key_first)
+            cos, sin = rope_tables(torch.arange(first, max(offset + T, key_first + S)), R, 10000.0)
+            qh = apply_rope(qh, cos[offset - first: offset - first + T], sin[offset - first: offset - first + T], R, style)
+            kh = apply_rope(kh, cos[key_first - first: key_first - first + S], sin[key_first - first: key_first - first + S], R, style)
+        kr, vr = repeat_kv(kh, H // Hkv), repeat_kv(vh, H // Hkv)
+        scores = qh @ kr.transpose(-2, -1) / hs ** 0.5
+        if mode == "causal":
+            i, j = torch.arange(T)[:, None], torch.arange(S)[None, :]
+            keep = (j <= i) & ~(j <= i - W) if W else (j <= i)
+            scores = scores.masked_fill(~keep, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        ctx = weights @ vr
+        merged = ctx.transpose(1, 2).reshape(Bn, T, H * hv)
+        unbatch = lambda t: t if B else t[0]
+        if Hkv != H:
+            compare(name + " k.repeat", "kv_heads", got.get("k.repeat"), unbatch(kr))
+            compare(name + " v.repeat", "kv_heads", got.get("v.repeat"), unbatch(vr))
+        elif "k.repeat" in got:
+            failures.append(name + ": k.repeat shown with Hkv = H (nothing is repeated)")
+        if use_rope:
+            compare(name + " k.rope", "kv_heads", got.get("k.rope"), unbatch(kh[:, 0] if Hkv == 1 else kh))
+        compare(name + " weights", "kv_heads", got.get("weights"), unbatch(weights))
+        compare(name + " merged", "kv_heads", got.get("merged"), unbatch(merged))
+
     # refused inputs: exit 2 and the JSON path
     base = {"mode": "self", "embeddings": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
             "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}
@@ -380,6 +474,14 @@ def main():
         ({"alibi": {"slope": [0.5]}}, "alibi.slope"),
         ({"softcap": 0}, "softcap"),
         ({"softcap": "50"}, "softcap"),
+        ({"heads": 2, "kv_heads": 3, "embeddings": [[1.0, 0.0, 1.0, 0.0]]}, "kv_heads"),
+        ({"heads": 2, "kv_heads": 0}, "kv_heads"),
+        ({"heads": 2, "kv_heads": "1"}, "kv_heads"),
+        ({"heads": 2, "kv_heads": 1, "weights": {"W_q": "identity", "W_k": "identity", "W_v": [[1.0], [0.0]]}}, "weights.W_k"),
+        ({"heads": 4, "kv_heads": 2, "embeddings": [[1.0, 0.0, 1.0, 0.0]],
+          "weights": {"W_q": "identity", "W_k": [[1.0, 0.0]] * 4, "W_v": [[1.0, 0.0, 0.0]] * 4}}, "weights.W_v"),
+        ({"heads": 2, "kv_heads": 1, "weights": {"W_qkv": [[1.0] * 5] * 2}}, "weights.W_qkv"),
+        ({"heads": 2, "kv_heads": 1, "weights": {"W_q": "identity", "W_k": [[1.0], [0.0]], "W_v": [[1.0], [0.0]], "b_k": [0.0, 0.0]}}, "weights.b_k"),
     ]
     for extra, path in refusals:
         rc, _, err = run(attn, {**base, **extra})
@@ -390,6 +492,13 @@ def main():
     checked += 1
     if rc != 2 or not err.startswith("attn: rope"):
         failures.append(f"rope with scores given: exit {rc}, {err.strip()!r}")
+    for problem, path in [({"mode": "self", "scores": [[1.0, 0.0], [0.0, 1.0]], "heads": 1, "kv_heads": 1}, "kv_heads"),
+                          ({"mode": "self", "heads": 2, "kv_heads": 1, "q": [[1.0, 0.0]], "k": [[1.0, 0.0]]}, "k"),
+                          ({"mode": "self", "heads": 4, "kv_heads": 2, "q": [[1.0, 0.0, 1.0, 0.0]], "k": [[1.0, 0.0]], "v": [[1.0, 2.0, 3.0]]}, "v")]:
+        rc, _, err = run(attn, problem)
+        checked += 1
+        if rc != 2 or not err.startswith(f"attn: {path}"):
+            failures.append(f"refusal {problem}: exit {rc}, {err.strip()!r} (wanted exit 2 naming {path})")
     rc, _, err = run(attn, {"mode": "self", "q": [[1.0]], "k": [[1.0]], "v": [[1.0]], "positions": "sinusoidal"})
     checked += 1
     if rc != 2 or "positions" not in err:

@@ -352,6 +352,21 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
+  BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
+    require(a.shape.size() == 4 && n >= 1, "repeat_heads wants (B, G, L, h) and n >= 1", a);
+    const auto B = a.shape[0], G = a.shape[1], plane = a.shape[2] * a.shape[3];
+    Tensor out = Tensor::uninitialized({B, G * n, a.shape[2], a.shape[3]});
+    const Scalar* src = host(a).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(B * G * n * plane)))
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < G * n; ++h) {
+        const std::int64_t g = tiled ? h % G : h / n;
+        std::copy(src + (b * G + g) * plane, src + (b * G + g + 1) * plane, dst + (b * G * n + h) * plane);
+      }
+    return wrap(std::move(out));
+  }
+
   BackendTensor transpose_last2(const BackendTensor& a) override {
     // a (N, m, n) -> (N, n, m)
     require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);

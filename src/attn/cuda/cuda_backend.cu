@@ -93,6 +93,15 @@ __global__ void k_distance_bias(const Scalar* slopes, Scalar* out, std::int64_t 
   }
 }
 
+// out (B, G·n, L, h) from a (B, G, L, h): head k of out is a's head k / n (repeat_kv), or k % G tiled
+__global__ void k_repeat_heads(const Scalar* a, Scalar* out, std::int64_t B, std::int64_t G, std::int64_t n, std::int64_t plane, bool tiled) {
+  GRID_STRIDE(o, B * G * n * plane) {
+    const std::int64_t e = o % plane, k = (o / plane) % (G * n), b = o / (plane * G * n);
+    const std::int64_t g = tiled ? k % G : k / n;
+    out[o] = a[(b * G + g) * plane + e];
+  }
+}
+
 // out (N, n, m)[i][c][r] = a (N, m, n)[i][r][c]
 __global__ void k_transpose_last2(const Scalar* a, Scalar* out, std::int64_t N, std::int64_t m, std::int64_t n) {
   GRID_STRIDE(o, N * m * n) {
@@ -272,6 +281,13 @@ class CudaBackend final : public Backend {
     auto out = make({H, T, S});
     k_distance_bias<<<grid(H * T * S), kThreads>>>(dev(slopes), dev(out), H, T, S, offset);
     launched("distance_bias");
+    return out;
+  }
+
+  BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
+    auto out = make({a.shape[0], a.shape[1] * n, a.shape[2], a.shape[3]});
+    k_repeat_heads<<<grid(element_count(out.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], n, a.shape[2] * a.shape[3], tiled);
+    launched("repeat_heads");
     return out;
   }
 

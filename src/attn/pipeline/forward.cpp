@@ -17,8 +17,8 @@ namespace {
 using BT = BackendTensor;
 
 struct Flat {
-  BT q, k;             // (B, T, dk), (B, S, dk)
-  std::optional<BT> v;  // (B, S, dv); none when scores or q, k are given without v
+  BT q, k;             // (B, T, dk), (B, S, Hkv·hs)
+  std::optional<BT> v;  // (B, S, Hkv·hv); none when scores or q, k are given without v
 };
 
 // x (B, L, in) · W (in, out) + b (out) -> (B, L, out)
@@ -43,23 +43,25 @@ Flat inputs(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
   }
   const BT src = s.cross() ? r.emit(StepId::Source, be.upload(s.source)) : x;        // (B, S, Cs)
   if (w.W_qkv) {
-    // one product makes q, k and v side by side, (B, T, 2·dk + dv); the split is shown
-    const BT qkv = r.emit(StepId::Qkv, linear(be, m, x, *w.W_qkv, w.b_qkv, Projection::Input)).view({s.B * s.T, 2 * s.dk + s.dv});
+    // one product makes q, k and v side by side, (B, T, dk + Hkv·hs + Hkv·hv); the split is shown
+    const auto dkv = s.dkv(), dvkv = s.dvkv();
+    const BT qkv = r.emit(StepId::Qkv, linear(be, m, x, *w.W_qkv, w.b_qkv, Projection::Input)).view({s.B * s.T, s.dk + dkv + dvkv});
     auto part = [&](StepId id, std::int64_t from, std::int64_t width) {
       return r.emit(id, be.slice_columns(qkv, from, width).view({s.B, s.T, width}));
     };
-    return {part(StepId::Q, 0, s.dk), part(StepId::K, s.dk, s.dk), part(StepId::V, 2 * s.dk, s.dv)};
+    return {part(StepId::Q, 0, s.dk), part(StepId::K, s.dk, dkv), part(StepId::V, s.dk + dkv, dvkv)};
   }
   return {r.emit(StepId::Q, linear(be, m, x, *w.W_q, w.b_q, Projection::Input)),
           r.emit(StepId::K, linear(be, m, src, *w.W_k, w.b_k, Projection::Input)),
           r.emit(StepId::V, linear(be, m, src, *w.W_v, w.b_v, Projection::Input))};
 }
 
-// (B, L, H·h) -> (B, H, L, h): the view and the transpose, both shown, when H > 1.
-BT split_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT& flat, StepId view_id, StepId heads_id) {
+// (B, L, G·h) -> (B, G, L, h) for G heads (H, or Hkv for k and v): the view and the transpose, both
+// shown, when G > 1.
+BT split_heads(Backend& be, const Hooks& m, Recorder& r, const BT& flat, std::int64_t G, StepId view_id, StepId heads_id) {
   const auto B = flat.shape[0], L = flat.shape[1], C = flat.shape[2];
-  if (s.H == 1) return flat.view({B, 1, L, C});
-  const auto split = m.split(be, flat, s.H);
+  if (G == 1) return flat.view({B, 1, L, C});
+  const auto split = m.split(be, flat, G);
   const BT view = r.emit(view_id, split.heads, split.view);
   return r.emit(heads_id, be.swap_axes_1_2(view));
 }
@@ -67,7 +69,8 @@ BT split_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT
 // The keep pattern (B, T, S) the backend applies; the mask step shows it, as one [T, S] pattern
 // when every batch row shares it.
 BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  BT keep = be.mask_keep(s.B, s.T, s.S, s.causal, s.causal_offset(), s.window, s.lengths, m.flip_mask);
+  const std::int64_t window = s.window > 0 ? s.window + m.window_extra : 0;
+  BT keep = be.mask_keep(s.B, s.T, s.S, s.causal, s.causal_offset(), window, s.lengths, m.flip_mask);
   std::optional<BT> user;
   if (!s.user_keep.shape().empty()) keep = be.keep_and(keep, *(user = be.upload(s.user_keep)));
   if (s.mask_per_batch()) return r.emit(StepId::Mask, keep);
@@ -75,7 +78,7 @@ BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
     r.emit(StepId::Mask, keep.view({s.T, s.S}));
     return keep;
   }
-  BT pattern = be.mask_keep(1, s.T, s.S, s.causal, s.causal_offset(), s.window, {}, m.flip_mask);
+  BT pattern = be.mask_keep(1, s.T, s.S, s.causal, s.causal_offset(), window, {}, m.flip_mask);
   if (user) pattern = be.keep_and(pattern, *user);
   r.emit(StepId::Mask, pattern.view({s.T, s.S}));
   return keep;
@@ -87,27 +90,33 @@ Backend::EmptyRow empty_row_policy(MaskedRow p) {
 
 // The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
 Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  const auto B = s.B, H = s.H, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
+  const auto B = s.B, H = s.H, Hkv = s.Hkv, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
 
   // 1. queries, keys and values, heads first; or the scores, given
   BT scores;                  // (B, H, T, S)
   std::optional<BT> v_heads;  // (B, H, S, hv)
   if (s.entry == Entry::Scores) {
     scores = r.emit(StepId::Scores, be.upload(s.scores));
-    if (!s.v.shape().empty()) v_heads = split_heads(s, be, m, r, r.emit(StepId::V, be.upload(s.v)), StepId::VView, StepId::VHeads);
+    if (!s.v.shape().empty()) v_heads = split_heads(be, m, r, r.emit(StepId::V, be.upload(s.v)), H, StepId::VView, StepId::VHeads);
   } else {
     const Flat f = inputs(s, be, m, r);
-    BT q = split_heads(s, be, m, r, f.q, StepId::QView, StepId::QHeads).view({B * H, T, hs});  // (B·H, T, hs)
-    BT k = split_heads(s, be, m, r, f.k, StepId::KView, StepId::KHeads).view({B * H, S, hs});  // (B·H, S, hs)
+    BT q = split_heads(be, m, r, f.q, H, StepId::QView, StepId::QHeads);    // (B, H, T, hs)
+    BT k = split_heads(be, m, r, f.k, Hkv, StepId::KView, StepId::KHeads);  // (B, Hkv, S, hs)
+    std::optional<BT> v;                                                     // (B, Hkv, S, hv)
+    if (f.v) v = split_heads(be, m, r, *f.v, Hkv, StepId::VView, StepId::VHeads);
     if (s.rope) {
       // rotary positions: each head's q and k pairs turned by their position's angles
       const auto& rope = *s.rope;
-      const bool interleaved = rope.style == RopeStyle::Interleaved;
       const BT cos = r.emit(StepId::RopeCos, be.upload(rope.cos)), sin = r.emit(StepId::RopeSin, be.upload(rope.sin));  // (P, R/2)
-      q = r.emit(StepId::QRope, be.rotate_pairs(q, cos, sin, rope.offset - rope.table_first, interleaved).view({B, H, T, hs})).view({B * H, T, hs});
-      k = r.emit(StepId::KRope, be.rotate_pairs(k, cos, sin, rope.key_first - rope.table_first, interleaved).view({B, H, S, hs})).view({B * H, S, hs});
+      q = r.emit(StepId::QRope, m.rotate(be, s, q, cos, sin, rope.offset - rope.table_first));
+      k = r.emit(StepId::KRope, m.rotate(be, s, k, cos, sin, rope.key_first - rope.table_first));
+      if (v && m.rope_on_v) v = m.rotate(be, s, *v, cos, sin, rope.key_first - rope.table_first);
     }
-    if (f.v) v_heads = split_heads(s, be, m, r, *f.v, StepId::VView, StepId::VHeads);
+    // grouped-query attention: each kv head serves H / Hkv query heads, repeated to line up with them
+    if (s.grouped()) k = r.emit(StepId::KRepeat, m.repeat(be, k, H / Hkv));  // (B, H, S, hs)
+    if (v) v_heads = s.grouped() ? r.emit(StepId::VRepeat, m.repeat(be, *v, H / Hkv)) : *v;
+    q = q.view({B * H, T, hs});
+    k = k.view({B * H, S, hs});
     // kᵀ is materialised only so the student can see the transpose the formula talks about
     const BT kt = r.emit(StepId::KT, be.transpose_last2(k).view({B, H, hs, S})).view({B * H, hs, S});  // (B·H, hs, S)
     scores = r.emit(StepId::Scores, m.scores(be, q, k, kt).view({B, H, T, S}));
@@ -118,7 +127,7 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
   if (s.scale_kind != ScaleKind::None) logits = r.emit(StepId::Scaled, be.scale(scores, m.scale(s, r.config().scale_factor)));
   if (!s.alibi_slopes.shape().empty()) {
     // ALiBi: a bias by distance, one slope per head, the same for every batch row
-    const BT bias = r.emit(StepId::Alibi, be.distance_bias(be.upload(s.alibi_slopes), T, S, s.causal_offset()));  // (H, T, S)
+    const BT bias = r.emit(StepId::Alibi, be.distance_bias(m.slopes(be, be.upload(s.alibi_slopes)), T, S, s.causal_offset()));  // (H, T, S)
     logits = r.emit(StepId::Biased, be.add_mask(logits.view({B, 1, H * T, S}), bias.view({1, H * T, S})).view({B, H, T, S}));
   }
   if (s.softcap) logits = r.emit(StepId::Capped, be.soft_cap(logits, *s.softcap));  // last before the mask, as Gemma 2
@@ -158,6 +167,7 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
 }  // namespace
 
 Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options) {
+  if (options.mistake != Mistake::None) require_applicable(options.mistake, spec);
   const Hooks hooks = hooks_for(options.mistake);
   Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None);
   recorder.facts.mask_after_softmax = hooks.mask_after_softmax;

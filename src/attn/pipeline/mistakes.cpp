@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "attn/error.hpp"
+#include "attn/position_tables.hpp"
 #include "attn/suggest.hpp"
 
 namespace attn {
@@ -40,6 +41,12 @@ Hooks correct() {
     const auto& s = context.shape;  // (B, H, T, hv) -> (B, T, H, hv) -> (B, T, dv)
     return be.swap_axes_1_2(context).view({s[0], s[2], s[1] * s[3]});
   };
+  h.repeat = [](Backend& be, const BackendTensor& kv, std::int64_t n) { return be.repeat_heads(kv, n, false); };
+  h.rotate = [](Backend& be, const Spec& spec, const BackendTensor& heads, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first) {
+    const auto& s = heads.shape;  // (B, G, L, h)
+    return be.rotate_pairs(heads.view({s[0] * s[1], s[2], s[3]}), cos, sin, first, spec.rope->style == RopeStyle::Interleaved).view(s);
+  };
+  h.slopes = [](Backend&, const BackendTensor& slopes) { return slopes; };
   return h;
 }
 
@@ -59,6 +66,15 @@ const std::vector<MistakeInfo>& all_mistakes() {
       {Mistake::MergeNoTranspose, "merge-no-transpose", "the heads were merged with reshape(B, T, C) without transposing [B, H, T, hs] back first"},
       {Mistake::OutputMissing, "output-missing", "the output projection W_o was not applied"},
       {Mistake::OutputTransposed, "output-transposed", "the output projection used W_oᵀ"},
+      {Mistake::RopeWrongStyle, "rope-wrong-style",
+       "RoPE rotated the pairs of the other style: (2i, 2i+1) (GPT-J's rotate_every_two) for (i, i+R/2) (Llama's rotate_half), or the reverse"},
+      {Mistake::RopeOnV, "rope-on-v", "RoPE was applied to v as well; it turns only q and k"},
+      {Mistake::RopeBeforeSplit, "rope-before-split",
+       "RoPE was applied to the [T, H·hs] rows before the head split: its pairs and angles ran across the heads instead of within each"},
+      {Mistake::KvTiled, "kv-tiled",
+       "the kv heads were repeated by tiling (query head h read kv head h mod Hkv, as torch.tile) instead of repeat_kv's interleave (h / (H/Hkv))"},
+      {Mistake::WindowOffByOne, "window-off-by-one", "the sliding window kept W + 1 keys (j ≥ i − W) instead of W (j > i − W)"},
+      {Mistake::AlibiSignFlipped, "alibi-sign-flipped", "ALiBi's bias was added with the wrong sign: +m·(i − j), favouring distant keys"},
   };
   return kAll;
 }
@@ -130,8 +146,48 @@ Hooks hooks_for(Mistake m) {
       };
       break;
     case Mistake::OutputMissing: h.output_missing = true; break;
+    case Mistake::RopeWrongStyle:
+      h.rotate = [](Backend& be, const Spec& spec, const BackendTensor& heads, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first) {
+        const auto& s = heads.shape;
+        return be.rotate_pairs(heads.view({s[0] * s[1], s[2], s[3]}), cos, sin, first, spec.rope->style != RopeStyle::Interleaved).view(s);
+      };
+      break;
+    case Mistake::RopeOnV: h.rope_on_v = true; break;
+    case Mistake::RopeBeforeSplit:
+      // the heads put back side by side, (B, L, G·h), turned as one head of G·R rotated features, split again
+      h.rotate = [](Backend& be, const Spec& spec, const BackendTensor& heads, const BackendTensor&, const BackendTensor&, std::int64_t first) {
+        const auto& s = heads.shape;  // (B, G, L, h)
+        const auto& rope = *spec.rope;
+        const auto width = s[1] * s[3], rotated = s[1] * rope.dims;
+        const RopeTables t = rope_tables(rope.table_first, rope.cos.dim(0), rotated, rope.theta);
+        const BackendTensor flat = be.swap_axes_1_2(heads).view({s[0], s[2], width});
+        const BackendTensor turned = be.rotate_pairs(flat, be.upload(t.cos), be.upload(t.sin), first, rope.style == RopeStyle::Interleaved);
+        return be.swap_axes_1_2(turned.view({s[0], s[2], s[1], s[3]}));
+      };
+      break;
+    case Mistake::KvTiled: h.repeat = [](Backend& be, const BackendTensor& kv, std::int64_t n) { return be.repeat_heads(kv, n, true); }; break;
+    case Mistake::WindowOffByOne: h.window_extra = 1; break;
+    case Mistake::AlibiSignFlipped: h.slopes = [](Backend& be, const BackendTensor& slopes) { return be.scale(slopes, -1); }; break;
   }
   return h;
+}
+
+void require_applicable(Mistake m, const Spec& s) {
+  const auto need = [&](bool ok, std::string_view what) {
+    if (!ok) throw InputError(fmt::format("mistake {}: needs {}", mistake_info(m).name, what));
+  };
+  switch (m) {
+    case Mistake::RopeWrongStyle: need(s.rope && s.rope->dims >= 4, "\"rope\" with at least two pairs (dims ≥ 4): with one pair both styles agree"); break;
+    case Mistake::RopeOnV:
+      need(s.rope.has_value() && (s.entry == Entry::Embeddings || !s.v.shape().empty()), "\"rope\" and values");
+      need(s.rope->dims <= s.hv(), fmt::format("values at least as wide as the rotated features (hv = {} < R = {})", s.hv(), s.rope->dims));
+      break;
+    case Mistake::RopeBeforeSplit: need(s.rope && s.H > 1, "\"rope\" and more than one head: with one head the split changes nothing"); break;
+    case Mistake::KvTiled: need(s.Hkv > 1 && s.grouped(), "\"kv_heads\" of at least 2 and fewer than H: with one kv head, or H of them, tiling and interleaving agree"); break;
+    case Mistake::WindowOffByOne: need(s.window > 0, "a sliding \"window\""); break;
+    case Mistake::AlibiSignFlipped: need(!s.alibi_slopes.shape().empty(), "\"alibi\""); break;
+    default: break;
+  }
 }
 
 }  // namespace attn

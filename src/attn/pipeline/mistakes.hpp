@@ -26,6 +26,12 @@ enum class Mistake {
   MergeNoTranspose,  // heads merged by reshape(B, T, C) without transposing back
   OutputMissing,     // no output projection
   OutputTransposed,  // output projection with W_oᵀ
+  RopeWrongStyle,    // RoPE's pairs of the other style: (2i, 2i+1) for (i, i+R/2) or the reverse
+  RopeOnV,           // RoPE applied to v as well as to q and k
+  RopeBeforeSplit,   // RoPE applied to the [T, H·hs] rows before the head split: pairs and angles across heads
+  KvTiled,           // kv heads repeated by tiling (h % Hkv) instead of repeat_kv's interleave (h / (H/Hkv))
+  WindowOffByOne,    // the window keeps W + 1 keys (j ≥ i − W) instead of W
+  AlibiSignFlipped,  // ALiBi's bias added with the wrong sign: +m·(i − j)
 };
 
 struct MistakeInfo {
@@ -67,8 +73,22 @@ struct Hooks {
   std::function<BackendTensor(Backend&, const BackendTensor& context)> merge;
   // the output projection is skipped (output = merged)
   bool output_missing = false;
+  // kv heads (B, Hkv, L, h) -> (B, H, L, h), n = H / Hkv copies of each
+  std::function<BackendTensor(Backend&, const BackendTensor& kv, std::int64_t n)> repeat;
+  // heads (B, G, L, h) turned by the spec's RoPE, with its tables cos, sin (P, R/2); row l at table row first + l
+  std::function<BackendTensor(Backend&, const Spec&, const BackendTensor& heads, const BackendTensor& cos, const BackendTensor& sin,
+                              std::int64_t first)>
+      rotate;
+  // v's heads are rotated too (no step shows it: the context differs)
+  bool rope_on_v = false;
+  // keys added to the sliding window's W
+  std::int64_t window_extra = 0;
+  // ALiBi's slopes (H) as the bias uses them
+  std::function<BackendTensor(Backend&, const BackendTensor& slopes)> slopes;
 };
 
 Hooks hooks_for(Mistake m);
+// InputError when the mistake cannot happen on this input (rope-on-v without "rope", …), naming what it needs.
+void require_applicable(Mistake m, const Spec& s);
 
 }  // namespace attn

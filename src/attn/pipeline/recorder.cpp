@@ -15,15 +15,23 @@ Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient) : s_(spec),
   trace_.config = make_config(spec);
 }
 
-// The shown dims: no B without a batch dimension in the input, no H with one head, S written T
-// when keys are the queries' own tokens; with every width equal to C the classic letters (C, hs,
-// 3C) stand for Cs, dk, dv, Co, hv and 2dk+dv; with one head hs is dk (C) and hv is dv (C).
+// The shown dims: no B without a batch dimension in the input, no H with one head (nor Hkv with one
+// kv head), S written T when keys are the queries' own tokens; with every width equal to C the classic
+// letters (C, hs, 3C) stand for Cs, dk, dv, Co, hv and 2dk+dv; with one head hs is dk (C) and hv is dv
+// (C); with one kv head Hkv·hs is hs and Hkv·hv is hv.
+bool Recorder::dropped(Dim d) const {
+  return (d == Dim::B && !s_.batched) || (d == Dim::H && s_.H == 1) || (d == Dim::Hkv && s_.Hkv == 1);
+}
+
 Dims Recorder::display_dims(const Dims& full) const {
   const bool general = s_.general();
   Dims out;
   for (Dim d : full) {
-    if (d == Dim::B && !s_.batched) continue;
-    if (d == Dim::H && s_.H == 1) continue;
+    if (dropped(d)) continue;
+    if (s_.Hkv == 1 && d == Dim::dkv) d = Dim::hs;
+    if (s_.Hkv == 1 && d == Dim::dvkv) d = Dim::hv;
+    if (!general && d == Dim::dvkv) d = Dim::dkv;
+    if (!general && d == Dim::DqkvG) d = Dim::C3G;
     if (!general && (d == Dim::Cs || d == Dim::dk || d == Dim::dv || d == Dim::Co)) d = Dim::C;
     if (!general && d == Dim::hv) d = Dim::hs;
     if (!general && d == Dim::Dqkv) d = Dim::C3;
@@ -37,11 +45,8 @@ Dims Recorder::display_dims(const Dims& full) const {
 
 Shape Recorder::display_shape(const Dims& full, const Shape& shape) const {
   Shape out;
-  for (std::size_t i = 0; i < full.size(); ++i) {
-    if (full[i] == Dim::B && !s_.batched) continue;
-    if (full[i] == Dim::H && s_.H == 1) continue;
-    out.push_back(shape[i]);
-  }
+  for (std::size_t i = 0; i < full.size(); ++i)
+    if (!dropped(full[i])) out.push_back(shape[i]);
   return out;
 }
 

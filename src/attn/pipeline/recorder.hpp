@@ -32,6 +32,7 @@ class Recorder {
   Trace take();
 
  private:
+  bool dropped(Dim d) const;  // an axis of length 1 the display leaves out
   Dims display_dims(const Dims& full) const;
   Shape display_shape(const Dims& full, const Shape& shape) const;
   void require_finite(const Step& step) const;

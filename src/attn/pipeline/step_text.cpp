@@ -49,12 +49,15 @@ StepText projection(StepId step, const Spec& s) {
   const auto& info = step_info(step);
   const int part = step == StepId::Q ? 0 : step == StepId::K ? 1 : 2;
   const char* id = part == 0 ? "q" : part == 1 ? "k" : "v";
-  const Dim width = part == 2 ? Dim::dv : Dim::dk;
+  const bool g = s.grouped();
+  const Dim width = part == 0 ? Dim::dk : part == 1 ? (g ? Dim::dkv : Dim::dk) : (g ? Dim::dvkv : Dim::dv);
   const Dims dims{Dim::B, part == 0 ? Dim::T : Dim::S, width};
   if (s.entry != Entry::Embeddings) return {fmt::format("{} (given)", info.title), fmt::format("{} (given)", id), "", dims};
   if (s.w.W_qkv) {
-    const auto from = part * s.dk, to = from + (part == 2 ? s.dv : s.dk);
-    const auto split = s.general() ? std::string("[dk, dk, dv]") : std::string("C");
+    const std::int64_t widths[] = {s.dk, s.dkv(), s.dvkv()};
+    const auto from = part == 0 ? 0 : part == 1 ? s.dk : s.dk + s.dkv(), to = from + widths[part];
+    const auto split = g ? fmt::format("[dk, Hkv·hs, Hkv·hv] = [{}, {}, {}]", s.dk, s.dkv(), s.dvkv())
+                         : s.general() ? std::string("[dk, dk, dv]") : std::string("C");
     return {std::string(info.title), fmt::format("{} = qkv[..., {}:{}]", id, from, to),
             fmt::format("qkv.split({}, dim=-1), part {} of 3", split, part + 1), Dims{Dim::B, Dim::T, width}};
   }
@@ -65,7 +68,7 @@ StepText projection(StepId step, const Spec& s) {
   return {std::string(info.title), fmt::format("{} = {} · {}{}", id, input, weight_symbol(s, wname), bias_term(bias, bname)), "", dims};
 }
 
-// q.view / q.heads and the same for k and v.
+// q.view / q.heads and the same for k and v (Hkv heads of them when grouped).
 StepText head_split(StepId step, const Spec& s) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
@@ -76,15 +79,39 @@ StepText head_split(StepId step, const Spec& s) {
   // classic widths say C and hs; general ones dk and hs for q and k, dv and hv for v
   const Dim h = value ? Dim::hv : Dim::hs;
   const char* hn = value && s.general() ? "hv" : "hs";
-  const char* wn = !s.general() ? "C" : value ? "dv" : "dk";
-  const auto width = value ? s.dv : s.dk, head = value ? s.hv() : s.hs();
+  const bool kv_group = !query && s.grouped();
+  const std::string wn = kv_group ? fmt::format("Hkv·{}", hn) : !s.general() ? "C" : value ? "dv" : "dk";
+  const auto width = kv_group ? (value ? s.dvkv() : s.dkv()) : value ? s.dv : s.dk, head = value ? s.hv() : s.hs();
+  const Dim heads = kv_group ? Dim::Hkv : Dim::H;
+  const char* hname = kv_group ? "Hkv" : "H";
+  const auto count = kv_group ? s.Hkv : s.H;
   if (view) {
-    return {title, fmt::format("{}.view(B, {}, H, {})", id, l, hn),
-            fmt::format("a view, no copy: the {} = {} features read as H = {} heads of {} = {}", wn, width, s.H, hn, head),
-            Dims{Dim::B, L, Dim::H, h}};
+    return {title, fmt::format("{}.view(B, {}, {}, {})", id, l, hname, hn),
+            fmt::format("a view, no copy: the {} = {} features read as {} = {} heads of {} = {}", wn, width, hname, count, hn, head),
+            Dims{Dim::B, L, heads, h}};
   }
-  return {title, fmt::format("{}.view(B, {}, H, {}).transpose(1, 2)", id, l, hn), fmt::format("each head now holds its own [{}, {}] matrix", l, hn),
-          Dims{Dim::B, Dim::H, L, h}};
+  return {title, fmt::format("{}.view(B, {}, {}, {}).transpose(1, 2)", id, l, hname, hn),
+          kv_group ? fmt::format("each of the Hkv = {} key/value heads holds its own [{}, {}] matrix", s.Hkv, l, hn)
+                   : fmt::format("each head now holds its own [{}, {}] matrix", l, hn),
+          Dims{Dim::B, heads, L, h}};
+}
+
+// k.repeat, v.repeat: grouped-query attention lines the kv heads up with the query heads.
+StepText repeat_text(StepId step, const Spec& s) {
+  const bool key = step == StepId::KRepeat;
+  const auto n = s.H / s.Hkv;
+  const std::string in = key ? (s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k") : (s.Hkv > 1 ? "v.heads" : "v");
+  std::vector<std::string> groups;
+  for (std::int64_t g = 0; g < s.Hkv && g < 4; ++g) {
+    groups.push_back(n == 1 ? fmt::format("h{} ← kv{}", g, g)
+                     : n == 2 ? fmt::format("h{}, h{} ← kv{}", g * n, g * n + 1, g)
+                              : fmt::format("h{} .. h{} ← kv{}", g * n, g * n + n - 1, g));
+  }
+  if (s.Hkv > 4) groups.push_back("…");
+  return {key ? "Key heads repeated" : "Value heads repeated", fmt::format("{}.repeat = repeat_kv({}, H / Hkv = {})", key ? "k" : "v", in, n),
+          fmt::format("query head h reads kv head ⌊h / {}⌋: {}; a copy for the product, as Llama's repeat_kv (expand, then reshape){}",
+                      n, fmt::join(groups, "; "), key ? fmt::format("; a cache holds only the Hkv = {} heads", s.Hkv) : ""),
+          Dims{Dim::B, Dim::H, Dim::S, key ? Dim::hs : Dim::hv}};
 }
 
 // rope.cos, rope.sin, q.rope, k.rope.
@@ -107,7 +134,7 @@ StepText rope_text(StepId step, const Spec& s) {
   }
   const bool query = step == StepId::QRope;
   const char* id = query ? "q" : "k";
-  const std::string in = s.H > 1 ? fmt::format("{}.heads", id) : std::string(id);
+  const std::string in = (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
   const std::string rotate = r.style == RopeStyle::Half ? "rotate_half" : "rotate_every_two";
   const std::int64_t first = query ? r.offset : r.key_first;
   std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
@@ -118,7 +145,7 @@ StepText rope_text(StepId step, const Spec& s) {
   if (partial) note += fmt::format("; features {} .. {} pass unchanged (partial rotary, R = {} of hs = {})", r.dims, s.hs() - 1, r.dims, s.hs());
   return {query ? "Queries rotated" : "Keys rotated",
           fmt::format("{0}.rope = {1} · cos + {2}({1}) · sin", id, in, rotate), note,
-          Dims{Dim::B, Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
+          Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
 }
 
 StepText mask_text(const Spec& s) {
@@ -204,7 +231,9 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
               Dims{Dim::B, Dim::T, Dim::C}};
     case StepId::Qkv:
       return {"Fused projection", fmt::format("qkv = {} · {}{}", x_name(s), weight_symbol(s, "W_qkv"), bias_term(s.w.b_qkv, "b_qkv")),
-              "one matmul makes q, k and v side by side", Dims{Dim::B, Dim::T, Dim::Dqkv}};
+              s.grouped() ? fmt::format("one matmul makes q, k and v side by side: H = {} query heads, Hkv = {} key and value heads", s.H, s.Hkv)
+                          : std::string("one matmul makes q, k and v side by side"),
+              Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
     case StepId::Q:
     case StepId::K:
     case StepId::V: return projection(step, s);
@@ -218,9 +247,11 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::RopeSin:
     case StepId::QRope:
     case StepId::KRope: return rope_text(step, s);
+    case StepId::KRepeat:
+    case StepId::VRepeat: return repeat_text(step, s);
     case StepId::KT:
-      return {"Keys transposed", s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)", "each column is one key: q · kᵀ then takes every query against every key",
-              Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
+      return {"Keys transposed", s.grouped() ? "kᵀ = k.repeat.transpose(-2, -1)" : s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)",
+              "each column is one key: q · kᵀ then takes every query against every key", Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
     case StepId::Scores:
       if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
       if (s.rope) return {"Attention scores", "scores = q.rope · kᵀ", "scores[i, j] = q_i · k_j, both rotated: how well query i matches key j", bhts};
@@ -260,7 +291,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Masked: return masked_text(s, f);
     case StepId::Weights: return weights_text(s, f);
     case StepId::Context:
-      return {"Context vectors", "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
+      return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
               Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
     case StepId::Merged:
       if (s.general()) {
@@ -283,6 +314,7 @@ TraceConfig make_config(const Spec& s) {
   c.mode = s.mode;
   c.batched = s.batched;
   c.B = s.B, c.T = s.T, c.S = s.S, c.C = s.C, c.H = s.H, c.hs = s.hs();
+  c.Hkv = s.Hkv;
   c.Cs = s.Cs, c.dk = s.dk, c.dv = s.dv, c.Co = s.Co, c.hv = s.hv();
   c.general = s.general();
   c.layout = s.layout;

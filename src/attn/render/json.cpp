@@ -84,6 +84,7 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   out << "    \"entry\": " << quote(entry_name(c.entry)) << ",\n";
   out << "    \"causal\": " << (c.causal ? "true" : "false") << ",\n";
   out << fmt::format("    \"padding_lengths\": [{}],\n", fmt::join(c.lengths, ", "));
+  if (c.Hkv != c.H) out << fmt::format("    \"kv_heads\": {},\n", c.Hkv);
   if (c.window > 0) out << fmt::format("    \"window\": {},\n", c.window);
   if (c.rope_interleaved) out << "    \"rope_interleaved\": true,\n";
   if (c.learned_positions) out << "    \"learned_positions\": true,\n";
@@ -178,6 +179,7 @@ TraceConfig config_of(const json& cj) {
   c.causal = cj.value("causal", false);
   c.lengths = cj.value("padding_lengths", std::vector<std::int64_t>{});
   c.window = size("window", 0);
+  c.Hkv = size("kv_heads", c.H);
   c.rope_interleaved = cj.value("rope_interleaved", false);
   c.learned_positions = cj.value("learned_positions", false);
   c.softcap = cj.contains("softcap") && cj["softcap"].is_number() ? cj["softcap"].get<Scalar>() : 0;

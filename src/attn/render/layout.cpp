@@ -85,6 +85,7 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
   for (std::size_t a = 0; a < r; ++a) {
     const Dim d = s.dims[a];
     if (d == Dim::H && o.head) axes.push_back({*o.head});
+    else if (d == Dim::Hkv && o.head) axes.push_back({*o.head / (config.H / config.Hkv)});  // the kv head query head h reads
     else if (d == Dim::B && o.batch) axes.push_back({*o.batch});
     else axes.push_back(shown(shape[a], l.summarised, o.edge_items));
   }
@@ -112,6 +113,7 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
         const Dim d = s.dims[a];
         if (d == Dim::B) parts.push_back(fmt::format("batch {}", lead[a])), keys.push_back(fmt::format("b{}", lead[a]));
         else if (d == Dim::H) parts.push_back(fmt::format("head {}", lead[a])), keys.push_back(fmt::format("h{}", lead[a]));
+        else if (d == Dim::Hkv) parts.push_back(fmt::format("kv head {}", lead[a])), keys.push_back(fmt::format("kv{}", lead[a]));
         else if (is_token_axis(d)) {
           // a [.., T, H, hs] view: one block per token
           parts.push_back(fmt::format("token {} \"{}\"", lead[a], axis_label(config, d, lead[a], b.batch)));

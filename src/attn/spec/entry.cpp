@@ -98,6 +98,7 @@ void read_scores_entry(ReadContext& ctx, const json& root, Spec& s) {
   s.T = sc.dim(-2), s.S = sc.dim(-1);
   s.B = s.batched ? sc.dim(0) : 1;
   s.scores = sc.reshaped({s.B, s.H, s.T, s.S});
+  read_kv_heads(root, s);
   if (root.contains("v")) {
     Tensor v = read_tensor(ctx, root["v"], "v", "a [T, C] or [B, T, C] array of numbers");
     const Shape want = s.batched ? Shape{s.B, s.S, v.dim(-1)} : Shape{s.S, v.dim(-1)};
@@ -119,18 +120,25 @@ void read_qkv_entry(ReadContext& ctx, const json& root, const json& src, Spec& s
   if (q.rank() != 2 && q.rank() != 3) fail("q", fmt::format("expected a [T, C] or [B, T, C] array, got shape {}", shape_string(q.shape())));
   s.batched = q.rank() == 3;
   s.B = s.batched ? q.dim(0) : 1, s.T = q.dim(-2), s.C = q.dim(-1);
-  Tensor k = read_tensor(ctx, root["k"], "k", "a [S, C] or [B, S, C] array of numbers");
+  s.H = resolve_heads(root, s.mode, std::nullopt, "");
+  read_kv_heads(root, s);
+  // grouped-query attention: keys are Hkv·hs wide, hs = dk / H
+  if (s.grouped() && s.C % s.H != 0) fail("heads", fmt::format("H = {} does not divide dk = {} (the width of q; each head gets hs = dk / H features)", s.H, s.C));
+  const std::int64_t dkv = s.grouped() ? s.C / s.H * s.Hkv : s.C;
+  Tensor k = read_tensor(ctx, root["k"], "k", s.grouped() ? "a [S, Hkv·hs] or [B, S, Hkv·hs] array of numbers" : "a [S, C] or [B, S, C] array of numbers");
   s.S = k.rank() >= 2 ? k.dim(-2) : 0;
-  if (k.rank() == q.rank() && k.dim(-1) != s.C) {
+  if (k.rank() == q.rank() && k.dim(-1) != dkv) {
     Shape want = k.shape();
-    want.back() = s.C;
-    fail("k", fmt::format("expected {}, got {} (keys are as wide as the queries: dk = {}, the width of q)", shape_string(want),
-                          shape_string(k.shape()), s.C));
+    want.back() = dkv;
+    fail("k", s.grouped() ? fmt::format("expected {}, got {} (keys are Hkv·hs = {}·{} = {} wide: kv_heads = {} heads of hs = dk / H = {} / {})", shape_string(want),
+                                        shape_string(k.shape()), s.Hkv, s.C / s.H, dkv, s.Hkv, s.C, s.H)
+                          : fmt::format("expected {}, got {} (keys are as wide as the queries: dk = {}, the width of q)", shape_string(want),
+                                        shape_string(k.shape()), s.C));
   }
   // Cross-attention and causal attention over cached keys have S keys; plain self-attention has T.
   const bool own_length = s.cross() || s.causal;
-  const Shape want_k = s.batched ? Shape{s.B, own_length ? s.S : s.T, s.C} : Shape{own_length ? s.S : s.T, s.C};
-  expect_shape(k, "k", want_k, own_length ? " (k is [S, C] with the width C of q)" : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
+  const Shape want_k = s.batched ? Shape{s.B, own_length ? s.S : s.T, dkv} : Shape{own_length ? s.S : s.T, dkv};
+  expect_shape(k, "k", want_k, own_length ? (s.grouped() ? " (k is [S, Hkv·hs])" : " (k is [S, C] with the width C of q)") : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
   s.S = k.dim(-2);
   s.q = batched(q, s.batched), s.k = batched(k, s.batched);
   // Given q and k are dk = C wide; values may be wider or narrower (dv).
@@ -144,8 +152,11 @@ void read_qkv_entry(ReadContext& ctx, const json& root, const json& src, Spec& s
     }
     s.v = batched(v, s.batched);
     s.dv = s.Co = v.shape().back();
+    if (s.grouped()) {
+      if (s.dv % s.Hkv != 0) fail("v", fmt::format("is {} wide, which kv_heads = {} does not divide (v is [S, Hkv·hv])", s.dv, s.Hkv));
+      s.dv = s.Co = s.dv / s.Hkv * s.H;  // the merged context's width, H·hv
+    }
   }
-  s.H = resolve_heads(root, s.mode, std::nullopt, "");
   check_heads_divide(s);
 }
 
@@ -180,6 +191,7 @@ void read_embeddings_entry(ReadContext& ctx, const json& root, const json& src, 
   std::string heads_path;
   auto data_heads = heads_in_weights(root, heads_path);
   s.H = resolve_heads(root, s.mode, data_heads, heads_path);
+  read_kv_heads(root, s);
   read_weights(ctx, root, s, rnd);  // sets dk, dv, Co and checks H divides dk and dv
 }
 

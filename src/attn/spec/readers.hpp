@@ -34,7 +34,9 @@ void read_tokens(const json& root, const json& src, Spec& s);
 // masks.cpp: attn_mask, causal_align, masked_row, mask_fill, padding (needs T, S and B).
 void read_masks(const json& root, Spec& s);
 
-// variants.cpp: positions (needs T, C and the entry point).
+// variants.cpp: kv_heads (needs H; sets Hkv, H when absent).
+void read_kv_heads(const json& root, Spec& s);
+// positions (needs T, C and the entry point).
 void read_positions(const ReadContext& ctx, const json& root, Spec& s);
 // rope (needs T, S, H and dk).
 void read_rope(const json& root, Spec& s);

@@ -30,7 +30,7 @@ constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
-                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap"};
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap", "kv_heads"};
 
 // title, comment, mode, layout, scale: the settings every entry point shares.
 void read_settings(const json& root, Spec& s) {

@@ -1,5 +1,5 @@
-// The keys of today's attention variants: absolute and rotary positions, ALiBi, soft-capping (the
-// sliding window is a mask: masks.cpp). Each reader validates its block against the sizes read_entry set.
+// The keys of today's attention variants: grouped-query heads, absolute and rotary positions, ALiBi,
+// soft-capping (the sliding window is a mask: masks.cpp). Each reader validates its block against the sizes read_entry set.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +11,17 @@
 #include "attn/spec/readers.hpp"
 
 namespace attn {
+
+void read_kv_heads(const json& root, Spec& s) {
+  s.Hkv = s.H;
+  if (!root.contains("kv_heads")) return;
+  if (s.entry == Entry::Scores) fail("kv_heads", "groups the heads of k and v; given scores start after the keys");
+  const auto n = read_positive(root["kv_heads"], "kv_heads");
+  if (s.H % n != 0) {
+    fail("kv_heads", fmt::format("expected a divisor of H = {} (each key/value head serves H / kv_heads query heads), got {}", s.H, n));
+  }
+  s.Hkv = n;
+}
 
 void read_positions(const ReadContext& ctx, const json& root, Spec& s) {
   const json& j = root["positions"];

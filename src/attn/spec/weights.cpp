@@ -63,7 +63,9 @@ struct WeightReader {
 
   // W (x@W [in, out], torch [out, in]), "identity" ([in, in]), or per-head [H, in, h] (torch
   // [H, h, in]) stacked head by head into [in, H·h]. `in_name` is the legend letter of `in`.
-  Given projection(const char* key, std::int64_t in, const std::string& in_name, const std::string& out_name, bool per_head_allowed) const {
+  Given projection(const char* key, std::int64_t in, const std::string& in_name, const std::string& out_name, bool per_head_allowed,
+                   std::int64_t heads = 0) const {
+    const std::int64_t H = heads > 0 ? heads : this->H;  // W_k and W_v have Hkv heads
     Given g;
     g.path = key_path("weights", key);
     const json& j = obj[key];
@@ -124,7 +126,7 @@ struct WeightReader {
   }
 };
 
-// The width a given weight fixes must be the one already fixed; and divisible by H.
+// The width a given weight fixes must be the one already fixed; and divisible by H (by Hkv for k and v).
 void require_width(const Given& g, std::int64_t want, const std::string& from, Layout layout, const std::string& in_name, std::int64_t in,
                    const std::string& out_name) {
   if (!g.w || g.out() == want) return;
@@ -137,12 +139,16 @@ void require_width(const Given& g, std::int64_t want, const std::string& from, L
                            layout_shape(layout, std::to_string(in), std::to_string(want)), out_name, want, from, shape_string(got)));
 }
 
-void require_divisible(const Given& g, std::int64_t width, std::int64_t H, Layout layout, std::int64_t in, const std::string& out_name) {
+void require_divisible(const Given& g, std::int64_t width, std::int64_t H, Layout layout, std::int64_t in, const std::string& out_name,
+                       const char* heads_name = "H") {
   if (width % H == 0) return;
   if (g.w && !g.identity) {
     const auto got = layout == Layout::XW ? Shape{in, width} : Shape{width, in};
-    fail(g.path, fmt::format("expected {} with {} divisible by H = {}, got {}", layout_shape(layout, std::to_string(in), out_name), out_name, H,
-                             shape_string(got)));
+    fail(g.path, fmt::format("expected {} with {} divisible by {} = {}, got {}", layout_shape(layout, std::to_string(in), out_name), out_name,
+                             heads_name, H, shape_string(got)));
+  }
+  if (std::string_view(heads_name) != "H") {
+    fail(g.path, fmt::format("is {} wide, which kv_heads = {} does not divide (each key/value head gets {} / kv_heads features)", width, H, out_name));
   }
   const bool classic = out_name == "dk" && width == in;
   if (classic) fail("heads", fmt::format("H = {} does not divide C = {} (each head gets hs = C / H features)", H, width));
@@ -207,11 +213,25 @@ std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
     return fmt::format("{} = {}", layout_shape(r.layout, "C", "2·dk + dv"), layout_shape(r.layout, std::to_string(s.C), n));
   };
   if (r.has("W_qkv")) {
-    const Given g = r.projection("W_qkv", s.C, "C", "2·dk + dv", false);
+    const Given g = r.projection("W_qkv", s.C, "C", s.grouped() ? "dk + Hkv·(hs + hv)" : "2·dk + dv", false);
     w = *g.w;
     const auto n = g.out();
     const auto got = shape_string(r.layout == Layout::XW ? Shape{s.C, n} : Shape{n, s.C});
-    if (dv.value) {
+    if (s.grouped()) {
+      // q | k | v = H·hs | Hkv·hs | Hkv·hv: n = (H + Hkv)·hs + Hkv·hv
+      const auto H = s.H, Hkv = s.Hkv;
+      if (dv.value) require_divisible(Given{}, *dv.value, H, r.layout, s.C, "dv");
+      const auto hv_kv = dv.value ? *dv.value / H * Hkv : 0;
+      const auto unit = dv.value ? H + Hkv : H + 2 * Hkv;
+      if (n <= hv_kv || (n - hv_kv) % unit != 0) {
+        fail(g.path, fmt::format("expected {} with H = {} query heads and kv_heads = {}{}: a width of {}, got {}",
+                                 want_text("dk + Hkv·(hs + hv)"), H, Hkv, dv.value ? fmt::format(", dv = {} (from {})", *dv.value, dv.from) : "",
+                                 dv.value ? fmt::format("(H + Hkv)·hs + {} = {}·hs + {}", hv_kv, unit, hv_kv) : fmt::format("(H + 2·Hkv)·hs = {}·hs", unit), got));
+      }
+      const auto hs = (n - hv_kv) / unit;
+      s.dk = H * hs;
+      s.dv = dv.value ? *dv.value : s.dk;
+    } else if (dv.value) {
       if (n <= *dv.value || (n - *dv.value) % 2 != 0) {
         fail(g.path, fmt::format("expected {} with dv = {} (from {}), got {}", want_text(fmt::format("2·dk + {}", *dv.value)), *dv.value,
                                  dv.from, got));
@@ -230,10 +250,10 @@ std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
     s.dv = dv.value.value_or(s.dk);
     require_divisible(Given{}, s.dk, s.H, r.layout, s.C, "dk");
     require_divisible(Given{}, s.dv, s.H, r.layout, s.C, "dv");
-    w = r.generated("W_qkv", {s.C, 2 * s.dk + s.dv}, "C");
+    w = r.generated("W_qkv", {s.C, s.dk + s.dkv() + s.dvkv()}, "C");
   }
   std::optional<Tensor> b;
-  if (r.has("b_qkv")) b = r.bias("b_qkv", 2 * s.dk + s.dv, "2·dk + dv");
+  if (r.has("b_qkv")) b = r.bias("b_qkv", s.dk + s.dkv() + s.dvkv(), s.grouped() ? "dk + Hkv·(hs + hv)" : "2·dk + dv");
   if (s.cross()) {
     // Cross-attention projects x (queries) and source (keys, values) separately, so the fused
     // weight is split here, as nn.MultiheadAttention splits in_proj_weight.
@@ -242,8 +262,9 @@ std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
                                         "give W_q [C, dk], W_k [Cs, dk] and W_v [Cs, dv]", s.Cs, s.C));
     }
     draw_seeded(r.ctx);  // a generated W_qkv gets its values before they are split
-    s.w.W_q = columns(w, 0, s.dk), s.w.W_k = columns(w, s.dk, s.dk), s.w.W_v = columns(w, 2 * s.dk, s.dv);
-    if (b) s.w.b_q = columns(*b, 0, s.dk), s.w.b_k = columns(*b, s.dk, s.dk), s.w.b_v = columns(*b, 2 * s.dk, s.dv);
+    const auto dkv = s.dkv(), dvkv = s.dvkv();
+    s.w.W_q = columns(w, 0, s.dk), s.w.W_k = columns(w, s.dk, dkv), s.w.W_v = columns(w, s.dk + dkv, dvkv);
+    if (b) s.w.b_q = columns(*b, 0, s.dk), s.w.b_k = columns(*b, s.dk, dkv), s.w.b_v = columns(*b, s.dk + dkv, dvkv);
     r.ctx.notes.push_back("weights.W_qkv: split into W_q, W_k, W_v (cross-attention projects x and source separately)");
   } else {
     s.w.W_qkv = std::move(w);
@@ -256,8 +277,8 @@ std::string read_fused(const WeightReader& r, const json& root, Spec& s) {
 // given of W_q, W_k fixes dk; W_v fixes dv.
 std::string read_separate(const WeightReader& r, const json& root, Spec& s) {
   const bool gen = r.rnd.present;
-  auto given = [&](const char* key, std::int64_t in, const char* in_name, const char* out_name) {
-    if (r.has(key)) return r.projection(key, in, in_name, out_name, true);
+  auto given = [&](const char* key, std::int64_t in, const char* in_name, const char* out_name, std::int64_t heads) {
+    if (r.has(key)) return r.projection(key, in, in_name, out_name, true, heads);
     if (!gen) {
       fail(key_path("weights", key), fmt::format("required: a {} = {} matrix, per-head [H, {}, h], or \"identity\" (or give W_qkv)",
                                                  layout_shape(r.layout, in_name, out_name), layout_shape(r.layout, std::to_string(in), out_name),
@@ -266,17 +287,22 @@ std::string read_separate(const WeightReader& r, const json& root, Spec& s) {
     return Given{};
   };
   const char* cs = s.cross() ? "Cs" : "C";  // keys and values read the source in cross mode, else x
-  Given q = given("W_q", s.C, "C", "dk"), k = given("W_k", s.Cs, cs, "dk"), v = given("W_v", s.Cs, cs, "dv");
+  // grouped: k and v have Hkv of the H heads, Hkv·hs and Hkv·hv wide
+  const char* kw = s.grouped() ? "Hkv·hs" : "dk";
+  const char* vw = s.grouped() ? "Hkv·hv" : "dv";
+  Given q = given("W_q", s.C, "C", "dk", s.H), k = given("W_k", s.Cs, cs, kw, s.Hkv), v = given("W_v", s.Cs, cs, vw, s.Hkv);
   // dk from the first of W_q, W_k given as numbers, else from "identity", else the random block's
   const Given* dk_from = q.w && !q.identity ? &q : k.w && !k.identity ? &k : q.w ? &q : k.w ? &k : nullptr;
-  s.dk = dk_from ? dk_from->out() : r.rnd.dk.value_or(s.C);
+  if (dk_from == &k && s.grouped()) require_divisible(k, k.out(), s.Hkv, r.layout, s.Cs, kw, "kv_heads");
+  s.dk = dk_from == nullptr ? r.rnd.dk.value_or(s.C) : dk_from == &k && s.grouped() ? k.out() / s.Hkv * s.H : dk_from->out();
   const std::string dk_source = dk_from ? dk_from->path : "random.dk";
   require_divisible(dk_from ? *dk_from : Given{}, s.dk, s.H, r.layout, dk_from == &k ? s.Cs : s.C, "dk");
   require_width(q, s.dk, dk_source, r.layout, "C", s.C, "dk");
-  require_width(k, s.dk, dk_source, r.layout, cs, s.Cs, "dk");
+  require_width(k, s.dkv(), dk_source, r.layout, cs, s.Cs, kw);
   std::string dv_from = v.path;
   if (v.w) {
-    s.dv = v.out();
+    if (s.grouped()) require_divisible(v, v.out(), s.Hkv, r.layout, s.Cs, vw, "kv_heads");
+    s.dv = s.grouped() ? v.out() / s.Hkv * s.H : v.out();
   } else {
     const StatedDv dv = stated_dv(r, root, r.rnd);
     s.dv = dv.value.value_or(s.dk);
@@ -287,11 +313,11 @@ std::string read_separate(const WeightReader& r, const json& root, Spec& s) {
   }
   require_divisible(v, s.dv, s.H, r.layout, s.Cs, "dv");
   s.w.W_q = q.w ? *q.w : r.generated("W_q", {s.C, s.dk}, "C");
-  s.w.W_k = k.w ? *k.w : r.generated("W_k", {s.Cs, s.dk}, s.Cs == s.C ? "C" : "Cs");
-  s.w.W_v = v.w ? *v.w : r.generated("W_v", {s.Cs, s.dv}, s.Cs == s.C ? "C" : "Cs");
+  s.w.W_k = k.w ? *k.w : r.generated("W_k", {s.Cs, s.dkv()}, s.Cs == s.C ? "C" : "Cs");
+  s.w.W_v = v.w ? *v.w : r.generated("W_v", {s.Cs, s.dvkv()}, s.Cs == s.C ? "C" : "Cs");
   if (r.has("b_q")) s.w.b_q = r.bias("b_q", s.dk, "dk");
-  if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.dk, "dk");
-  if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.dv, "dv");
+  if (r.has("b_k")) s.w.b_k = r.bias("b_k", s.dkv(), kw);
+  if (r.has("b_v")) s.w.b_v = r.bias("b_v", s.dvkv(), vw);
   return dv_from;
 }
 
@@ -336,7 +362,9 @@ std::int64_t resolve_heads(const json& root, Mode mode, std::optional<std::int64
 // Per-head weights tell H when `heads` is absent.
 std::optional<std::int64_t> heads_in_weights(const json& root, std::string& where) {
   if (!root.contains("weights") || !root["weights"].is_object()) return std::nullopt;
+  const bool grouped = root.contains("kv_heads");  // then W_k and W_v hold kv heads, W_q alone tells H
   for (const char* key : {"W_q", "W_k", "W_v"}) {
+    if (grouped && key[2] != 'q') break;
     const json& w = root["weights"].value(key, json());
     if (w.is_array() && !w.empty() && w[0].is_array() && !w[0].empty() && w[0][0].is_array()) {
       where = key_path("weights", key);
