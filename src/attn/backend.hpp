@@ -72,6 +72,8 @@ class Backend {
   virtual BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
                                      bool interleaved) = 0;
 
+  // a (N, L, h), b (N, M, h) -> (N, L + M, h): b's rows after a's (a KV cache's append; L may be 0)
+  virtual BackendTensor append_rows(const BackendTensor& a, const BackendTensor& b) = 0;
   // a (B, G, L, h) -> (B, G·n, L, h): each head repeated n times. Head g·n + r is a's head g, as HF
   // Llama's repeat_kv (grouped-query attention); tiled puts a's head g at g, G + g, 2G + g, … instead.
   virtual BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) = 0;

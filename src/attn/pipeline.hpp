@@ -17,4 +17,15 @@ struct PipelineOptions {
 // hold them) instead of refusing them.
 Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options = {});
 
+// attn decode's numerics: generation with a KV cache, one token at a time (decode.cpp makes the specs).
+struct KvCache {
+  BackendTensor k;  // (B, Hkv, S, hs): the keys so far, rotated
+  BackendTensor v;  // (B, Hkv, S, hv)
+};
+// The causal trace of the prefill; fills the cache with its keys and values.
+Trace run_prefill(const Spec& spec, Backend& backend, KvCache& cache);
+// One new token: `token` is it alone at its position (T = S = 1); `step` is it against every key so
+// far, its own included (T = 1, S = t + 1, bottom-right). Its k and v are appended to the cache.
+Trace run_decode_step(const Spec& token, const Spec& step, Backend& backend, KvCache& cache);
+
 }  // namespace attn

@@ -35,6 +35,11 @@ class ShapeBackend final : public Backend {
     flops_ += static_cast<double>(slopes.shape[0] * T * S);
     return {{slopes.shape[0], T, S}, nullptr};
   }
+  BackendTensor append_rows(const BackendTensor& a, const BackendTensor& b) override {
+    Shape out = a.shape;
+    out[out.size() - 2] += b.shape[b.shape.size() - 2];
+    return {out, nullptr};
+  }
   BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool) override {
     return {{a.shape[0], a.shape[1] * n, a.shape[2], a.shape[3]}, nullptr};
   }

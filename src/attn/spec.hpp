@@ -95,6 +95,7 @@ struct Spec {
   // ALiBi: −slope_h · (i − j) added to the scaled scores; no data = none. (H)
   Tensor alibi_slopes;
   bool alibi_default = true;  // slopes by Press et al.'s rule, not given
+  bool cached = false;  // attn decode: the keys and values are the KV cache's (k.cache, v.cache)
   std::optional<Scalar> softcap;  // Gemma 2's logit soft-capping: c · tanh(logits / c) before masking
 
   Positions positions = Positions::None;

@@ -352,6 +352,25 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
+  BackendTensor append_rows(const BackendTensor& a, const BackendTensor& b) override {
+    // (..., L, h) and (..., M, h), the same leading axes: n matrices
+    const auto r = a.shape.size();
+    require(r >= 2 && b.shape.size() == r && a.shape.back() == b.shape.back() && b.shape[r - 2] > 0, "append_rows wants (N, L, h) and (N, M, h)", a);
+    const auto h = a.shape.back(), L = a.shape[r - 2], M = b.shape[r - 2];
+    const std::int64_t n = element_count(b.shape) / (M * h);
+    Shape shape = b.shape;
+    shape[r - 2] = L + M;
+    Tensor out = Tensor::uninitialized(shape);
+    const Scalar* pa = L > 0 ? host(a).data() : nullptr;
+    const Scalar* pb = host(b).data();
+    Scalar* dst = out.mutable_data();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (L > 0) std::copy(pa + i * L * h, pa + (i + 1) * L * h, dst + i * (L + M) * h);
+      std::copy(pb + i * M * h, pb + (i + 1) * M * h, dst + (i * (L + M) + L) * h);
+    }
+    return wrap(std::move(out));
+  }
+
   BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
     require(a.shape.size() == 4 && n >= 1, "repeat_heads wants (B, G, L, h) and n >= 1", a);
     const auto B = a.shape[0], G = a.shape[1], plane = a.shape[2] * a.shape[3];

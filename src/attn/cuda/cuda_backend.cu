@@ -93,6 +93,14 @@ __global__ void k_distance_bias(const Scalar* slopes, Scalar* out, std::int64_t 
   }
 }
 
+// out (N, L + M, h): a's L rows, then b's M, per matrix
+__global__ void k_append_rows(const Scalar* a, const Scalar* b, Scalar* out, std::int64_t N, std::int64_t L, std::int64_t M, std::int64_t h) {
+  GRID_STRIDE(o, N * (L + M) * h) {
+    const std::int64_t e = o % h, row = (o / h) % (L + M), i = o / (h * (L + M));
+    out[o] = row < L ? a[(i * L + row) * h + e] : b[(i * M + row - L) * h + e];
+  }
+}
+
 // out (B, G·n, L, h) from a (B, G, L, h): head k of out is a's head k / n (repeat_kv), or k % G tiled
 __global__ void k_repeat_heads(const Scalar* a, Scalar* out, std::int64_t B, std::int64_t G, std::int64_t n, std::int64_t plane, bool tiled) {
   GRID_STRIDE(o, B * G * n * plane) {
@@ -281,6 +289,18 @@ class CudaBackend final : public Backend {
     auto out = make({H, T, S});
     k_distance_bias<<<grid(H * T * S), kThreads>>>(dev(slopes), dev(out), H, T, S, offset);
     launched("distance_bias");
+    return out;
+  }
+
+  BackendTensor append_rows(const BackendTensor& a, const BackendTensor& b) override {
+    const auto r = b.shape.size();
+    const auto h = b.shape[r - 1], L = a.shape[r - 2], M = b.shape[r - 2];
+    Shape shape = b.shape;
+    shape[r - 2] = L + M;
+    auto out = make(shape);
+    const auto N = element_count(b.shape) / (M * h);
+    k_append_rows<<<grid(element_count(shape)), kThreads>>>(L > 0 ? dev(a) : nullptr, dev(b), dev(out), N, L, M, h);
+    launched("append_rows");
     return out;
   }
 

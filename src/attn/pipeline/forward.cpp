@@ -88,39 +88,33 @@ Backend::EmptyRow empty_row_policy(MaskedRow p) {
   return p == MaskedRow::Zeros ? Backend::EmptyRow::Zeros : p == MaskedRow::Uniform ? Backend::EmptyRow::Uniform : Backend::EmptyRow::Nan;
 }
 
-// The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
-Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  const auto B = s.B, H = s.H, Hkv = s.Hkv, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
+// Queries, keys and values, heads first, rotated with RoPE: q (B, H, T, hs), k (B, Hkv, S, hs),
+// v (B, Hkv, S, hv).
+struct Heads {
+  BT q, k;
+  std::optional<BT> v;
+};
 
-  // 1. queries, keys and values, heads first; or the scores, given
-  BT scores;                  // (B, H, T, S)
-  std::optional<BT> v_heads;  // (B, H, S, hv)
-  if (s.entry == Entry::Scores) {
-    scores = r.emit(StepId::Scores, be.upload(s.scores));
-    if (!s.v.shape().empty()) v_heads = split_heads(be, m, r, r.emit(StepId::V, be.upload(s.v)), H, StepId::VView, StepId::VHeads);
-  } else {
-    const Flat f = inputs(s, be, m, r);
-    BT q = split_heads(be, m, r, f.q, H, StepId::QView, StepId::QHeads);    // (B, H, T, hs)
-    BT k = split_heads(be, m, r, f.k, Hkv, StepId::KView, StepId::KHeads);  // (B, Hkv, S, hs)
-    std::optional<BT> v;                                                     // (B, Hkv, S, hv)
-    if (f.v) v = split_heads(be, m, r, *f.v, Hkv, StepId::VView, StepId::VHeads);
-    if (s.rope) {
-      // rotary positions: each head's q and k pairs turned by their position's angles
-      const auto& rope = *s.rope;
-      const BT cos = r.emit(StepId::RopeCos, be.upload(rope.cos)), sin = r.emit(StepId::RopeSin, be.upload(rope.sin));  // (P, R/2)
-      q = r.emit(StepId::QRope, m.rotate(be, s, q, cos, sin, rope.offset - rope.table_first));
-      k = r.emit(StepId::KRope, m.rotate(be, s, k, cos, sin, rope.key_first - rope.table_first));
-      if (v && m.rope_on_v) v = m.rotate(be, s, *v, cos, sin, rope.key_first - rope.table_first);
-    }
-    // grouped-query attention: each kv head serves H / Hkv query heads, repeated to line up with them
-    if (s.grouped()) k = r.emit(StepId::KRepeat, m.repeat(be, k, H / Hkv));  // (B, H, S, hs)
-    if (v) v_heads = s.grouped() ? r.emit(StepId::VRepeat, m.repeat(be, *v, H / Hkv)) : *v;
-    q = q.view({B * H, T, hs});
-    k = k.view({B * H, S, hs});
-    // kᵀ is materialised only so the student can see the transpose the formula talks about
-    const BT kt = r.emit(StepId::KT, be.transpose_last2(k).view({B, H, hs, S})).view({B * H, hs, S});  // (B·H, hs, S)
-    scores = r.emit(StepId::Scores, m.scores(be, q, k, kt).view({B, H, T, S}));
+Heads project_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
+  const Flat f = inputs(s, be, m, r);
+  Heads h{split_heads(be, m, r, f.q, s.H, StepId::QView, StepId::QHeads), split_heads(be, m, r, f.k, s.Hkv, StepId::KView, StepId::KHeads),
+          std::nullopt};
+  if (f.v) h.v = split_heads(be, m, r, *f.v, s.Hkv, StepId::VView, StepId::VHeads);
+  if (s.rope) {
+    // rotary positions: each head's q and k pairs turned by their position's angles
+    const auto& rope = *s.rope;
+    const BT cos = r.emit(StepId::RopeCos, be.upload(rope.cos)), sin = r.emit(StepId::RopeSin, be.upload(rope.sin));  // (P, R/2)
+    h.q = r.emit(StepId::QRope, m.rotate(be, s, h.q, cos, sin, rope.offset - rope.table_first));
+    h.k = r.emit(StepId::KRope, m.rotate(be, s, h.k, cos, sin, rope.key_first - rope.table_first));
+    if (h.v && m.rope_on_v) h.v = m.rotate(be, s, *h.v, cos, sin, rope.key_first - rope.table_first);
   }
+  return h;
+}
+
+// scores (B, H, T, S) -> the scaled, biased, capped and masked logits, the weights, and with v heads
+// (B, H, S, hv) the context, the merged heads and the output projection.
+void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT& scores, const std::optional<BT>& v_heads) {
+  const auto B = s.B, H = s.H, T = s.T, S = s.S, hv = s.hv();
 
   // 2. scale: scores · 1/√hs (or the given factor)
   BT logits = scores;  // (B, H, T, S)
@@ -155,12 +149,41 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
   const BT sums = be.row_sums(weights.view({B * H * T, S})).view({B, H, T});
   r.emit(StepId::Weights, weights);
   r.attach_row_sums(sums);
-  if (!v_heads) return r.take();
+  if (!v_heads) return;
 
   // 5. context: weights · v, heads merged back, the output projection (B, T, Co)
   const BT context = r.emit(StepId::Context, be.matmul(weights.view({B * H, T, S}), v_heads->view({B * H, S, hv})).view({B, H, T, hv}));
   const BT merged = H > 1 ? r.emit(StepId::Merged, m.merge(be, context)) : context.view({B, T, s.dv});  // (B, T, dv)
   if (s.w.W_o) r.emit(StepId::Output, m.output_missing ? merged : linear(be, m, merged, *s.w.W_o, s.w.b_o, Projection::Output));
+}
+
+// q (B, H, T, hs), the keys and values (B, Hkv, S, ·) -> the scores, then the rest: the kv heads
+// repeated to the H query heads when grouped.
+void attend(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const Heads& h) {
+  const auto B = s.B, H = s.H, T = s.T, S = s.S, hs = s.hs();
+  BT k = h.k;
+  std::optional<BT> v = h.v;
+  // grouped-query attention: each kv head serves H / Hkv query heads, repeated to line up with them
+  if (s.grouped()) k = r.emit(StepId::KRepeat, m.repeat(be, k, H / s.Hkv));  // (B, H, S, hs)
+  if (v && s.grouped()) v = r.emit(StepId::VRepeat, m.repeat(be, *v, H / s.Hkv));
+  const BT q = h.q.view({B * H, T, hs});
+  k = k.view({B * H, S, hs});
+  // kᵀ is materialised only so the student can see the transpose the formula talks about
+  const BT kt = r.emit(StepId::KT, be.transpose_last2(k).view({B, H, hs, S})).view({B * H, hs, S});  // (B·H, hs, S)
+  scores_to_output(s, be, m, r, r.emit(StepId::Scores, m.scores(be, q, k, kt).view({B, H, T, S})), v);
+}
+
+// The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
+Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
+  if (s.entry == Entry::Scores) {
+    // the scores, given (with the values, when given)
+    const BT scores = r.emit(StepId::Scores, be.upload(s.scores));
+    std::optional<BT> v_heads;  // (B, H, S, hv)
+    if (!s.v.shape().empty()) v_heads = split_heads(be, m, r, r.emit(StepId::V, be.upload(s.v)), s.H, StepId::VView, StepId::VHeads);
+    scores_to_output(s, be, m, r, scores, v_heads);
+  } else {
+    attend(s, be, m, r, project_heads(s, be, m, r));
+  }
   return r.take();
 }
 
@@ -177,6 +200,41 @@ Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& op
     t.config.notes.push_back(fmt::format("simulated mistake {}: {}", info.name, info.description));
   }
   return t;
+}
+
+// One token of generation with a KV cache (attn decode). `token` is the new token alone (T = S = 1,
+// at its position); `step` is the same token against the S cached keys, its own included (T = 1,
+// bottom-right). The token's q, k and v are made and rotated as in the forward pass, k and v are
+// appended to the cache ((B, Hkv, S − 1, ·) before, (B, Hkv, S, ·) after), and
+// the new query attends over the cache.
+Trace run_decode_step(const Spec& token, const Spec& step, Backend& be, KvCache& cache) {
+  const Hooks m = hooks_for(Mistake::None);
+  Recorder front(token, be, false), back(step, be, false);
+  Heads h = project_heads(token, be, m, front);
+  back.emit(StepId::KPast, cache.k);
+  cache.k = back.emit(StepId::KCache, be.append_rows(cache.k, h.k));
+  back.emit(StepId::VPast, cache.v);
+  cache.v = back.emit(StepId::VCache, be.append_rows(cache.v, *h.v));
+  attend(step, be, m, back, Heads{h.q, cache.k, cache.v});
+  // one trace: the token's steps, then the cache's and the attention's, labelled as the step spec
+  // (queries: the token; keys: every token so far), RoPE's table rows at the token's position
+  Trace t = back.take();
+  Trace first = front.take();
+  t.config.first_position = first.config.first_position;
+  t.config.query_first_position = t.config.key_first_position = first.config.query_first_position;
+  t.steps.insert(t.steps.begin(), std::make_move_iterator(first.steps.begin()), std::make_move_iterator(first.steps.end()));
+  return t;
+}
+
+// The prefill of attn decode: the causal trace of the first tokens, and their rotated keys and
+// values, the cache decoding starts from.
+Trace run_prefill(const Spec& s, Backend& be, KvCache& cache) {
+  const Hooks m = hooks_for(Mistake::None);
+  Recorder r(s, be, false);
+  const Heads h = project_heads(s, be, m, r);
+  cache.k = h.k, cache.v = *h.v;
+  attend(s, be, m, r, h);
+  return r.take();
 }
 
 }  // namespace attn

@@ -96,11 +96,31 @@ StepText head_split(StepId step, const Spec& s) {
           Dims{Dim::B, heads, L, h}};
 }
 
+// k.past, k.cache, v.past, v.cache: attn decode's KV cache, before and after the new token's append.
+StepText cache_text(StepId step, const Spec& s) {
+  const bool key = step == StepId::KPast || step == StepId::KCache, past = step == StepId::KPast || step == StepId::VPast;
+  const char* id = key ? "k" : "v";
+  const Dims dims{Dim::B, s.grouped() ? Dim::Hkv : Dim::H, Dim::S, key ? Dim::hs : Dim::hv};
+  const std::string heads = s.grouped() ? fmt::format("Hkv = {}", s.Hkv) : fmt::format("H = {}", s.H);
+  const auto t = s.S - 1;  // the new token's position among the keys
+  if (past) {
+    return {step == StepId::KPast ? "Key cache before the append" : "Value cache before the append",
+            fmt::format("{}.past = the cache: {} of positions 0 .. {}", id, key ? "keys (rotated)" : "values", t - 1),
+            fmt::format("kept from earlier steps, never recomputed: {} heads × {} positions", heads, t), dims};
+  }
+  const std::string row = key ? (s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k") : (s.Hkv > 1 ? "v.heads" : "v");
+  return {step == StepId::KCache ? "Key cache after the append" : "Value cache after the append",
+          fmt::format("{}.cache = cat({}.past, {}, dim=-2)", id, id, row),
+          fmt::format("the new token's row appended at position {}: {} heads × {} positions; {} bytes per token for k and v together", t, heads,
+                      s.S, s.Hkv * (s.hs() + s.hv()) * static_cast<std::int64_t>(sizeof(Scalar))),
+          dims};
+}
+
 // k.repeat, v.repeat: grouped-query attention lines the kv heads up with the query heads.
 StepText repeat_text(StepId step, const Spec& s) {
   const bool key = step == StepId::KRepeat;
   const auto n = s.H / s.Hkv;
-  const std::string in = key ? (s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k") : (s.Hkv > 1 ? "v.heads" : "v");
+  const std::string in = s.cached ? (key ? "k.cache" : "v.cache") : key ? (s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k") : (s.Hkv > 1 ? "v.heads" : "v");
   std::vector<std::string> groups;
   for (std::int64_t g = 0; g < s.Hkv && g < 4; ++g) {
     groups.push_back(n == 1 ? fmt::format("h{} ← kv{}", g, g)
@@ -247,10 +267,15 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::RopeSin:
     case StepId::QRope:
     case StepId::KRope: return rope_text(step, s);
+    case StepId::KPast:
+    case StepId::KCache:
+    case StepId::VPast:
+    case StepId::VCache: return cache_text(step, s);
     case StepId::KRepeat:
     case StepId::VRepeat: return repeat_text(step, s);
     case StepId::KT:
-      return {"Keys transposed", s.grouped() ? "kᵀ = k.repeat.transpose(-2, -1)" : s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)",
+      return {"Keys transposed",
+              s.grouped() ? "kᵀ = k.repeat.transpose(-2, -1)" : s.cached ? "kᵀ = k.cache.transpose(-2, -1)" : s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)",
               "each column is one key: q · kᵀ then takes every query against every key", Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
     case StepId::Scores:
       if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
@@ -291,7 +316,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Masked: return masked_text(s, f);
     case StepId::Weights: return weights_text(s, f);
     case StepId::Context:
-      return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
+      return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : s.cached ? "context = weights · v.cache" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
               Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
     case StepId::Merged:
       if (s.general()) {

@@ -1,0 +1,163 @@
+// attn decode: the problem cut into a prefill and one spec pair per new token; the rows compared.
+#include "attn/decode.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/position_tables.hpp"
+
+namespace attn {
+namespace {
+
+// Rows [from, from + n) along axis 1 of a (B, L, C) tensor, or along axis 0 of an (L, C) one.
+Tensor rows(const Tensor& t, std::int64_t from, std::int64_t n) {
+  const bool batched = t.rank() == 3;
+  const auto B = batched ? t.dim(0) : 1, L = t.dim(-2), C = t.dim(-1);
+  Tensor out = Tensor::uninitialized(batched ? Shape{B, n, C} : Shape{n, C});
+  for (std::int64_t b = 0; b < B; ++b)
+    std::copy(t.data() + (b * L + from) * C, t.data() + (b * L + from + n) * C, out.mutable_data() + b * n * C);
+  return out;
+}
+
+Labels label_range(const Labels& l, std::int64_t from, std::int64_t n) {
+  Labels out;
+  for (const auto& row : l) out.emplace_back(row.begin() + from, row.begin() + from + n);
+  return out;
+}
+
+// The spec's tokens [from, from + n) as queries and keys, RoPE's tables for their positions.
+Spec window_of(const Spec& s, std::int64_t from, std::int64_t n) {
+  Spec w = s;
+  w.T = w.S = n;
+  w.x = rows(s.x, from, n);
+  w.tokens = w.source_tokens = label_range(s.tokens, from, n);
+  if (s.positions != Positions::None) w.position_table = rows(s.position_table, from, n);
+  if (w.rope) {
+    w.rope->offset = s.rope->offset + from;
+    const auto count = w.rope->place(n, n, false);
+    RopeTables t = rope_tables(w.rope->table_first, count, w.rope->dims, w.rope->theta);
+    w.rope->cos = std::move(t.cos), w.rope->sin = std::move(t.sin);
+  }
+  w.expect.clear();
+  return w;
+}
+
+// Token t's query against keys 0 .. t, the cache's: T = 1, S = t + 1, the causal diagonal bottom-right.
+Spec step_of(const Spec& s, std::int64_t t) {
+  Spec w = window_of(s, t, 1);
+  w.S = t + 1;
+  w.source_tokens = label_range(s.tokens, 0, t + 1);
+  w.causal_align = CausalAlign::BottomRight;
+  w.cached = true;
+  if (w.rope) w.rope->place(1, t + 1, false);
+  return w;
+}
+
+// max |a[lead, 0, j] − b[lead, row, j]| for j < a's columns: a holds one row per leading index
+// (a decoded step), b all of them (the full trace's step).
+double row_difference(const Tensor& a, const Tensor& b, std::int64_t row) {
+  const auto cols = a.dim(-1), b_rows = b.dim(-2), b_cols = b.dim(-1);
+  const auto lead = a.size() / cols;
+  double worst = 0;
+  for (std::int64_t l = 0; l < lead; ++l)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double d = std::fabs(static_cast<double>(a.at(l * cols + j)) - static_cast<double>(b.at((l * b_rows + row) * b_cols + j)));
+      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+    }
+  return worst;
+}
+
+}  // namespace
+
+Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
+  if (s.mode != Mode::Causal) {
+    throw InputError(fmt::format("mode: decode generates one token after another, each seeing only the ones before: it needs mode "
+                                 "\"causal\", got \"{}\"", mode_name(s.mode)));
+  }
+  if (s.entry != Entry::Embeddings)
+    throw InputError("decode: needs embeddings and weights (each new token is projected as it arrives); given q, k, v or scores have no tokens to feed in");
+  if (!s.lengths.empty()) throw InputError("padding: decode feeds every batch row the same tokens one by one; padding is not supported here");
+  if (s.user_mask != UserMask::None) throw InputError("attn_mask: decode's mask is causal (with the window, if any); an attn_mask is not supported here");
+  if (prefill < 1 || prefill >= s.T) {
+    throw InputError(fmt::format("--prefill {}: expected 1 ≤ P < T = {} (P tokens in one causal pass, then T − P decoded one by one)", prefill, s.T));
+  }
+  Decode d;
+  d.prefill = prefill;
+  const Trace full = run_pipeline(s, be);
+  KvCache cache;
+  d.prefill_trace = run_prefill(window_of(s, 0, prefill), be, cache);
+  for (std::int64_t t = prefill; t < s.T; ++t) d.tokens.push_back(run_decode_step(window_of(s, t, 1), step_of(s, t), be, cache));
+
+  d.last_id = full.find("output") != nullptr ? "output" : full.find("merged") != nullptr ? "merged" : "context";
+  const auto compare = [&](const Trace& part, std::int64_t first, std::int64_t count) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      DecodedRow r;
+      r.position = first + i;
+      r.token = s.tokens[0][static_cast<std::size_t>(first + i)];
+      // the part's row i: one row per token of the part
+      const auto one = [&](const char* id) {
+        const Tensor& a = part.find(id)->value;
+        const auto a_rows = a.dim(-2), cols = a.dim(-1);
+        Tensor row = Tensor::uninitialized([&] {
+          Shape sh = a.shape();
+          sh[sh.size() - 2] = 1;
+          return sh;
+        }());
+        const auto lead = a.size() / (a_rows * cols);
+        for (std::int64_t l = 0; l < lead; ++l)
+          std::copy(a.data() + (l * a_rows + i) * cols, a.data() + (l * a_rows + i + 1) * cols, row.mutable_data() + l * cols);
+        return row_difference(row, full.find(id)->value, first + i);
+      };
+      r.weights = one("weights"), r.context = one("context"), r.last = one(d.last_id.c_str());
+      (first == 0 && count == prefill ? d.prefill_max : d.decoded_max) =
+          std::max({first == 0 && count == prefill ? d.prefill_max : d.decoded_max, r.weights, r.context, r.last});
+      d.rows.push_back(std::move(r));
+    }
+  };
+  compare(d.prefill_trace, 0, prefill);
+  for (std::size_t k = 0; k < d.tokens.size(); ++k) compare(d.tokens[k], prefill + static_cast<std::int64_t>(k), 1);
+  return d;
+}
+
+void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o, const std::vector<std::string>& step_ids) {
+  const auto& c = d.prefill_trace.config;
+  const std::int64_t T = d.prefill + static_cast<std::int64_t>(d.tokens.size());
+  const auto hv = c.hv > 0 ? c.hv : c.hs;
+  out << fmt::format("Attention Tracer · decode · {}\n", c.title);
+  out << fmt::format("generation with a KV cache: tokens 0 .. {} in one causal pass (the prefill), then tokens {} .. {} one at a time\n",
+                     d.prefill - 1, d.prefill, T - 1);
+  out << fmt::format("the cache keeps every token's rotated keys and values: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} bytes per "
+                     "token{}\n",
+                     c.Hkv, c.hs, hv, c.Hkv * (c.hs + hv) * 4, c.batched ? " per batch row" : "");
+  const auto show = [&](const Trace& t) {
+    TextOptions to = o;
+    to.steps.clear();
+    for (std::size_t i = 0; i < t.steps.size(); ++i)
+      if (step_ids.empty() || std::find(step_ids.begin(), step_ids.end(), t.steps[i].id) != step_ids.end()) render_text_step(t, i, out, to);
+  };
+  out << fmt::format("\n══ prefill: tokens 0 .. {}, causal, T = S = {} ══\n", d.prefill - 1, d.prefill);
+  render_text_header(d.prefill_trace, out, o);
+  show(d.prefill_trace);
+  for (std::size_t k = 0; k < d.tokens.size(); ++k) {
+    const auto t = d.prefill + static_cast<std::int64_t>(k);
+    out << fmt::format("\n══ token {} \"{}\" (position {}): one query against the {} cached keys, its own appended ══\n", t,
+                       d.rows[static_cast<std::size_t>(t)].token, t, t + 1);
+    show(d.tokens[k]);
+  }
+  out << fmt::format("\n══ every row against the full causal trace (all T = {} tokens at once) ══\n", T);
+  out << fmt::format("{:>8}  {:<12}  {:>10}  {:>10}  {:>10}\n", "position", "token", "weights", "context", d.last_id);
+  for (const auto& r : d.rows) {
+    out << fmt::format("{:>8}  {:<12}  {:>10.3g}  {:>10.3g}  {:>10.3g}{}\n", r.position, r.token, r.weights, r.context, r.last,
+                       r.position == d.prefill ? "  ← first decoded" : "");
+  }
+  out << fmt::format("largest |decoded − full| = {:.3g} over the decoded rows ({:.3g} over the prefill's); tolerance {:g}: {}\n", d.decoded_max, d.prefill_max,
+                     Decode::kTolerance,
+                     d.agrees() ? "the cache gives the attention of the full pass, without recomputing a key or value"
+                                : "DIFFERS: decoding does not reproduce the full pass");
+}
+
+}  // namespace attn
