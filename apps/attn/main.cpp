@@ -19,6 +19,7 @@
 #include "attn/cross_check.hpp"
 #include "attn/decode.hpp"
 #include "attn/diagnose.hpp"
+#include "attn/flash.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
 #include "attn/pager.hpp"
@@ -113,6 +114,7 @@ struct RunOptions {
   bool force = false;
   bool timings = false;
   std::string check_against;
+  std::string flash;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -123,6 +125,7 @@ void setup_run(CLI::App& app, RunOptions& o) {
                   "at a time, head and batch selectors, each number's computation on hover)")
       ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
+  run->add_option("--flash", o.flash, "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context");
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
@@ -321,6 +324,13 @@ int run_run(const RunOptions& o) {
   if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
   t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
+  std::optional<attn::Flash> flash;
+  if (!o.flash.empty()) {
+    if (o.format != "text" || o.step || o.shapes_only) throw attn::InputError("--flash: the tiled pass is shown in text output (no --format, --step or --shapes-only)");
+    if (options.mistake != attn::Mistake::None) throw attn::InputError("--flash: tiles the correct pass; leave out --mistake");
+    const auto [bq, bk] = attn::parse_tile_sizes(o.flash);
+    flash = attn::run_flash(spec, trace, bq, bk);
+  }
   if (o.format == "json") {
     attn::render_json(trace, std::cout);
   } else if (o.format == "markdown") {
@@ -336,7 +346,9 @@ int run_run(const RunOptions& o) {
     attn::page_steps(trace, t, STDIN_FILENO, std::cout, raw);
   } else {
     attn::render_text(trace, std::cout, t);
+    if (flash) attn::render_flash_text(*flash, trace, std::cout, t);
   }
+  if (flash && flash->max_diff > 1e-5) return kExitDiffers;
   if (!o.check_against.empty()) {
     const auto report = attn::check_against(spec, trace, o.backend, o.check_against, options);
     attn::render_check_against_text(report, std::cout);

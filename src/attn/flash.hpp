@@ -1,0 +1,48 @@
+// --flash BQxBK: FlashAttention's tiled forward pass (Dao et al., 2022), shown tile by tile. Each block
+// of BQ queries walks the keys BK at a time, keeping only a running row max m, a running row sum l
+// and an output accumulator; the [T, S] scores and weights are never held. It reads the trace's q, k
+// and v rows (rotated, repeated), recomputes each score tile with the trace's scale, ALiBi, capping
+// and mask, and ends by comparing its output with the trace's materialised context.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/render/render.hpp"
+#include "attn/spec.hpp"
+#include "attn/trace.hpp"
+
+namespace attn {
+
+struct FlashTile {
+  std::int64_t k0 = 0, kn = 0;       // keys k0 .. k0 + kn − 1
+  bool skipped = false;              // every entry masked: no work (FlashAttention skips such tiles)
+  std::vector<Scalar> scores;        // [qn, kn]: scaled (biased, capped) and masked
+  std::vector<Scalar> m_old, m, rescale, l;  // [qn]
+  std::vector<Scalar> acc;           // [qn, hv]
+};
+
+struct FlashBlock {
+  std::int64_t b = 0, h = 0, q0 = 0, qn = 0;  // queries q0 .. q0 + qn − 1 of batch row b, head h
+  std::vector<FlashTile> tiles;
+  std::vector<Scalar> out;           // [qn, hv]: acc / l
+};
+
+struct Flash {
+  std::int64_t BQ = 0, BK = 0, B = 1, H = 1, T = 0, S = 0, hs = 0, hv = 0;
+  std::vector<FlashBlock> blocks;    // every (b, h, query block), in that order
+  double max_diff = 0;               // largest |flash − context|
+  std::int64_t tiles_done = 0, tiles_skipped = 0;
+};
+
+// "2x3" -> {2, 3}; InputError naming --flash otherwise.
+std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text);
+// InputError when the trace has no q, k and v to tile (given scores, no values) or BQ, BK < 1.
+Flash run_flash(const Spec& spec, const Trace& trace, std::int64_t BQ, std::int64_t BK);
+// The tiles of one batch row and head (the view's --batch and --head, else 0), the comparison and
+// the memory never held.
+void render_flash_text(const Flash& f, const Trace& trace, std::ostream& out, const TextOptions& options);
+
+}  // namespace attn
