@@ -115,6 +115,7 @@ struct RunOptions {
   bool timings = false;
   std::string check_against;
   std::string flash;
+  bool flash_given = false;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -125,7 +126,8 @@ void setup_run(CLI::App& app, RunOptions& o) {
                   "at a time, head and batch selectors, each number's computation on hover)")
       ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
-  run->add_option("--flash", o.flash, "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context");
+  run->add_option("--flash", o.flash, "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context")
+      ->each([&o](const std::string&) { o.flash_given = true; });
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
@@ -325,7 +327,7 @@ int run_run(const RunOptions& o) {
   t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
   std::optional<attn::Flash> flash;
-  if (!o.flash.empty()) {
+  if (o.flash_given) {
     if (o.format != "text" || o.step || o.shapes_only) throw attn::InputError("--flash: the tiled pass is shown in text output (no --format, --step or --shapes-only)");
     if (options.mistake != attn::Mistake::None) throw attn::InputError("--flash: tiles the correct pass; leave out --mistake");
     const auto [bq, bk] = attn::parse_tile_sizes(o.flash);

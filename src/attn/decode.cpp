@@ -78,8 +78,10 @@ Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
     throw InputError(fmt::format("mode: decode generates one token after another, each seeing only the ones before: it needs mode "
                                  "\"causal\", got \"{}\"", mode_name(s.mode)));
   }
-  if (s.entry != Entry::Embeddings)
-    throw InputError("decode: needs embeddings and weights (each new token is projected as it arrives); given q, k, v or scores have no tokens to feed in");
+  if (s.entry != Entry::Embeddings) {
+    throw InputError(fmt::format("{}: decode needs embeddings and weights (each new token is projected as it arrives); given {} have no "
+                                 "tokens to feed in", s.entry == Entry::Scores ? "scores" : "q", s.entry == Entry::Scores ? "scores" : "q, k, v"));
+  }
   if (!s.lengths.empty()) throw InputError("padding: decode feeds every batch row the same tokens one by one; padding is not supported here");
   if (s.user_mask != UserMask::None) throw InputError("attn_mask: decode's mask is causal (with the window, if any); an attn_mask is not supported here");
   if (prefill < 1 || prefill >= s.T) {
@@ -128,8 +130,9 @@ void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o
   const std::int64_t T = d.prefill + static_cast<std::int64_t>(d.tokens.size());
   const auto hv = c.hv > 0 ? c.hv : c.hs;
   out << fmt::format("Attention Tracer · decode · {}\n", c.title);
-  out << fmt::format("generation with a KV cache: tokens 0 .. {} in one causal pass (the prefill), then tokens {} .. {} one at a time\n",
-                     d.prefill - 1, d.prefill, T - 1);
+  out << fmt::format("generation with a KV cache: {} in one causal pass (the prefill), then {}\n",
+                     d.prefill == 1 ? std::string("token 0") : fmt::format("tokens 0 .. {}", d.prefill - 1),
+                     d.prefill == T - 1 ? fmt::format("token {} against the cache", T - 1) : fmt::format("tokens {} .. {} one at a time", d.prefill, T - 1));
   out << fmt::format("the cache keeps every token's rotated keys and values: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} bytes per "
                      "token{}\n",
                      c.Hkv, c.hs, hv, c.Hkv * (c.hs + hv) * 4, c.batched ? " per batch row" : "");
@@ -139,7 +142,7 @@ void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o
     for (std::size_t i = 0; i < t.steps.size(); ++i)
       if (step_ids.empty() || std::find(step_ids.begin(), step_ids.end(), t.steps[i].id) != step_ids.end()) render_text_step(t, i, out, to);
   };
-  out << fmt::format("\n══ prefill: tokens 0 .. {}, causal, T = S = {} ══\n", d.prefill - 1, d.prefill);
+  out << fmt::format("\n══ prefill: {}, causal, T = S = {} ══\n", d.prefill == 1 ? std::string("token 0") : fmt::format("tokens 0 .. {}", d.prefill - 1), d.prefill);
   render_text_header(d.prefill_trace, out, o);
   show(d.prefill_trace);
   for (std::size_t k = 0; k < d.tokens.size(); ++k) {

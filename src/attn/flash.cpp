@@ -167,7 +167,9 @@ void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const 
     for (std::size_t k = 0; k < n; ++k) line += fmt::format(" {:>{}}", num(v[from + k]), width);
     return line + "\n";
   };
-  out << fmt::format("\n══ FlashAttention's tiled forward pass: tiles of BQ = {} queries × BK = {} keys ══\n", f.BQ, f.BK);
+  const auto bq = std::min(f.BQ, f.T), bk = std::min(f.BK, f.S);  // the tiles as large as they get here
+  out << fmt::format("\n══ FlashAttention's tiled forward pass: tiles of BQ = {} quer{} × BK = {} key{} ══\n", f.BQ, f.BQ == 1 ? "y" : "ies", f.BK,
+                     f.BK == 1 ? "" : "s");
   out << "each block of queries starts with m = −inf (running row max), l = 0 (running row sum), acc = 0, then per key tile:\n"
          "  s = the tile's scores (scaled, biased, capped, masked as above), computed from q and k\n"
          "  m_new = max(m, rowmax(s)); rescale = exp(m − m_new); l = rescale·l + Σ_j exp(s − m_new)\n"
@@ -175,9 +177,11 @@ void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const 
   out << fmt::format("shown: {}head {} (--batch, --head choose another)\n", c.batched ? fmt::format("batch row {}, ", b) : "", h);
   for (const auto& blk : f.blocks) {
     if (blk.b != b || blk.h != h) continue;
-    out << fmt::format("\n── queries {} .. {} (\"{}\" .. \"{}\") ──\n", blk.q0, blk.q0 + blk.qn - 1, qtok(blk.q0), qtok(blk.q0 + blk.qn - 1));
+    out << (blk.qn == 1 ? fmt::format("\n── query {} (\"{}\") ──\n", blk.q0, qtok(blk.q0))
+                        : fmt::format("\n── queries {} .. {} (\"{}\" .. \"{}\") ──\n", blk.q0, blk.q0 + blk.qn - 1, qtok(blk.q0), qtok(blk.q0 + blk.qn - 1)));
     for (const auto& tile : blk.tiles) {
-      out << fmt::format("  tile: keys {} .. {} (\"{}\" .. \"{}\")", tile.k0, tile.k0 + tile.kn - 1, ktok(tile.k0), ktok(tile.k0 + tile.kn - 1));
+      out << (tile.kn == 1 ? fmt::format("  tile: key {} (\"{}\")", tile.k0, ktok(tile.k0))
+                           : fmt::format("  tile: keys {} .. {} (\"{}\" .. \"{}\")", tile.k0, tile.k0 + tile.kn - 1, ktok(tile.k0), ktok(tile.k0 + tile.kn - 1)));
       if (tile.skipped) {
         out << ": every entry masked, skipped (no exp, no product)\n";
         continue;
@@ -205,8 +209,8 @@ void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const 
                      f.max_diff <= 1e-5 ? "" : " — NOT within 1e-5");
   out << fmt::format("never held: the [B, H, T, S] = [{}, {}, {}, {}] scores, scaled (biased, capped), masked and weights, {} each; held at once "
                      "per block: one [{}, {}] tile, m and l [{}], acc [{}, {}] = {}\n",
-                     f.B, f.H, f.T, f.S, human_bytes(matrix), f.BQ, f.BK, f.BQ, f.BQ, f.hv,
-                     human_bytes(static_cast<double>(f.BQ * f.BK + 2 * f.BQ + f.BQ * f.hv) * sizeof(Scalar)));
+                     f.B, f.H, f.T, f.S, human_bytes(matrix), bq, bk, bq, bq, f.hv,
+                     human_bytes(static_cast<double>(bq * bk + 2 * bq + bq * f.hv) * sizeof(Scalar)));
 }
 
 }  // namespace attn

@@ -18,7 +18,8 @@ void read_kv_heads(const json& root, Spec& s) {
   if (s.entry == Entry::Scores) fail("kv_heads", "groups the heads of k and v; given scores start after the keys");
   const auto n = read_positive(root["kv_heads"], "kv_heads");
   if (s.H % n != 0) {
-    fail("kv_heads", fmt::format("expected a divisor of H = {} (each key/value head serves H / kv_heads query heads), got {}", s.H, n));
+    fail("kv_heads", fmt::format("expected a divisor of H = {} (each key/value head serves H / kv_heads query heads), got {}{}", s.H, n,
+                                 root.contains("heads") ? "" : "; \"heads\" is not given, so H is the mode's default"));
   }
   s.Hkv = n;
 }
