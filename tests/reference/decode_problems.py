@@ -61,7 +61,7 @@ def main():
         ({"mode": "self", "random": {"seed": 1, "T": 3, "C": 2}}, [], "mode"),
         ({"mode": "causal", "random": {"seed": 1, "T": 3, "C": 2}}, ["--prefill", "3"], "--prefill 3"),
         ({"mode": "causal", "random": {"seed": 1, "T": 3, "C": 2}}, ["--prefill", "0"], "--prefill 0"),
-        ({"mode": "causal", "q": [[1.0]], "k": [[1.0]], "v": [[1.0]]}, [], "decode"),
+        ({"mode": "causal", "q": [[1.0]], "k": [[1.0]], "v": [[1.0]]}, [], "q: decode needs embeddings"),
         ({"mode": "causal", "random": {"seed": 1, "B": 2, "T": 3, "C": 2}, "padding": {"lengths": [3, 2]}}, [], "padding"),
     ]
     for problem, args, path in refusals:
