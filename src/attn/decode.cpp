@@ -57,15 +57,15 @@ Spec step_of(const Spec& s, std::int64_t t) {
   return w;
 }
 
-// max |a[lead, 0, j] − b[lead, row, j]| for j < a's columns: a holds one row per leading index
-// (a decoded step), b all of them (the full trace's step).
-double row_difference(const Tensor& a, const Tensor& b, std::int64_t row) {
-  const auto cols = a.dim(-1), b_rows = b.dim(-2), b_cols = b.dim(-1);
-  const auto lead = a.size() / cols;
+// max |a[lead, a_row, j] − b[lead, b_row, j]| for j < a's columns: row a_row of a part's step (the
+// prefill, or a decoded token) against row b_row of the full trace's.
+double row_difference(const Tensor& a, std::int64_t a_row, const Tensor& b, std::int64_t b_row) {
+  const auto a_rows = a.dim(-2), cols = a.dim(-1), b_rows = b.dim(-2), b_cols = b.dim(-1);
+  const auto lead = a.size() / (a_rows * cols);
   double worst = 0;
   for (std::int64_t l = 0; l < lead; ++l)
     for (std::int64_t j = 0; j < cols; ++j) {
-      const double d = std::fabs(static_cast<double>(a.at(l * cols + j)) - static_cast<double>(b.at((l * b_rows + row) * b_cols + j)));
+      const double d = std::fabs(static_cast<double>(a.at((l * a_rows + a_row) * cols + j)) - static_cast<double>(b.at((l * b_rows + b_row) * b_cols + j)));
       worst = std::isnan(d) ? INFINITY : std::max(worst, d);
     }
   return worst;
@@ -101,22 +101,10 @@ Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
       r.position = first + i;
       r.token = s.tokens[0][static_cast<std::size_t>(first + i)];
       // the part's row i: one row per token of the part
-      const auto one = [&](const char* id) {
-        const Tensor& a = part.find(id)->value;
-        const auto a_rows = a.dim(-2), cols = a.dim(-1);
-        Tensor row = Tensor::uninitialized([&] {
-          Shape sh = a.shape();
-          sh[sh.size() - 2] = 1;
-          return sh;
-        }());
-        const auto lead = a.size() / (a_rows * cols);
-        for (std::int64_t l = 0; l < lead; ++l)
-          std::copy(a.data() + (l * a_rows + i) * cols, a.data() + (l * a_rows + i + 1) * cols, row.mutable_data() + l * cols);
-        return row_difference(row, full.find(id)->value, first + i);
-      };
+      const auto one = [&](const char* id) { return row_difference(part.find(id)->value, i, full.find(id)->value, first + i); };
       r.weights = one("weights"), r.context = one("context"), r.last = one(d.last_id.c_str());
-      (first == 0 && count == prefill ? d.prefill_max : d.decoded_max) =
-          std::max({first == 0 && count == prefill ? d.prefill_max : d.decoded_max, r.weights, r.context, r.last});
+      double& worst = first < prefill ? d.prefill_max : d.decoded_max;
+      worst = std::max({worst, r.weights, r.context, r.last});
       d.rows.push_back(std::move(r));
     }
   };

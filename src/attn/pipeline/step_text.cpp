@@ -96,6 +96,12 @@ StepText head_split(StepId step, const Spec& s) {
           Dims{Dim::B, heads, L, h}};
 }
 
+// The key or value rows the cache and the repeat read: rotated keys, else the kv heads, else the flat rows.
+std::string kv_rows_name(const Spec& s, bool key) {
+  if (key) return s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k";
+  return s.Hkv > 1 ? "v.heads" : "v";
+}
+
 // k.past, k.cache, v.past, v.cache: attn decode's KV cache, before and after the new token's append.
 StepText cache_text(StepId step, const Spec& s) {
   const bool key = step == StepId::KPast || step == StepId::KCache, past = step == StepId::KPast || step == StepId::VPast;
@@ -108,7 +114,7 @@ StepText cache_text(StepId step, const Spec& s) {
             fmt::format("{}.past = the cache: {} of positions 0 .. {}", id, key ? "keys (rotated)" : "values", t - 1),
             fmt::format("kept from earlier steps, never recomputed: {} heads × {} positions", heads, t), dims};
   }
-  const std::string row = key ? (s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k") : (s.Hkv > 1 ? "v.heads" : "v");
+  const std::string row = kv_rows_name(s, key);
   return {step == StepId::KCache ? "Key cache after the append" : "Value cache after the append",
           fmt::format("{}.cache = cat({}.past, {}, dim=-2)", id, id, row),
           fmt::format("the new token's row appended at position {}: {} heads × {} positions; {} bytes per token for k and v together", t, heads,
@@ -120,7 +126,7 @@ StepText cache_text(StepId step, const Spec& s) {
 StepText repeat_text(StepId step, const Spec& s) {
   const bool key = step == StepId::KRepeat;
   const auto n = s.H / s.Hkv;
-  const std::string in = s.cached ? (key ? "k.cache" : "v.cache") : key ? (s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k") : (s.Hkv > 1 ? "v.heads" : "v");
+  const std::string in = s.cached ? (key ? "k.cache" : "v.cache") : kv_rows_name(s, key);
   std::vector<std::string> groups;
   for (std::int64_t g = 0; g < s.Hkv && g < 4; ++g) {
     groups.push_back(n == 1 ? fmt::format("h{} ← kv{}", g, g)
