@@ -20,6 +20,7 @@
 #include "attn/decode.hpp"
 #include "attn/diagnose.hpp"
 #include "attn/flash.hpp"
+#include "attn/model/checkpoint.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
 #include "attn/pager.hpp"
@@ -287,6 +288,42 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6, 1 one does no
   add_resources(dec, o.resources);
 }
 
+struct HeadsOptions {
+  Resources resources;
+  std::string file;
+  std::string format = "text";
+  std::string color = "auto";
+  int width = 0;  // 0: COLUMNS, else 120
+};
+
+void setup_heads(CLI::App& app, HeadsOptions& o) {
+  auto* heads = app.add_subcommand("heads", "A real model's attention at a glance: every layer × head of one sentence, with a summary per head");
+  heads->footer(R"(Example:
+  $ attn heads examples/tiny_gpt2.json
+    GPT-2 (checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16
+    ...
+
+FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (its "layer" is not used).)");
+  heads->add_option("file", o.file, "input JSON file naming a checkpoint (- reads standard input)")->required();
+  heads->add_option("--format", o.format, "text (default), svg, html or json")->check(CLI::IsMember({"text", "svg", "html", "json"}));
+  heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else 120)")->check(CLI::Range(20, 1000));
+  add_resources(heads, o.resources);
+}
+
+struct TokenizeOptions {
+  std::string dir;
+  std::string text;
+  std::string format = "text";
+};
+
+void setup_tokenize(CLI::App& app, TokenizeOptions& o) {
+  auto* tok = app.add_subcommand("tokenize", "The token ids and pieces a checkpoint's tokenizer makes of a text (no special tokens added)");
+  tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, or tokenizer.model)")->required();
+  tok->add_option("text", o.text, "the text")->required();
+  tok->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
+}
+
 attn::ColorMode color_mode(const std::string& choice) {
   if (choice == "never") return attn::ColorMode::None;
   if (choice == "256") return attn::ColorMode::Ansi256;
@@ -374,6 +411,34 @@ int run_decode(const DecodeOptions& o) {
   return d.agrees() ? kExitOk : kExitDiffers;
 }
 
+// --width, else $COLUMNS when it is a number from 20 to 1000, else 120.
+int terminal_width(int given) {
+  if (given > 0) return given;
+  if (const char* c = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long w = std::strtol(c, &end, 10);
+    if (end != c && *end == '\0' && w >= 20 && w <= 1000) return static_cast<int>(w);
+  }
+  return 120;
+}
+
+int run_heads(const HeadsOptions& o) {
+  o.resources.apply();
+  const attn::model::HeadsView view = attn::model::load_heads(o.file);
+  if (o.format == "json") attn::model::render_heads_json(view, std::cout);
+  else if (o.format == "svg") attn::model::render_heads_svg(view, std::cout);
+  else if (o.format == "html") attn::model::render_heads_html(view, std::cout);
+  else attn::model::render_heads_text(view, std::cout, color_mode(o.color), terminal_width(o.width));
+  std::cout.flush();
+  return kExitOk;
+}
+
+int run_tokenize(const TokenizeOptions& o) {
+  attn::model::render_tokenized(o.dir, o.text, std::cout, o.format == "json");
+  std::cout.flush();
+  return kExitOk;
+}
+
 int run_check(const CheckOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_cpu_backend();
@@ -430,6 +495,10 @@ int main(int argc, char** argv) {
   setup_cost(app, cost);
   DecodeOptions decode;
   setup_decode(app, decode);
+  HeadsOptions heads;
+  setup_heads(app, heads);
+  TokenizeOptions tokenize;
+  setup_tokenize(app, tokenize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -443,6 +512,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("diagnose")) return run_diagnose(diag);
     if (app.got_subcommand("cost")) return run_cost(cost);
     if (app.got_subcommand("decode")) return run_decode(decode);
+    if (app.got_subcommand("heads")) return run_heads(heads);
+    if (app.got_subcommand("tokenize")) return run_tokenize(tokenize);
     return kExitBadInput;
   } catch (const attn::InputError& e) {
     std::cerr << "attn: " << e.what() << "\n";

@@ -142,5 +142,7 @@ Spec parse_spec(std::string_view json_text, const std::string& origin, const std
                 std::int64_t max_bytes = 0);
 // path "-" reads standard input.
 Spec load_spec(const std::string& path, std::int64_t max_bytes = 0);
+// An input file's text ("-": standard input), refused when missing, a directory, empty or too large.
+std::string read_input(const std::string& path);
 
 }  // namespace attn

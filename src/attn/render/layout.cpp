@@ -76,6 +76,29 @@ std::size_t cells(std::string_view s) {
   return n;
 }
 
+std::string clip(std::string_view s, std::size_t max_cells) {
+  if (cells(s) <= max_cells) return std::string(s);
+  if (max_cells == 0) return {};
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const bool lead = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    if (lead && ++n > max_cells - 1) break;
+    out += s[i];
+  }
+  return out + "…";
+}
+
+std::string pad_left(std::string_view s, std::size_t width) {
+  const auto w = cells(s);
+  return std::string(width > w ? width - w : 0, ' ') + std::string(s);
+}
+
+std::string pad_right(std::string_view s, std::size_t width) {
+  const auto w = cells(s);
+  return std::string(s) + std::string(width > w ? width - w : 0, ' ');
+}
+
 StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptions& o) {
   StepLayout l;
   const auto& shape = s.value.shape();

@@ -79,5 +79,10 @@ std::string markup_escape(std::string_view s);
 
 // Display width in terminal cells: counts UTF-8 code points, not bytes.
 std::size_t cells(std::string_view s);
+// Cut to at most max_cells code points, ending in "…" when cut ("" when max_cells is 0).
+std::string clip(std::string_view s, std::size_t max_cells);
+// Padded with spaces to `width` cells, on the left (right-aligned) or the right.
+std::string pad_left(std::string_view s, std::size_t width);
+std::string pad_right(std::string_view s, std::size_t width);
 
 }  // namespace attn

@@ -22,17 +22,6 @@ constexpr const char* kBlocked = "#e6e6e6";
 // Text and attribute values: the markup characters escaped.
 std::string esc(std::string_view s) { return markup_escape(s); }
 
-std::string clip(const std::string& s, std::size_t max_chars) {
-  if (cells(s) <= max_chars) return s;
-  std::string out;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const bool lead = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
-    if (lead && ++n > max_chars - 1) break;
-    out += s[i];
-  }
-  return out + "…";
-}
 
 struct Picture {
   std::string step;  // step id

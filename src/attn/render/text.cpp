@@ -64,16 +64,6 @@ namespace {
 
 constexpr std::string_view kEllipsis = "…";
 
-std::string pad_left(std::string_view s, std::size_t width) {
-  const auto w = cells(s);
-  return std::string(width > w ? width - w : 0, ' ') + std::string(s);
-}
-
-std::string pad_right(std::string_view s, std::size_t width) {
-  const auto w = cells(s);
-  return std::string(s) + std::string(width > w ? width - w : 0, ' ');
-}
-
 // The same, appended to a line in place (the matrices append thousands of cells).
 void append_left(std::string& line, std::string_view s, std::size_t width) {
   const auto w = cells(s);

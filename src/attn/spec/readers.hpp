@@ -44,6 +44,12 @@ void read_rope(const json& root, Spec& s);
 void read_alibi(const json& root, Spec& s);
 void read_softcap(const json& root, Spec& s);
 
+// spec.cpp: whether key is one of the input format's top-level keys.
+bool known_root_key(std::string_view key);
+
+// checkpoint.cpp: a real model's layer (the whole input, with title, comment and expect beside it).
+void read_checkpoint(const json& root, const std::string& base_dir, Spec& s);
+
 // expect.cpp: what a document printed; decimals are its numbers' printed decimals per step id
 // (parse_json's, for the key "expect").
 void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals, Spec& s);

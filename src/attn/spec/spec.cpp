@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -30,7 +31,13 @@ constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
-                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap", "kv_heads"};
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap", "kv_heads", "checkpoint", "token_ids"};
+
+}  // namespace
+
+bool known_root_key(std::string_view key) { return std::find(kRootKeys.begin(), kRootKeys.end(), key) != kRootKeys.end(); }
+
+namespace {
 
 // title, comment, mode, layout, scale: the settings every entry point shares.
 void read_settings(const json& root, Spec& s) {
@@ -82,7 +89,7 @@ std::string read_stdin() {
 }
 
 // A JSON file, whole: refused when it is a directory, empty, more than kMaxInputBytes, or unreadable.
-std::string read_file(const std::string& path) {
+std::string read_input_file(const std::string& path) {
   std::string text;
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
@@ -103,6 +110,8 @@ std::string read_file(const std::string& path) {
 }
 
 }  // namespace
+
+std::string read_input(const std::string& path) { return path == "-" ? read_stdin() : read_input_file(path); }
 
 void draw_seeded(ReadContext& ctx) {
   // parts of kPart values (even: normals come in pairs); a part further into its stream first
@@ -128,9 +137,17 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   const ParsedJson parsed = parse_json(text, origin, "expect");
   const json& root = parsed.root;
   if (!root.is_object()) fail("", fmt::format("expected a JSON object (see README, \"Input format\"), got {}", describe(root)));
-  check_keys(root, "", kRootKeys);
-
   Spec s;
+  if (root.contains("checkpoint")) {
+    read_checkpoint(root, base_dir, s);  // refuses the keys a checkpoint sets
+    if (root.contains("title")) s.title = read_string(root["title"], "title");
+    if (root.contains("comment")) read_string(root["comment"], "comment");
+    if (root.contains("expect")) read_expect(root, parsed.decimals, s);
+    return s;
+  }
+  check_keys(root, "", kRootKeys);
+  if (root.contains("token_ids")) fail("token_ids", "index a model's vocabulary: give them with \"checkpoint\": {\"path\": \"DIR\"}");
+
   ReadContext ctx{base_dir, max_bytes > 0 ? max_bytes : default_max_memory(), s.notes};
   read_settings(root, s);
   const RandomFill rnd = read_random(root);
@@ -153,7 +170,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
 
 Spec load_spec(const std::string& path, std::int64_t max_bytes) {
   if (path == "-") return parse_spec(read_stdin(), "<stdin>", "", max_bytes);
-  return parse_spec(read_file(path), path, std::filesystem::path(path).parent_path().string(), max_bytes);
+  return parse_spec(read_input_file(path), path, std::filesystem::path(path).parent_path().string(), max_bytes);
 }
 
 }  // namespace attn

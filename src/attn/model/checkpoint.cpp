@@ -1,0 +1,300 @@
+// Reading a hub checkpoint: config.json's keys per architecture, the tensors under their hub names
+// (with or without the "transformer." / "model." prefix), converted to float32 one layer at a time.
+#include "attn/model/checkpoint.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "attn/error.hpp"
+#include "attn/suggest.hpp"
+
+namespace attn::model {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// config[key] as a positive integer; `fallback` when absent or null (none: required).
+std::int64_t positive(const json& c, const std::string& origin, const char* key, std::optional<std::int64_t> fallback = std::nullopt) {
+  if (!c.contains(key) || c[key].is_null()) {
+    if (fallback) return *fallback;
+    throw InputError(fmt::format("{}: \"{}\" is required: a positive integer", origin, key));
+  }
+  const json& v = c[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t{1} << 40)) {
+    throw InputError(fmt::format("{}: \"{}\": expected a positive integer, got {}", origin, key, v.dump()));
+  }
+  return v.get<std::int64_t>();
+}
+
+double positive_number(const json& c, const std::string& origin, const char* key, double fallback) {
+  if (!c.contains(key) || c[key].is_null()) return fallback;
+  const json& v = c[key];
+  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) {
+    throw InputError(fmt::format("{}: \"{}\": expected a positive number, got {}", origin, key, v.dump()));
+  }
+  return v.get<double>();
+}
+
+json read_json_file(const fs::path& path, const std::string& shown) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file", shown));
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw InputError(fmt::format("{}: invalid JSON", shown));
+  return j;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+}  // namespace
+
+std::string Architecture::name() const {
+  if (model_type == "gpt2") return "GPT-2";
+  if (model_type == "llama") return "Llama";
+  if (model_type == "mistral") return "Mistral";
+  return "Qwen2";
+}
+
+Architecture read_architecture(const json& c, const std::string& origin) {
+  if (!c.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, c.type_name()));
+  if (!c.contains("model_type") || !c["model_type"].is_string()) {
+    throw InputError(fmt::format("{}: \"model_type\" is required: \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"", origin));
+  }
+  Architecture a;
+  a.model_type = c["model_type"].get<std::string>();
+  if (a.model_type == "gpt2") {
+    a.family = Family::Gpt2;
+    a.C = positive(c, origin, "n_embd");
+    a.H = a.Hkv = positive(c, origin, "n_head");
+    a.layers = positive(c, origin, "n_layer");
+    a.positions = positive(c, origin, "n_positions");
+    a.vocab = positive(c, origin, "vocab_size");
+    a.inner = positive(c, origin, "n_inner", 4 * a.C);
+    a.eps = positive_number(c, origin, "layer_norm_epsilon", 1e-5);
+    if (a.C % a.H != 0) throw InputError(fmt::format("{}: \"n_head\" = {} does not divide \"n_embd\" = {}", origin, a.H, a.C));
+    a.hd = a.C / a.H;
+    if (c.value("scale_attn_weights", true) != true || c.value("scale_attn_by_inverse_layer_idx", false) != false) {
+      throw InputError(fmt::format("{}: \"scale_attn_weights\": true and \"scale_attn_by_inverse_layer_idx\": false are what attn computes "
+                                   "(scores / √hs, GPT-2's own setting)", origin));
+    }
+    if (c.contains("activation_function") && c["activation_function"] != "gelu_new") {
+      throw InputError(fmt::format("{}: \"activation_function\": attn computes GPT-2's \"gelu_new\", got {}", origin, c["activation_function"].dump()));
+    }
+  } else if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2") {
+    a.family = Family::Llama;
+    a.C = positive(c, origin, "hidden_size");
+    a.H = positive(c, origin, "num_attention_heads");
+    a.Hkv = positive(c, origin, "num_key_value_heads", a.H);
+    if (a.H % a.Hkv != 0) {
+      throw InputError(fmt::format("{}: \"num_key_value_heads\" = {} does not divide \"num_attention_heads\" = {}", origin, a.Hkv, a.H));
+    }
+    if (!c.contains("head_dim") && a.C % a.H != 0) {
+      throw InputError(fmt::format("{}: \"num_attention_heads\" = {} does not divide \"hidden_size\" = {}; give \"head_dim\"", origin, a.H, a.C));
+    }
+    a.hd = positive(c, origin, "head_dim", a.C / a.H);
+    if (a.hd % 2 != 0) throw InputError(fmt::format("{}: \"head_dim\" = {} is odd; RoPE rotates pairs", origin, a.hd));
+    a.layers = positive(c, origin, "num_hidden_layers");
+    a.vocab = positive(c, origin, "vocab_size");
+    a.inner = positive(c, origin, "intermediate_size");
+    a.positions = positive(c, origin, "max_position_embeddings", 0);
+    a.eps = positive_number(c, origin, "rms_norm_eps", 1e-6);
+    a.rope_theta = positive_number(c, origin, "rope_theta", 10000);
+    if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) {
+      throw InputError(fmt::format("{}: \"rope_scaling\": attn computes plain RoPE; scaled RoPE ({}) is not read", origin, c["rope_scaling"].dump()));
+    }
+    if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
+      throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
+    }
+    const bool window_used = a.model_type == "mistral" || (a.model_type == "qwen2" && c.value("use_sliding_window", false));
+    if (window_used) a.window = positive(c, origin, "sliding_window", 0);
+    a.qkv_bias = a.model_type == "qwen2";
+    if (c.contains("mlp_bias") && c["mlp_bias"] == true) throw InputError(fmt::format("{}: \"mlp_bias\": true is not read", origin));
+    if (c.contains("attention_bias") && c["attention_bias"] == true) {
+      throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
+    }
+  } else {
+    throw InputError(fmt::format("{}: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\" and \"qwen2\", got \"{}\"{}", origin,
+                                 a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2"})));
+  }
+  if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
+  return a;
+}
+
+Checkpoint::Checkpoint(Architecture arch, TensorStore store, std::string shown)
+    : arch_(std::move(arch)), store_(std::move(store)), shown_(std::move(shown)) {}
+Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
+Checkpoint::~Checkpoint() = default;
+
+Checkpoint Checkpoint::open(const std::string& path, const json* config, const std::string& shown) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!fs::exists(status)) throw InputError(fmt::format("checkpoint.path: {}: no such file or directory", shown));
+  std::optional<Architecture> arch;
+  std::optional<TensorStore> store;
+  if (fs::is_directory(status)) {
+    const fs::path dir(path);
+    if (config) {
+      arch = read_architecture(*config, "checkpoint.config");
+    } else {
+      if (!fs::exists(dir / "config.json")) {
+        throw InputError(fmt::format("{}: no config.json in the directory (the architecture); or give \"config\": {{...}}", shown));
+      }
+      arch = read_architecture(read_json_file(dir / "config.json", shown + "/config.json"), shown + "/config.json");
+    }
+    if (fs::exists(dir / "model.safetensors")) store = TensorStore::open_file((dir / "model.safetensors").string());
+    else if (fs::exists(dir / "model.safetensors.index.json")) store = TensorStore::open_index((dir / "model.safetensors.index.json").string());
+    else throw InputError(fmt::format("{}: neither model.safetensors nor model.safetensors.index.json is in the directory", shown));
+  } else {
+    if (!config) {
+      throw InputError(fmt::format("{}: a single weights file carries no architecture: give \"checkpoint\": {{\"path\": ..., \"config\": {{config.json's keys}}}}", shown));
+    }
+    arch = read_architecture(*config, "checkpoint.config");
+    store = path.ends_with(".json") ? TensorStore::open_index(path) : TensorStore::open_file(path);
+  }
+  Checkpoint c(std::move(*arch), std::move(*store), shown);
+  const bool gpt2 = c.arch_.family == Family::Gpt2;
+  const std::string embed = gpt2 ? "wte.weight" : "embed_tokens.weight";
+  for (const char* prefix : gpt2 ? std::vector<const char*>{"", "transformer."} : std::vector<const char*>{"model.", ""}) {
+    if (c.store_.find(std::string(prefix) + embed)) {
+      c.prefix_ = prefix;
+      break;
+    }
+  }
+  if (!c.store_.find(c.prefix_ + embed)) {
+    throw InputError(fmt::format("{}: tensor \"{}\" (or \"{}{}\") is missing: the token embeddings of a {} checkpoint", c.store_.path(),
+                                 gpt2 ? embed : "model." + embed, gpt2 ? "transformer." : "", embed, c.arch_.name()));
+  }
+  if (fs::is_directory(status)) {
+    c.tokenizer_ = load_tokenizer(path);
+    // Llama's and Mistral's tokenizers put BOS first; tokenizer_config.json's add_bos_token decides where it is given.
+    c.adds_bos_ = c.arch_.bos && (c.arch_.model_type == "llama" || c.arch_.model_type == "mistral");
+    const fs::path tc = fs::path(path) / "tokenizer_config.json";
+    if (c.arch_.bos && fs::exists(tc)) {
+      const json t = read_json_file(tc, shown + "/tokenizer_config.json");
+      if (t.is_object() && t.contains("add_bos_token") && t["add_bos_token"].is_boolean()) c.adds_bos_ = t["add_bos_token"].get<bool>();
+    }
+  }
+  return c;
+}
+
+std::string Checkpoint::describe() const {
+  return fmt::format("{} ({}): {} layers × {} heads{}, C = {}", arch_.name(), shown_, arch_.layers, arch_.H,
+                     arch_.Hkv != arch_.H ? fmt::format(" on {} kv heads", arch_.Hkv) : "", arch_.C);
+}
+
+const StoredTensor& Checkpoint::stored(const std::string& name) const {
+  const StoredTensor* t = store_.find(prefix_ + name);
+  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing (a {} checkpoint's; the file holds {})", store_.path(), prefix_ + name, arch_.name(), store_.describe()));
+  return *t;
+}
+
+Tensor Checkpoint::tensor(const std::string& name, const Shape& shape, const char* dims) const {
+  const StoredTensor& t = stored(name);
+  if (t.shape != shape) {
+    throw InputError(fmt::format("{}: tensor \"{}\": expected {} = {}, got {}", t.file, t.name, dims, shape_text(shape), shape_text(t.shape)));
+  }
+  Tensor out = Tensor::uninitialized(shape);
+  convert_to_f32(t, out.mutable_data());
+  return out;
+}
+
+Tensor Checkpoint::transposed(const std::string& name, std::int64_t out, std::int64_t in, const char* dims) const {
+  const Tensor w = tensor(name, {out, in}, dims);
+  Tensor t = Tensor::uninitialized({in, out});
+  const Scalar* src = w.data();
+  Scalar* dst = t.mutable_data();
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t i = 0; i < in; ++i) dst[i * out + o] = src[o * in + i];
+  return t;
+}
+
+Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
+  const auto T = static_cast<std::int64_t>(ids.size());
+  const StoredTensor& wte = stored(arch_.family == Family::Gpt2 ? "wte.weight" : "embed_tokens.weight");
+  const std::int64_t C = arch_.C;
+  if (wte.shape.size() != 2 || wte.shape[1] != C || wte.shape[0] < arch_.vocab) {
+    throw InputError(fmt::format("{}: tensor \"{}\": expected [vocab_size, C] = [{}, {}], got {}", wte.file, wte.name, arch_.vocab, C, shape_text(wte.shape)));
+  }
+  Tensor x = Tensor::uninitialized({1, T, C});
+  convert_rows_to_f32(wte, ids, x.mutable_data());
+  if (arch_.family == Family::Gpt2) {
+    if (T > arch_.positions) {
+      throw InputError(fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", T, arch_.positions));
+    }
+    const StoredTensor& wpe = stored("wpe.weight");
+    if (wpe.shape != std::vector<std::int64_t>{arch_.positions, C}) {
+      throw InputError(fmt::format("{}: tensor \"{}\": expected [n_positions, C] = [{}, {}], got {}", wpe.file, wpe.name, arch_.positions, C, shape_text(wpe.shape)));
+    }
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(T));
+    for (std::int64_t i = 0; i < T; ++i) rows[static_cast<std::size_t>(i)] = i;
+    Tensor pos = Tensor::uninitialized({T, C});
+    convert_rows_to_f32(wpe, rows, pos.mutable_data());
+    for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] += pos.data()[i];
+  }
+  return x;
+}
+
+LayerWeights Checkpoint::layer(std::int64_t i) const {
+  const auto& a = arch_;
+  const std::int64_t C = a.C, I = a.inner;
+  LayerWeights w;
+  if (a.family == Family::Gpt2) {
+    const std::string p = fmt::format("h.{}.", i);
+    w.norm1_w = tensor(p + "ln_1.weight", {C}, "[C]");
+    w.norm1_b = tensor(p + "ln_1.bias", {C}, "[C]");
+    w.W_qkv = tensor(p + "attn.c_attn.weight", {C, 3 * C}, "[C, 3C]");  // Conv1D: already x@W
+    w.b_qkv = tensor(p + "attn.c_attn.bias", {3 * C}, "[3C]");
+    w.W_o = tensor(p + "attn.c_proj.weight", {C, C}, "[C, C]");
+    w.b_o = tensor(p + "attn.c_proj.bias", {C}, "[C]");
+    w.norm2_w = tensor(p + "ln_2.weight", {C}, "[C]");
+    w.norm2_b = tensor(p + "ln_2.bias", {C}, "[C]");
+    w.W_up = tensor(p + "mlp.c_fc.weight", {C, I}, "[C, 4C]");
+    w.b_up = tensor(p + "mlp.c_fc.bias", {I}, "[4C]");
+    w.W_down = tensor(p + "mlp.c_proj.weight", {I, C}, "[4C, C]");
+    w.b_down = tensor(p + "mlp.c_proj.bias", {C}, "[C]");
+    return w;
+  }
+  const std::string p = fmt::format("layers.{}.", i);
+  const std::int64_t dq = a.H * a.hd, dkv = a.Hkv * a.hd;
+  w.norm1_w = tensor(p + "input_layernorm.weight", {C}, "[C]");
+  w.W_q = transposed(p + "self_attn.q_proj.weight", dq, C, "[H·hd, C]");  // nn.Linear: [out, in]
+  w.W_k = transposed(p + "self_attn.k_proj.weight", dkv, C, "[Hkv·hd, C]");
+  w.W_v = transposed(p + "self_attn.v_proj.weight", dkv, C, "[Hkv·hd, C]");
+  if (a.qkv_bias) {
+    w.b_q = tensor(p + "self_attn.q_proj.bias", {dq}, "[H·hd]");
+    w.b_k = tensor(p + "self_attn.k_proj.bias", {dkv}, "[Hkv·hd]");
+    w.b_v = tensor(p + "self_attn.v_proj.bias", {dkv}, "[Hkv·hd]");
+  }
+  w.W_o = transposed(p + "self_attn.o_proj.weight", C, dq, "[C, H·hd]");
+  w.norm2_w = tensor(p + "post_attention_layernorm.weight", {C}, "[C]");
+  w.W_gate = transposed(p + "mlp.gate_proj.weight", I, C, "[I, C]");
+  w.W_up = transposed(p + "mlp.up_proj.weight", I, C, "[I, C]");
+  w.W_down = transposed(p + "mlp.down_proj.weight", C, I, "[C, I]");
+  return w;
+}
+
+void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json) {
+  if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: expected a checkpoint directory with tokenizer files", dir));
+  const auto tokenizer = load_tokenizer(dir);
+  if (!tokenizer) throw InputError(fmt::format("{}: no tokenizer.json, vocab.json + merges.txt or tokenizer.model in the directory", dir));
+  const auto ids = tokenizer->encode(text);
+  std::vector<std::string> pieces;
+  for (const auto id : ids) pieces.push_back(tokenizer->piece(id));
+  if (as_json) {
+    const json j = {{"tokenizer", tokenizer->describe()}, {"ids", ids}, {"pieces", pieces}};
+    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    return;
+  }
+  out << tokenizer->describe() << "\n" << ids.size() << (ids.size() == 1 ? " token\n" : " tokens\n");
+  for (std::size_t i = 0; i < ids.size(); ++i) out << fmt::format("{:>4}  {:>8}  {}\n", i, ids[i], pieces[i]);
+}
+
+}  // namespace attn::model

@@ -1,0 +1,118 @@
+// A checkpoint in the common model hub's layout: config.json, safetensors weights (one file or an
+// index with shards) and tokenizer files. GPT-2 and the Llama family (Llama, Mistral's sliding window,
+// Qwen2's q/k/v biases). Everything is computed in float32 after converting each weight to float32.
+// Legend: T tokens, C model width, H heads, Hkv key/value heads, hd head width, I MLP width.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/model/heads.hpp"
+#include "attn/model/safetensors.hpp"
+#include "attn/model/tokenizer.hpp"
+#include "attn/spec.hpp"
+
+namespace attn::model {
+
+enum class Family { Gpt2, Llama };
+
+// config.json's sizes, as one architecture reads them.
+struct Architecture {
+  std::string model_type;             // "gpt2", "llama", "mistral", "qwen2"
+  Family family = Family::Gpt2;
+  std::int64_t C = 0;                 // n_embd / hidden_size
+  std::int64_t H = 0, Hkv = 0;        // n_head / num_attention_heads, num_key_value_heads (H unless grouped)
+  std::int64_t hd = 0;                // head_dim (C / H unless given)
+  std::int64_t layers = 0;            // n_layer / num_hidden_layers
+  std::int64_t vocab = 0;             // vocab_size
+  std::int64_t positions = 0;         // n_positions / max_position_embeddings (0: not given)
+  std::int64_t inner = 0;             // MLP width I: n_inner (4C when null) / intermediate_size
+  double eps = 1e-5;                  // layer_norm_epsilon / rms_norm_eps
+  double rope_theta = 10000;          // Llama family
+  std::int64_t window = 0;            // Mistral's sliding_window (0: none)
+  bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
+  std::optional<std::int64_t> bos;    // bos_token_id
+  std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2"
+};
+
+// origin names config.json (or "checkpoint.config") in messages, each key as origin + ": " + key.
+Architecture read_architecture(const nlohmann::json& config, const std::string& origin);
+
+// One layer's weights as float32 tensors, in x@W form ([in, out]) whatever the file's layout.
+struct LayerWeights {
+  Tensor norm1_w, norm1_b;            // [C] ln_1 / input_layernorm (no bias: RMSNorm)
+  std::optional<Tensor> W_qkv, b_qkv; // GPT-2: [C, 3C], [3C]
+  std::optional<Tensor> W_q, W_k, W_v;  // Llama: [C, H·hd], [C, Hkv·hd], [C, Hkv·hd]
+  std::optional<Tensor> b_q, b_k, b_v;  // Qwen2: [H·hd], [Hkv·hd], [Hkv·hd]
+  Tensor W_o;                         // [H·hd, C]
+  std::optional<Tensor> b_o;          // [C] (GPT-2)
+  Tensor norm2_w, norm2_b;            // [C] ln_2 / post_attention_layernorm
+  Tensor W_up, b_up;                  // GPT-2 c_fc [C, I], [I]; Llama up_proj [C, I]
+  std::optional<Tensor> W_gate;       // Llama gate_proj [C, I]
+  Tensor W_down, b_down;              // GPT-2 c_proj [I, C], [C]; Llama down_proj [I, C]
+};
+
+class Checkpoint {
+ public:
+  // path: a hub directory, or a single .safetensors file with the architecture given as `config`
+  // (then there is no tokenizer). shown names it in messages (as the user wrote it).
+  static Checkpoint open(const std::string& path, const nlohmann::json* config, const std::string& shown);
+
+  const Architecture& arch() const { return arch_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  bool adds_bos() const { return adds_bos_; }  // the tokenizer puts BOS first (Llama's does)
+  std::string describe() const;                // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
+  std::string weights_description() const { return store_.describe(); }
+
+  // The token embeddings (+ GPT-2's learned positions) of ids: [1, T, C]; ids < arch().vocab.
+  Tensor embed(const std::vector<std::int64_t>& ids) const;
+  LayerWeights layer(std::int64_t i) const;
+
+  Checkpoint(Checkpoint&&) noexcept;
+  ~Checkpoint();
+
+ private:
+  Checkpoint(Architecture arch, TensorStore store, std::string shown);
+  // A tensor under its hub name (the prefix found once), as float32 of the expected shape; `dims`
+  // names the shape's letters for the message ("[C, 3C]").
+  Tensor tensor(const std::string& name, const Shape& shape, const char* dims) const;
+  Tensor transposed(const std::string& name, std::int64_t out, std::int64_t in, const char* dims) const;  // nn.Linear [out, in] -> [in, out]
+  const StoredTensor& stored(const std::string& name) const;
+
+  Architecture arch_;
+  TensorStore store_;
+  std::string shown_;
+  std::string prefix_;  // "", "transformer." or "model."
+  std::unique_ptr<Tokenizer> tokenizer_;
+  bool adds_bos_ = false;
+};
+
+// The residual stream runs layer by layer on the CPU backend; each layer's attention is the pipeline
+// itself (run_pipeline on a Spec like any other input), so the traced layer and the layers below it
+// are one computation.
+// Layer `layer`'s attention as a Spec (x = its norm1 output after the residual stream of the layers
+// below), labelled with `tokens`.
+Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer);
+// Every layer's attention weights, for attn heads.
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::string>& tokens);
+
+// An input file naming a checkpoint, read (spec/checkpoint.cpp): the model, the tokens and the layer.
+struct CheckpointInput {
+  Checkpoint ckpt;
+  std::vector<std::int64_t> ids;    // [T], BOS first where the tokenizer adds it
+  std::vector<std::string> pieces;  // [T] their vocabulary spellings (labels), "#id" without a tokenizer
+  std::int64_t layer = 0;
+  std::vector<std::string> notes;   // what was read
+};
+// attn heads: path is the input JSON ("-": standard input).
+HeadsView load_heads(const std::string& path);
+// attn tokenize: dir's tokenizer on text, as lines "id  piece" or JSON {"tokenizer", "ids", "pieces"}.
+void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json);
+
+}  // namespace attn::model

@@ -1,0 +1,153 @@
+// attn heads: one head's summary (the only arithmetic of attn heads) and the JSON of a whole view.
+//
+// summarise_head reads one causal head, weights[i * T + j] for keys j ≤ i (what lies above the
+// diagonal is never read), in double:
+//   entropy           mean over all T queries of −Σ_{j≤i} w_ij log2 w_ij (bits; 0 · log 0 = 0)
+//   max_entropy       mean over all T queries of log2(i + 1): uniform weights over the visible keys
+//   max_off_diagonal  the largest w_ij with j < i, the first in row-major order on ties (query,
+//                     then key); T = 1 has none: 0 at (0, 0)
+//   the pattern, from three means over the queries i ≥ 1 (query 0 sees only key 0, so it says
+//   nothing about the head):
+//     previous = mean w_{i,i−1}, first = mean w_{i,0}, same = mean w_{i,i}
+//   - PreviousToken / FirstToken / SameToken when its mean is ≥ 0.5 (kPositional). More than one can
+//     pass only with shares that overlap (at i = 1 the previous token is the first token): the larger
+//     mean wins, a tie goes to previous, then first, then same. pattern_share is that mean.
+//   - else Broad when entropy ≥ 0.8 × max_entropy (kBroad; max_entropy > 0): pattern_share is
+//     entropy / max_entropy.
+//   - else Mixed: pattern_share is the largest of the three means.
+//   T = 1: the one query can attend only to itself: SameToken with share w_00 (1 for a softmax row),
+//   entropy and max_entropy 0.
+#include "attn/model/heads.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/json_text.hpp"
+#include "attn/render/heads_layout.hpp"
+
+namespace attn::model {
+
+namespace {
+constexpr double kPositional = 0.5;  // mean weight on one relative position that names the pattern
+constexpr double kBroad = 0.8;       // fraction of the uniform entropy that makes a head broad
+}  // namespace
+
+const char* pattern_name(HeadPattern p) {
+  switch (p) {
+    case HeadPattern::PreviousToken: return "previous token";
+    case HeadPattern::FirstToken: return "first token";
+    case HeadPattern::SameToken: return "same token";
+    case HeadPattern::Broad: return "broad";
+    case HeadPattern::Mixed: return "mixed";
+  }
+  return "mixed";
+}
+
+HeadSummary summarise_head(const float* weights, std::int64_t T) {
+  HeadSummary s;
+  if (T <= 0) return s;
+  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
+  double entropy = 0, max_entropy = 0;
+  bool have_off = false;
+  for (std::int64_t i = 0; i < T; ++i) {
+    double h = 0;
+    for (std::int64_t j = 0; j <= i; ++j) {
+      const double x = w(i, j);
+      if (x > 0) h -= x * std::log2(x);
+      if (j < i && (!have_off || x > s.max_off_diagonal)) {
+        s.max_off_diagonal = x;
+        s.max_query = i;
+        s.max_key = j;
+        have_off = true;
+      }
+    }
+    entropy += h;
+    max_entropy += std::log2(static_cast<double>(i + 1));
+  }
+  s.entropy = entropy / static_cast<double>(T);
+  s.max_entropy = max_entropy / static_cast<double>(T);
+  if (T == 1) {
+    s.pattern = HeadPattern::SameToken;
+    s.pattern_share = w(0, 0);
+    return s;
+  }
+  double previous = 0, first = 0, same = 0;
+  for (std::int64_t i = 1; i < T; ++i) {
+    previous += w(i, i - 1);
+    first += w(i, 0);
+    same += w(i, i);
+  }
+  const double n = static_cast<double>(T - 1);
+  previous /= n, first /= n, same /= n;
+  // in order of precedence on ties
+  const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, previous}, {HeadPattern::FirstToken, first}, {HeadPattern::SameToken, same}};
+  const auto* best = &positional[0];
+  for (const auto& p : positional)
+    if (p.second > best->second) best = &p;
+  if (best->second >= kPositional) {
+    s.pattern = best->first;
+    s.pattern_share = best->second;
+  } else if (s.max_entropy > 0 && s.entropy >= kBroad * s.max_entropy) {
+    s.pattern = HeadPattern::Broad;
+    s.pattern_share = s.entropy / s.max_entropy;
+  } else {
+    s.pattern = HeadPattern::Mixed;
+    s.pattern_share = best->second;
+  }
+  return s;
+}
+
+namespace {
+
+// float32's shortest round-trip text; non-finite values as the strings "nan", "inf", "-inf"
+// (the trace JSON's convention), which JSON numbers cannot hold.
+std::string number(double v, bool single) {
+  if (const auto name = nonfinite_name(v)) return json_quote(*name);
+  if (v == 0) return "0";
+  return single ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+}
+
+}  // namespace
+
+void render_heads_json(const HeadsView& view, std::ostream& out) {
+  heads_detail::check_view(view);
+  auto strings = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
+    return s + "]";
+  };
+  out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(view.model) << ",\n  \"tokens\": " << strings(view.tokens)
+      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"notes\": " << strings(view.notes)
+      << ",\n  \"weights\": [";
+  // [L][H][T][T], one query's row a line
+  for (std::int64_t l = 0; l < view.layers; ++l) {
+    out << (l ? "," : "") << "\n    [";
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      out << (h ? "," : "") << "\n      [";
+      for (std::int64_t i = 0; i < view.T; ++i) {
+        out << (i ? "," : "") << "\n        [";
+        for (std::int64_t j = 0; j < view.T; ++j) out << (j ? ", " : "") << number(view.weight(l, h, i, j), true);
+        out << "]";
+      }
+      out << (view.T ? "\n      ]" : "]");
+    }
+    out << (view.heads ? "\n    ]" : "]");
+  }
+  out << (view.layers ? "\n  ]" : "]") << ",\n  \"summaries\": [";
+  for (std::int64_t l = 0; l < view.layers; ++l) {
+    out << (l ? "," : "") << "\n    [";
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      const auto& s = view.summary(l, h);
+      out << (h ? "," : "") << "\n      "
+          << fmt::format(R"({{"entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}}})",
+                         number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
+                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false));
+    }
+    out << (view.heads ? "\n    ]" : "]");
+  }
+  out << (view.layers ? "\n  ]" : "]") << "\n}\n";
+}
+
+}  // namespace attn::model

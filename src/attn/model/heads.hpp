@@ -1,0 +1,57 @@
+// attn heads: every layer's and head's attention weights of one sentence at a glance, with a one-line
+// summary per head. The numbers are computed by the checkpoint's forward pass (checkpoint.hpp); the
+// renderers below only draw them.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/render/color.hpp"
+
+namespace attn::model {
+
+// What a head mostly does, judged from its weights (see summarise_head).
+enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed };
+const char* pattern_name(HeadPattern p);  // "previous token", "first token", "same token", "broad", "mixed"
+
+struct HeadSummary {
+  double entropy = 0;          // mean over queries of −Σ_j w_ij log2 w_ij, in bits
+  double max_entropy = 0;      // the same for uniform weights over each query's visible keys
+  double max_off_diagonal = 0; // the largest w_ij with j ≠ i
+  std::int64_t max_query = 0, max_key = 0;  // where it is
+  HeadPattern pattern = HeadPattern::Mixed;
+  double pattern_share = 0;    // the mean weight behind the pattern (e.g. mean w_{i,i−1})
+};
+
+struct HeadsView {
+  std::string model;                 // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
+  std::vector<std::string> tokens;   // [T] the vocabulary's pieces
+  std::int64_t layers = 0, heads = 0, T = 0;
+  std::vector<float> weights;        // [layers, heads, T, T], row-major; causal: zero above the diagonal
+  std::vector<HeadSummary> summaries;  // [layers × heads]
+  std::vector<std::string> notes;    // where the numbers came from (dtype, tokenizer, BOS)
+  float weight(std::int64_t l, std::int64_t h, std::int64_t i, std::int64_t j) const {
+    return weights[static_cast<std::size_t>(((l * heads + h) * T + i) * T + j)];
+  }
+  const HeadSummary& summary(std::int64_t l, std::int64_t h) const { return summaries[static_cast<std::size_t>(l * heads + h)]; }
+};
+
+// weights: one head's [T, T] rows (causal). Pure arithmetic; no rendering.
+HeadSummary summarise_head(const float* weights, std::int64_t T);
+
+// Terminal: a grid of layers (rows) × heads (columns) of small heatmaps drawn with shade or colour
+// blocks, fitted to `width` columns (heads drawn smaller, or wrapped, and the text says so), then one
+// summary line per head. The same bytes for the same width.
+void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color, int width);
+// One SVG document: the same grid, token labels on the axes of the first column and last row.
+void render_heads_svg(const HeadsView& view, std::ostream& out);
+// {"format": "attn-heads", "model", "tokens", "layers", "heads", "notes", "weights": [L][H][T][T],
+// "summaries": [L][H] of {"entropy", "max_entropy", "max_off_diagonal", "max_query", "max_key",
+// "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests.
+void render_heads_json(const HeadsView& view, std::ostream& out);
+// One self-contained HTML page: the grid, a click on a head enlarges it with token labels and its summary.
+void render_heads_html(const HeadsView& view, std::ostream& out);
+
+}  // namespace attn::model

@@ -1,0 +1,181 @@
+// The residual stream of a checkpoint, layer by layer (pre-norm, as GPT-2 and the Llama family):
+//   h = embed(ids);  for each layer below the traced one:  h += attention(norm1(h));  h += mlp(norm2(h))
+// Each layer's attention is the pipeline itself, run on a Spec like any other input; only the norms,
+// the MLP's activation and the residual additions live here. Built with -ffp-contract=off and attn's
+// own exp and tanh (fixed_math.hpp), so every machine gives the same bits.
+// Legend: T tokens, C model width, H heads, Hkv key/value heads, hd head width, I MLP width.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "attn/error.hpp"
+#include "attn/fixed_math.hpp"
+#include "attn/model/checkpoint.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/position_tables.hpp"
+
+namespace attn::model {
+
+namespace {
+
+// x (1, T, C) -> (1, T, C): LayerNorm (x − mean) / √(var + eps) · w + b, or RMSNorm x / √(mean(x²) + eps) · w
+// when b is empty; each row's sums in double.
+Tensor normalise(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  const std::int64_t C = x.dim(-1), rows = x.size() / C;
+  Tensor y = Tensor::uninitialized(x.shape());
+  const bool layer_norm = !b.shape().empty();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const Scalar* in = x.data() + r * C;
+    Scalar* out = y.mutable_data() + r * C;
+    double mean = 0;
+    if (layer_norm) {
+      for (std::int64_t c = 0; c < C; ++c) mean += in[c];
+      mean /= static_cast<double>(C);
+    }
+    double square = 0;
+    for (std::int64_t c = 0; c < C; ++c) square += (in[c] - mean) * (in[c] - mean);
+    const double inv = 1.0 / std::sqrt(square / static_cast<double>(C) + eps);
+    for (std::int64_t c = 0; c < C; ++c) {
+      const auto normed = static_cast<Scalar>((in[c] - mean) * inv);
+      out[c] = layer_norm ? normed * w.data()[c] + b.data()[c] : w.data()[c] * normed;
+    }
+  }
+  return y;
+}
+
+// x (1, T, in) · W (in, out) + b (out) -> (1, T, out), by the backend's product
+Tensor linear(Backend& be, const Tensor& x, const Tensor& W, const Tensor* b) {
+  BackendTensor y = be.matmul(be.upload(x), be.upload(W));
+  if (b && !b->shape().empty()) y = be.add_bias(y, be.upload(*b));
+  return be.download(y);
+}
+
+// GPT-2's gelu_new: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place
+void gelu_new(Tensor& a) {
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  Scalar* p = a.mutable_data();
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double x = p[i];
+    p[i] = static_cast<Scalar>(0.5 * x * (1.0 + fixed::tanh(k * (x + 0.044715 * x * x * x))));
+  }
+}
+
+// The Llama family's gated MLP input: silu(gate) · up = gate / (1 + e^−gate) · up, into gate
+void silu_times(Tensor& gate, const Tensor& up) {
+  Scalar* g = gate.mutable_data();
+  for (std::int64_t i = 0; i < gate.size(); ++i) {
+    const double x = g[i];
+    g[i] = static_cast<Scalar>(x / (1.0 + fixed::exp(-x))) * up.data()[i];
+  }
+}
+
+void add_into(Tensor& h, const Scalar* y) {
+  Scalar* p = h.mutable_data();
+  for (std::int64_t i = 0; i < h.size(); ++i) p[i] += y[i];
+}
+
+// Layer `w`'s attention on x (1, T, C) = its norm1 output, as the pipeline's input.
+Spec attention_spec(const Architecture& a, LayerWeights& w, Tensor x, const Labels& tokens) {
+  Spec s;
+  s.mode = Mode::Causal;
+  s.causal = true;
+  s.entry = Entry::Embeddings;
+  s.B = 1;
+  s.T = s.S = x.dim(1);
+  s.C = s.Cs = s.Co = a.C;
+  s.H = a.H;
+  s.Hkv = a.Hkv;
+  s.dk = s.dv = a.H * a.hd;
+  s.x = std::move(x);
+  s.w.W_qkv = std::move(w.W_qkv), s.w.b_qkv = std::move(w.b_qkv);
+  s.w.W_q = std::move(w.W_q), s.w.W_k = std::move(w.W_k), s.w.W_v = std::move(w.W_v);
+  s.w.b_q = std::move(w.b_q), s.w.b_k = std::move(w.b_k), s.w.b_v = std::move(w.b_v);
+  s.w.W_o = w.W_o, s.w.b_o = w.b_o;
+  if (a.family == Family::Llama) {
+    Spec::Rope r;
+    r.theta = a.rope_theta;
+    r.style = RopeStyle::Half;  // HF Llama's rotate_half: pairs (i, i + hd/2)
+    r.dims = a.hd;
+    const std::int64_t rows = r.place(s.T, s.S, false);
+    if (r.table_first + rows > kMaxPosition) throw InputError(fmt::format("sentence: {} tokens; attn's RoPE tables go up to {}", s.T, kMaxPosition));
+    RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta);
+    r.cos = std::move(t.cos), r.sin = std::move(t.sin);
+    s.rope = std::move(r);
+    if (a.window > 0 && a.window < s.T) s.window = a.window;
+  }
+  s.tokens = tokens;
+  s.source_tokens = tokens;
+  return s;
+}
+
+// The attention block's output (1, T, C) of one layer, and its weights (H, T, T) when asked for.
+Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
+  const Trace trace = run_pipeline(s, be);
+  const Step* out = trace.find("output");
+  if (!out) throw InternalError("checkpoint layer: the trace has no output step");
+  if (weights) {
+    const Step* w = trace.find("weights");
+    weights->insert(weights->end(), w->value.data(), w->value.data() + w->value.size());
+  }
+  return out->value.reshaped({1, s.T, s.C});
+}
+
+// h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up)
+void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h) {
+  const Tensor n = normalise(h, w.norm2_w, w.norm2_b, a.eps);
+  Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, T, I)
+  if (a.family == Family::Gpt2) {
+    gelu_new(up);
+  } else {
+    Tensor gate = linear(be, n, *w.W_gate, nullptr);
+    silu_times(gate, up);
+    up = std::move(gate);
+  }
+  const Tensor down = linear(be, up, w.W_down, &w.b_down);
+  add_into(h, down.data());
+}
+
+// One layer on the residual stream h (1, T, C): attention, then the MLP; weights (H, T, T) appended when asked for.
+void run_layer(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, const Labels& tokens, std::vector<float>* weights) {
+  const auto& a = ckpt.arch();
+  LayerWeights w = ckpt.layer(i);
+  const Spec s = attention_spec(a, w, normalise(h, w.norm1_w, w.norm1_b, a.eps), tokens);
+  const Tensor attn_out = attend(s, be, weights);
+  add_into(h, attn_out.data());
+  add_mlp(a, w, be, h);
+}
+
+void check_layer(const Architecture& a, std::int64_t layer) {
+  if (layer < 0 || layer >= a.layers) {
+    throw InputError(fmt::format("checkpoint.layer: expected 0 .. {} ({} has {} layers), got {}", a.layers - 1, a.name(), a.layers, layer));
+  }
+}
+
+}  // namespace
+
+Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer) {
+  const auto& a = ckpt.arch();
+  check_layer(a, layer);
+  auto be = make_backend("cpu");
+  Tensor h = ckpt.embed(ids);
+  for (std::int64_t i = 0; i < layer; ++i) run_layer(ckpt, i, *be, h, tokens, nullptr);
+  LayerWeights w = ckpt.layer(layer);
+  return attention_spec(a, w, normalise(h, w.norm1_w, w.norm1_b, a.eps), tokens);
+}
+
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::string>& tokens) {
+  const auto& a = ckpt.arch();
+  auto be = make_backend("cpu");
+  HeadsView v;
+  v.model = ckpt.describe();
+  v.tokens = tokens;
+  v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
+  Tensor h = ckpt.embed(ids);
+  for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
+  for (std::int64_t l = 0; l < v.layers; ++l)
+    for (std::int64_t hd = 0; hd < v.heads; ++hd) v.summaries.push_back(summarise_head(v.weights.data() + (l * v.heads + hd) * v.T * v.T, v.T));
+  return v;
+}
+
+}  // namespace attn::model

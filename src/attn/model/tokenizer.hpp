@@ -1,0 +1,32 @@
+// Tokenizers of the common model hub's checkpoint directories: text -> token ids, and each id's
+// spelling in the vocabulary (the labels of a checkpoint's trace). No special tokens are added here
+// (a BOS token is the checkpoint reader's business). Every refusal is an InputError naming the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::model {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // The ids of `text` (UTF-8; invalid UTF-8 is an InputError naming the byte offset).
+  virtual std::vector<std::int64_t> encode(std::string_view text) const = 0;
+  // id's spelling in the vocabulary, exactly as stored ("Ġcat", "▁cat", "<0x0A>"); id < vocab_size().
+  virtual std::string piece(std::int64_t id) const = 0;
+  virtual std::int64_t vocab_size() const = 0;
+  // What was read, for the trace's notes: "byte-level BPE from vocab.json + merges.txt (50,257 tokens)".
+  virtual std::string describe() const = 0;
+};
+
+// The tokenizer of a hub-layout directory, the first of: tokenizer.json (model type BPE: byte-level
+// as GPT-2 and Llama 3, or SentencePiece-style with ▁ and byte fallback as Llama 2 and Mistral),
+// vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece, through Debian's
+// libsentencepiece). nullptr when the directory has none of them.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+
+}  // namespace attn::model

@@ -1,0 +1,150 @@
+// attn heads as one SVG document: a grid of layers (rows) × heads (columns), each head a T × T
+// heatmap (queries down, keys across) in viridis on one fixed 0..1 scale, grey above the diagonal
+// (masked by causality), its pattern and share under it; query labels left of the first column, key
+// labels (turned upright) under the last row, every k-th token when rows are too thin for all.
+// Each panel is drawn in token units under one scale() transform, one path per colour with runs of
+// equal colour merged, so 12 × 12 heads of 64 tokens stay a few MB. Deterministic text.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "attn/model/heads.hpp"
+#include "attn/render/heads_layout.hpp"
+
+namespace attn::model {
+
+using namespace heads_detail;
+
+namespace {
+
+constexpr const char* kFontFamily = "DejaVu Sans, Verdana, sans-serif";
+constexpr const char* kMasked = "#e6e6e6";
+constexpr int kFont = 10;          // px: token labels and captions
+constexpr double kCharW = 6.1;     // px per character at kFont, a conservative estimate for DejaVu Sans
+constexpr std::size_t kLabelChars = 12;
+
+// Pixels per token: panels about 128 px wide, at least 2 px a token up to T = 64, 1 beyond.
+int token_px(std::int64_t T) {
+  if (T <= 0) return 16;
+  if (T > 128) return 1;
+  return static_cast<int>(std::clamp<std::int64_t>(128 / T, 2, 32));
+}
+
+void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, int x, int y, int s) {
+  const auto T = v.T;
+  o << fmt::format("  <g transform=\"translate({},{}) scale({})\" shape-rendering=\"crispEdges\">\n", x, y, s);
+  o << fmt::format("   <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{0}\" fill=\"{1}\"/>\n", T, kMasked);
+  std::map<std::string, std::string> paths;  // colour -> path data
+  for (std::int64_t i = 0; i < T; ++i) {
+    std::int64_t j = 0;
+    while (j <= i) {
+      const std::string c = svg_hex(viridis(static_cast<double>(v.weight(l, h, i, j))));
+      std::int64_t e = j + 1;
+      while (e <= i && svg_hex(viridis(static_cast<double>(v.weight(l, h, i, e)))) == c) ++e;
+      paths[c] += fmt::format("M{} {}h{}v1h-{}z", j, i, e - j, e - j);
+      j = e;
+    }
+  }
+  for (const auto& [c, d] : paths) o << fmt::format("   <path fill=\"{}\" d=\"{}\"/>\n", c, d);
+  o << "  </g>\n";
+  o << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", x, y, T * s, T * s);
+}
+
+}  // namespace
+
+void render_heads_svg(const HeadsView& view, std::ostream& out) {
+  check_view(view);
+  const auto labels = token_labels(view);
+  const auto T = view.T;
+  const int s = token_px(T);
+  const int P = static_cast<int>(T) * s;                       // panel side
+  const int step = std::max(1, static_cast<int>(std::ceil(12.0 / s)));  // label every step-th token
+  auto label = [&](std::int64_t i) {
+    return clip(step > 1 ? fmt::format("{} {}", i, labels[static_cast<std::size_t>(i)]) : labels[static_cast<std::size_t>(i)], kLabelChars);
+  };
+  std::size_t label_chars = cells("queries ↓");
+  for (std::int64_t i = 0; i < T; i += step) label_chars = std::max(label_chars, cells(label(i)));
+  const int label_px = static_cast<int>(std::ceil(label_chars * kCharW));
+  const int pitch_x = std::max(P, 116) + 16;                    // a caption needs about 116 px
+  const int caption_h = 16;
+  const int pitch_y = P + caption_h + 10;
+  const std::size_t caption_chars = static_cast<std::size_t>((pitch_x - 8) / kCharW);
+
+  std::ostringstream b;
+  int y = 22;
+  b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y, esc("attn heads · " + view.model));
+  y += 18;
+  b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y,
+                   esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1", view.layers,
+                                   view.heads, T)));
+  for (const auto& n : view.notes) {
+    y += 15;
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y, esc("note: " + n));
+  }
+  const int left = 10 + 34 + label_px + 8;  // layer label, query labels, a margin
+  const int head_row = y + 30;
+  const int top = head_row + 10;
+  int width = std::max(left + static_cast<int>(view.heads) * pitch_x, 560);
+  width = std::max(width, 10 + static_cast<int>(std::ceil(cells("attn heads · " + view.model) * 9.0)));
+  for (const auto& n : view.notes) width = std::max(width, 10 + static_cast<int>(std::ceil(cells("note: " + n) * 6.0)));  // 11 px text
+
+  b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">queries ↓</text>\n", left - 6,
+                   top - 4, kFont);
+  for (std::int64_t h = 0; h < view.heads; ++h)
+    b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"12\" font-weight=\"bold\" text-anchor=\"middle\">h{}</text>\n",
+                     left + static_cast<int>(h) * pitch_x + P / 2, head_row, h);
+  for (std::int64_t l = 0; l < view.layers; ++l) {
+    const int py = top + static_cast<int>(l) * pitch_y;
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">L{}</text>\n", py + std::min(P, 40) / 2 + 5, l);
+    // the queries, left of the first column
+    for (std::int64_t i = 0; i < T; i += step)
+      b << fmt::format("  <text x=\"{}\" y=\"{:.1f}\" font-size=\"{}\" text-anchor=\"end\">{}</text>\n", left - 4, py + (i + 0.5) * s + 3.5, kFont,
+                       esc(label(i)));
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      const int px = left + static_cast<int>(h) * pitch_x;
+      panel(b, view, l, h, px, py, s);
+      const auto& sm = view.summary(l, h);
+      b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#333333\">{}</text>\n", px, py + P + 12, kFont,
+                       esc(clip(pattern_text(sm), caption_chars)));
+    }
+  }
+  // the keys, upright under the last row's panels and captions
+  const int keys_y = top + static_cast<int>(view.layers) * pitch_y - 6;
+  std::size_t key_chars = 1;
+  if (view.layers > 0) {
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      const int px = left + static_cast<int>(h) * pitch_x;
+      for (std::int64_t i = 0; i < T; i += step) {
+        key_chars = std::max(key_chars, cells(label(i)));
+        const double x = px + (i + 0.5) * s + 3.5;
+        b << fmt::format("  <text x=\"{0:.1f}\" y=\"{1}\" font-size=\"{2}\" text-anchor=\"end\" transform=\"rotate(-90 {0:.1f} {1})\">{3}</text>\n", x,
+                         keys_y, kFont, esc(label(i)));
+      }
+    }
+    b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">keys →</text>\n", left - 6,
+                     keys_y + 10, kFont);
+  }
+  // legend: the ramp, the masked grey, how the labels are thinned
+  int ly = keys_y + static_cast<int>(std::ceil(key_chars * kCharW)) + 20;
+  b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\">weight 0</text>\n", ly + 11);
+  for (int k = 0; k < 10; ++k)
+    b << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"18\" height=\"14\" fill=\"{}\"/>\n", 66 + k * 18, ly, svg_hex(viridis(k / 9.0)));
+  b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"11\">1</text>\n", 66 + 180 + 6, ly + 11);
+  b << fmt::format("  <rect x=\"276\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", ly, kMasked);
+  b << fmt::format("  <text x=\"296\" y=\"{}\" font-size=\"11\">masked (a query sees only itself and earlier tokens)</text>\n", ly + 11);
+  ly += 30;
+  std::string foot = "under each head: its pattern and the mean weight behind it (broad: entropy ÷ uniform entropy)";
+  if (step > 1) foot += fmt::format("; one token in {} labelled, with its position", step);
+  b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", ly, esc(foot));
+  width = std::max(width, 10 + static_cast<int>(std::ceil(cells(foot) * 6.7)));
+  const int height = ly + 14;
+  out << fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n"
+      "  <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n{3}</svg>\n",
+      width, height, kFontFamily, b.str());
+}
+
+}  // namespace attn::model

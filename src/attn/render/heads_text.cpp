@@ -1,0 +1,129 @@
+// attn heads in the terminal: the model and the tokens, a grid of layers (rows) × heads (columns)
+// of small heatmaps (queries down, keys across, one fixed 0..1 scale for every head), its legend,
+// then one summary line per head. Deterministic bytes for a given width: no locale, fixed decimals.
+//
+// Fitting the width: two characters a key when every head fits side by side (about square in a
+// terminal), else one; else each head drawn smaller, one character a block × block square of tokens
+// showing the block's largest weight (so a lone strong weight is never averaged away), the smallest
+// block that fits with at least 4 cells a side, said in a line under the grid; if even that is too
+// wide, the heads wrap onto several bands of the grid.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "attn/model/heads.hpp"
+#include "attn/render/heads_layout.hpp"
+
+namespace attn::model {
+
+using namespace heads_detail;
+
+namespace {
+
+// Drops trailing blanks (a line may end in an ANSI reset, which is kept).
+void rtrim(std::string& s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+}
+
+// The tokens, "0 The  1 cat  2 sat …", wrapped to the width.
+void token_lines(std::ostream& out, const std::vector<std::string>& labels, int width) {
+  std::string line = fmt::format("tokens ({}):", labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::string item = fmt::format("{} {}", i, labels[i]);
+    if (cells(line) + 2 + cells(item) > static_cast<std::size_t>(width) && cells(line) > 2) {
+      out << line << "\n";
+      line = "  " + item;
+    } else {
+      line += (line.back() == ':' ? " " : "  ") + item;
+    }
+  }
+  out << line << "\n";
+}
+
+}  // namespace
+
+void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color, int width) {
+  check_view(view);
+  width = std::max(width, 20);
+  const auto labels = token_labels(view);
+  out << "attn heads · " << view.model << "\n";
+  out << fmt::format("{} {} × {} {}, T = {}; weights on one scale, 0 to 1, for every head\n", view.layers, view.layers == 1 ? "layer" : "layers",
+                     view.heads, view.heads == 1 ? "head" : "heads", view.T);
+  for (const auto& n : view.notes) out << "  note: " << n << "\n";
+  token_lines(out, labels, width);
+  if (view.layers == 0 || view.heads == 0 || view.T == 0) return;
+
+  const std::size_t label_w = cells(fmt::format("L{}", view.layers - 1)) + 2;
+  const TextFit f = fit_text_grid(view.T, view.heads, label_w, width);
+  const std::size_t head_w = static_cast<std::size_t>(f.n * f.cell_w);
+  out << "\n" << pad_right("", label_w) << "queries ↓ keys →\n";
+  for (std::int64_t h0 = 0; h0 < view.heads; h0 += f.per_band) {
+    const std::int64_t h1 = std::min(view.heads, h0 + f.per_band);
+    std::string top = pad_right("", label_w);
+    for (std::int64_t h = h0; h < h1; ++h) {
+      std::string name = fmt::format("h{}", h);
+      if (cells(name) > head_w) name = clip(fmt::format("{}", h), head_w);
+      top += pad_right(name, head_w + (h + 1 < h1 ? static_cast<std::size_t>(f.gap) : 0));
+    }
+    rtrim(top);
+    out << top << "\n";
+    for (std::int64_t l = 0; l < view.layers; ++l) {
+      for (std::int64_t r = 0; r < f.n; ++r) {
+        std::string line = pad_right(r == 0 ? fmt::format("L{}", l) : "", label_w);
+        for (std::int64_t h = h0; h < h1; ++h) {
+          bool painted = false;
+          for (std::int64_t c = 0; c < f.n; ++c) {
+            const BlockCell b = block_cell(view, l, h, r, c, f.block);
+            if (color == ColorMode::None) {
+              const std::string s = b.masked ? " " : shade(b.value);
+              for (int k = 0; k < f.cell_w; ++k) line += s;
+            } else if (b.masked) {
+              if (painted) line += kAnsiReset, painted = false;
+              line.append(static_cast<std::size_t>(f.cell_w), ' ');
+            } else {
+              line += heat_background(color, b.value);
+              line.append(static_cast<std::size_t>(f.cell_w), ' ');
+              painted = true;
+            }
+          }
+          if (painted) line += kAnsiReset;
+          if (h + 1 < h1) line.append(static_cast<std::size_t>(f.gap), ' ');
+        }
+        rtrim(line);
+        out << line << "\n";
+      }
+      if (l + 1 < view.layers) out << "\n";
+    }
+    if (h1 < view.heads) out << "\n";
+  }
+
+  out << "\n";
+  if (f.block > 1) {
+    const std::int64_t last = view.T - (f.n - 1) * f.block;
+    out << fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …", f.block, f.block - 1,
+                       2 * f.block - 1);
+    if (last != f.block) out << fmt::format("; the last block has {}", last);
+    out << ")\n";
+  }
+  if (f.per_band < view.heads) out << fmt::format("the heads wrap onto {} bands of at most {} heads to fit {} columns\n",
+                                                  (view.heads + f.per_band - 1) / f.per_band, f.per_band, width);
+  if (color == ColorMode::None) {
+    out << "weight:";
+    static const char* kGlyph[5] = {"' '", "░", "▒", "▓", "█"};
+    double lo = 0;
+    for (int k = 0; k < 5; ++k) {
+      out << fmt::format("  {} {}", kGlyph[k], k == 0 ? fmt::format("< {:.2f}", kShadeBands[0]) : k == 4 ? fmt::format("≥ {:.2f}", lo)
+                                                                                                             : fmt::format("{:.2f}–{:.2f}", lo, kShadeBands[k]));
+      lo = kShadeBands[k];
+    }
+    out << "\n";
+  } else {
+    out << "weight: 0 ";
+    for (int k = 0; k < 16; ++k) out << heat_background(color, (k + 0.5) / 16.0) << "  ";
+    out << kAnsiReset << " 1\n";
+  }
+  out << "blank above the diagonal: masked (a query sees only itself and earlier tokens)\n\n";
+  for (const auto& line : summary_lines(view, labels)) out << line << "\n";
+}
+
+}  // namespace attn::model

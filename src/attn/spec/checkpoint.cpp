@@ -1,0 +1,118 @@
+// {"checkpoint": {"path": DIR or FILE, "layer": L, "config": {...}}, "sentence" or "token_ids"}:
+// a real model's layer as the input. The checkpoint computes the residual stream below the layer
+// (model/residual.cpp); what is traced is the layer's attention, as any other input.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "attn/model/checkpoint.hpp"
+#include "attn/spec/readers.hpp"
+
+namespace attn {
+
+namespace {
+
+const std::vector<std::string_view> kCheckpointRootKeys = {"checkpoint", "sentence", "token_ids", "title", "comment", "expect"};
+
+std::string resolve(const std::string& base_dir, const std::string& path) {
+  if (base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / path).string();
+}
+
+model::CheckpointInput read_checkpoint_input(const json& root, const std::string& base_dir) {
+  for (const auto& [key, value] : root.items()) {
+    if (std::find(kCheckpointRootKeys.begin(), kCheckpointRootKeys.end(), key) != kCheckpointRootKeys.end()) continue;
+    if (!known_root_key(key)) check_keys(root, "", kCheckpointRootKeys);  // a typo: the usual message, with a suggestion
+    fail(key, "is set by the checkpoint (its config.json and weights); beside \"checkpoint\" give only \"sentence\" or \"token_ids\", "
+              "\"title\", \"comment\" and \"expect\"");
+  }
+  const json& c = root["checkpoint"];
+  if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
+  check_keys(c, "checkpoint", {"path", "layer", "config"});
+  if (!c.contains("path")) fail("checkpoint.path", "required: a hub directory (config.json, model.safetensors, tokenizer files) or a .safetensors file");
+  const std::string shown = read_string(c["path"], "checkpoint.path");
+  if (shown.empty()) fail("checkpoint.path", "expected a directory or a .safetensors file, got an empty string");
+  const json* config = c.contains("config") ? &c["config"] : nullptr;
+  std::int64_t layer = 0;
+  if (c.contains("layer")) {
+    const json& l = c["layer"];
+    if (!l.is_number_integer()) fail("checkpoint.layer", fmt::format("expected a layer index, an integer ≥ 0, got {}", describe(l)));
+    layer = l.get<std::int64_t>();
+  }
+  model::CheckpointInput in{model::Checkpoint::open(resolve(base_dir, shown), config, shown), {}, {}, layer, {}};
+  const auto& ckpt = in.ckpt;
+  const bool has_sentence = root.contains("sentence"), has_ids = root.contains("token_ids");
+  if (has_sentence == has_ids) fail(has_ids ? "token_ids" : "sentence", "give \"sentence\" (tokenised by the checkpoint's tokenizer) or \"token_ids\", one of them");
+  if (has_sentence) {
+    const std::string text = read_string(root["sentence"], "sentence");
+    if (!ckpt.tokenizer()) {
+      fail("sentence", fmt::format("{} has no tokenizer (tokenizer.json, vocab.json + merges.txt or tokenizer.model): give \"token_ids\" instead", shown));
+    }
+    if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
+    const auto ids = ckpt.tokenizer()->encode(text);
+    in.ids.insert(in.ids.end(), ids.begin(), ids.end());
+    in.notes.push_back(fmt::format("tokens: {}{}", ckpt.tokenizer()->describe(),
+                                   ckpt.adds_bos() ? fmt::format("; BOS (id {}) first, as the tokenizer adds it", *ckpt.arch().bos) : ""));
+  } else {
+    const json& ids = root["token_ids"];
+    if (!ids.is_array()) fail("token_ids", fmt::format("expected an array of token ids, got {}", describe(ids)));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!ids[i].is_number_integer()) fail(fmt::format("token_ids[{}]", i), fmt::format("expected a token id, an integer ≥ 0, got {}", describe(ids[i])));
+      in.ids.push_back(ids[i].get<std::int64_t>());
+    }
+  }
+  if (ckpt.arch().family == model::Family::Gpt2 && static_cast<std::int64_t>(in.ids.size()) > ckpt.arch().positions) {
+    fail(has_ids ? "token_ids" : "sentence", fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", in.ids.size(), ckpt.arch().positions));
+  }
+  if (in.ids.empty()) fail(has_ids ? "token_ids" : "sentence", "no tokens: give at least one");
+  for (std::size_t i = 0; i < in.ids.size(); ++i) {
+    const auto id = in.ids[i];
+    if (id < 0 || id >= ckpt.arch().vocab) {
+      fail(fmt::format("{}[{}]", has_ids ? "token_ids" : "sentence's tokens", i),
+           fmt::format("token id {} is outside the vocabulary: vocab_size = {} in {}'s config (ids 0 .. {})", id, ckpt.arch().vocab, shown,
+                       ckpt.arch().vocab - 1));
+    }
+    in.pieces.push_back(ckpt.tokenizer() && id < ckpt.tokenizer()->vocab_size() ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
+  }
+  if (!ckpt.tokenizer()) in.notes.push_back("tokens: the checkpoint has no tokenizer: labels are #id");
+  in.notes.insert(in.notes.begin(), fmt::format("checkpoint: {}; weights {}, converted to float32 and computed in float32", ckpt.describe(),
+                                                ckpt.weights_description()));
+  return in;
+}
+
+}  // namespace
+
+void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
+  model::CheckpointInput in = read_checkpoint_input(root, base_dir);
+  const auto& a = in.ckpt.arch();
+  Spec layer = model::checkpoint_layer_spec(in.ckpt, in.ids, {in.pieces}, in.layer);
+  layer.title = s.title.empty() ? fmt::format("{} layer {} of {} ({})", a.name(), in.layer, a.layers, root["checkpoint"]["path"].get<std::string>())
+                                : s.title;
+  layer.notes = std::move(in.notes);
+  const bool gpt2 = a.family == model::Family::Gpt2;
+  const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
+  layer.notes.push_back(fmt::format("x: layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", gpt2 ? " (wte + wpe)" : "", below));
+  if (layer.window > 0) layer.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
+  s = std::move(layer);
+}
+
+namespace model {
+
+HeadsView load_heads(const std::string& path) {
+  const std::string origin = path == "-" ? "<stdin>" : path;
+  const ParsedJson parsed = parse_json(read_input(path), origin);
+  const json& root = parsed.root;
+  if (!root.is_object() || !root.contains("checkpoint")) {
+    fail("checkpoint", "attn heads draws a real model's heads: expected {\"checkpoint\": {\"path\": \"DIR\"}, \"sentence\": \"...\"}");
+  }
+  const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
+  HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.pieces);
+  view.notes = in.notes;
+  return view;
+}
+
+}  // namespace model
+
+}  // namespace attn

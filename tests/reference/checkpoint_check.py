@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Checkpoint check: attn's trace of one layer of a hub checkpoint against a PyTorch forward pass
+written from the published architectures (model_reference.py), on tiny random checkpoints in the
+hub's exact layout (make_checkpoints.py): GPT-2 F32 / F16 sharded, Llama BF16 sharded, Llama with
+head_dim ≠ hidden/heads, Mistral's sliding window, Qwen2's q/k/v biases, a lone .safetensors file with
+the config given inline; a sentence through each checkpoint's tokenizer (when tiny_tokenizers.py is
+there); and broken checkpoints that must be refused with exit 2 and a message naming the file, the
+tensor or the input key.
+
+Usage: checkpoint_check.py PATH_TO_ATTN [--keep DIR]
+Exit 0: every layer's "x", "weights" and "output" agree within 1e-4 and every refusal is right.
+1: a difference or a wrong refusal. 77: skipped (torch not importable).
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # ctest reports 77 as "skipped"
+    print(f"SKIPPED: PyTorch or numpy is not importable here ({e}); install python3-torch (scripts/setup.sh --tests)")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_checkpoints  # noqa: E402
+import model_reference  # noqa: E402
+import safetensors_io as st  # noqa: E402
+
+TOL = 1e-4
+SENTENCES = ["The cat sat on the mat", "Zoë's café at 7:30 ☕ — don't!"]  # the second: multi-byte, byte fallback
+torch.set_num_threads(1)
+
+
+def _flatten(x):
+    if isinstance(x, list):
+        out = []
+        for v in x:
+            out.extend(_flatten(v))
+        return out
+    return [float(x)]
+
+
+class Run:
+    def __init__(self, rc, stdout, stderr, doc=None):
+        self.rc, self.stdout, self.stderr, self.doc = rc, stdout, stderr, doc
+
+    def step(self, sid):
+        for s in self.doc["steps"]:
+            if s["id"] == sid:
+                return np.array(_flatten(s["data"]), dtype=np.float64).reshape(s["shape"])
+        return None
+
+
+def run_attn(attn, input_path, timeout=120):
+    p = subprocess.run([attn, "run", input_path, "--format", "json"], capture_output=True, text=True,
+                       timeout=timeout)
+    doc = None
+    if p.returncode == 0:
+        try:
+            doc = json.loads(p.stdout)
+        except json.JSONDecodeError as e:
+            return Run(p.returncode, p.stdout, p.stderr + f"\n(check: stdout is not JSON: {e})")
+    return Run(p.returncode, p.stdout, p.stderr, doc)
+
+
+def write_input(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1)
+    return path
+
+
+class Report:
+    def __init__(self):
+        self.failures = []
+        self.groups = []
+
+    def fail(self, what):
+        self.failures.append(what)
+        print("  FAIL " + what)
+
+
+def token_sequences(name, vocab):
+    rng = np.random.RandomState(make_checkpoints._seed(name) ^ 0x5EED)
+    return [[int(rng.randint(0, vocab))], [int(i) for i in rng.randint(0, vocab, size=7)]]
+
+
+def compare_layers(report, attn, work, label, checkpoint, config, tensors, ids, layers, worst):
+    """Runs attn on every layer in `layers` for `ids` and compares x, weights and output."""
+    ref = model_reference.forward(config, tensors, ids, torch.float64)
+    ok = True
+    for layer in layers:
+        inp = {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}
+        path = write_input(os.path.join(work, f"in-{label}-L{layer}-T{len(ids)}.json"), inp)
+        r = run_attn(attn, path)
+        where = f"{label} layer {layer} T={len(ids)}"
+        if r.rc != 0 or r.doc is None:
+            report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
+            ok = False
+            continue
+        for sid in ("x", "weights", "output"):
+            want = ref[layer][sid].numpy()
+            got = r.step(sid)
+            if got is None:
+                report.fail(f"{where}: the trace has no step {sid!r}")
+                ok = False
+                continue
+            if list(got.shape) != list(want.shape):
+                report.fail(f"{where}: {sid} has shape {list(got.shape)}, the reference {list(want.shape)}")
+                ok = False
+                continue
+            d = float(np.abs(got - want).max()) if got.size else 0.0
+            if not np.isfinite(got).all():
+                d = float("inf")
+            worst[sid] = max(worst.get(sid, 0.0), d)
+            if not d <= TOL:
+                idx = np.unravel_index(int(np.nanargmax(np.abs(got - want))), got.shape)
+                report.fail(f"{where}: {sid} differs by {d:.3g} at {list(map(int, idx))} "
+                            f"(attn {got[idx]:.6g}, reference {want[idx]:.6g})")
+                ok = False
+    return ok
+
+
+def check_numbers(report, attn, work, made):
+    print("== layers of each checkpoint against the reference (token ids, T = 1 and 7)")
+    summary = []
+    for name, (d, config) in made.items():
+        spec = make_checkpoints.CHECKPOINTS[name]
+        if spec.get("lone_file"):
+            checkpoint = {"path": os.path.relpath(os.path.join(d, spec["lone_file"]), work), "config": config}
+            _, tensors = model_reference.load(os.path.join(d, spec["lone_file"]), config)
+        else:
+            checkpoint = {"path": os.path.relpath(d, work)}
+            _, tensors = model_reference.load(d)
+        L = model_reference.num_layers(config)
+        worst, ok = {}, True
+        for ids in token_sequences(name, config["vocab_size"]):
+            ok &= compare_layers(report, attn, work, name, checkpoint, config, tensors, ids, range(L), worst)
+        figures = ", ".join(f"{k} {v:.2g}" for k, v in worst.items())
+        line = f"  {'ok  ' if ok else 'FAIL'} {name} ({spec['dtype']}, {L} layers): largest |diff| {figures or '-'}"
+        print(line)
+        summary.append(ok)
+    if "single-file" in made:  # the input.json make_checkpoints wrote beside the lone file, as a user would
+        d, config = made["single-file"]
+        r = run_attn(attn, os.path.join(d, "input.json"))
+        if r.rc != 0:
+            report.fail(f"single-file/input.json: attn exited {r.rc}: {r.stderr.strip()[:400]}")
+            summary.append(False)
+        else:
+            with open(os.path.join(d, "input.json")) as f:
+                inp = json.load(f)
+            _, tensors = model_reference.load(os.path.join(d, inp["checkpoint"]["path"]), config)
+            ref = model_reference.forward(config, tensors, inp["token_ids"], torch.float64)[inp["checkpoint"]["layer"]]
+            dd = max(float(np.abs(r.step(s) - ref[s].numpy()).max()) for s in ("weights", "output"))
+            print(f"  {'ok  ' if dd <= TOL else 'FAIL'} single-file/input.json (path relative to the input's own "
+                  f"directory, inline config): largest |diff| {dd:.2g}")
+            if dd > TOL:
+                report.fail(f"single-file/input.json differs by {dd:.3g}")
+            summary.append(dd <= TOL)
+    report.groups.append(("numbers", sum(summary), len(summary)))
+
+
+# ---- sentences through the tokenizers -------------------------------------------------------------------
+
+
+def reference_pieces(directory, text):
+    """(pieces, ids) of text by a reference tokenizer for the files in directory, or None:
+    vocab.json + merges.txt and byte-level tokenizer.json: tiny_tokenizers.Gpt2Encoder (OpenAI's
+    encoder.py) over the same vocabulary and merges; tokenizer.model: the sentencepiece library;
+    ▁-style tokenizer.json: the sentencepiece model it was converted from (tiny_tokenizers), same ids."""
+    tt = make_checkpoints.tiny_tokenizers
+    tj = os.path.join(directory, "tokenizer.json")
+    vj, mt = os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt")
+    if os.path.exists(tj):
+        doc = json.load(open(tj, encoding="utf-8"))
+        m = doc["model"]
+        if m.get("type") != "BPE":
+            return None
+        if "ByteLevel" in json.dumps(doc.get("pre_tokenizer")):
+            with tempfile.TemporaryDirectory() as tmp:
+                with open(os.path.join(tmp, "vocab.json"), "w", encoding="utf-8") as f:
+                    json.dump(m["vocab"], f, ensure_ascii=False)
+                with open(os.path.join(tmp, "merges.txt"), "w", encoding="utf-8") as f:
+                    f.write("#version: 0.2\n" + "".join((mm if isinstance(mm, str) else " ".join(mm)) + "\n"
+                                                        for mm in m["merges"]))
+                ids = tt.Gpt2Encoder(tmp).encode(text)
+            inv = {v: k for k, v in m["vocab"].items()}
+            return [inv[i] for i in ids], ids
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_proto=tt.sentencepiece_model_bytes())
+        ids = sp.encode(text)
+        inv = {v: k for k, v in m["vocab"].items()}
+        return [inv[i] for i in ids], ids
+    if os.path.exists(vj) and os.path.exists(mt):
+        vocab = json.load(open(vj, encoding="utf-8"))
+        ids = tt.Gpt2Encoder(directory).encode(text)
+        inv = {v: k for k, v in vocab.items()}
+        return [inv[i] for i in ids], ids
+    tm = os.path.join(directory, "tokenizer.model")
+    if os.path.exists(tm):
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_file=tm)
+        ids = sp.encode(text)
+        return [sp.id_to_piece(i) for i in ids], ids
+    return None
+
+
+def piece_of(directory, i):
+    """The vocabulary's spelling of id i (for the BOS label)."""
+    tj = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(tj):
+        doc = json.load(open(tj, encoding="utf-8"))
+        for a in doc.get("added_tokens", []):
+            if a["id"] == i:
+                return a["content"]
+        return {v: k for k, v in doc["model"]["vocab"].items()}.get(i)
+    vj = os.path.join(directory, "vocab.json")
+    if os.path.exists(vj):
+        return {v: k for k, v in json.load(open(vj, encoding="utf-8")).items()}.get(i)
+    tm = os.path.join(directory, "tokenizer.model")
+    if os.path.exists(tm):
+        import sentencepiece
+        return sentencepiece.SentencePieceProcessor(model_file=tm).id_to_piece(i)
+    return None
+
+
+def expects_bos(directory, config):
+    """HF's behaviour: Llama's and Mistral's tokenizers put BOS first (add_bos_token, default true);
+    GPT-2's and Qwen2's add nothing."""
+    if config.get("model_type") not in ("llama", "mistral") or config.get("bos_token_id") is None:
+        return False
+    tc = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(tc):
+        v = json.load(open(tc, encoding="utf-8")).get("add_bos_token")
+        if isinstance(v, bool):
+            return v
+    return True
+
+
+def check_sentences(report, attn, work, made):
+    print(f"== sentences through each checkpoint's tokenizer: {SENTENCES}")
+    if make_checkpoints.tiny_tokenizers is None:
+        print("  skipped: tiny_tokenizers.py is not importable, so the checkpoints have no tokenizer")
+        return
+    results = []
+    for name, (d, config) in made.items():
+        spec = make_checkpoints.CHECKPOINTS[name]
+        if not spec.get("tokenizer"):
+            continue
+        for si, sentence in enumerate(SENTENCES):
+            where = f"{name} sentence {si + 1}"
+            layer = model_reference.num_layers(config) - 1
+            path = write_input(os.path.join(work, f"in-{name}-sentence{si + 1}.json"),
+                               {"checkpoint": {"path": os.path.relpath(d, work), "layer": layer}, "sentence": sentence})
+            r = run_attn(attn, path)
+            if r.rc != 0 or r.doc is None:
+                report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
+                results.append(False)
+                continue
+            tokens = r.doc["config"].get("tokens")
+            ref = reference_pieces(d, sentence)
+            ok = True
+            how = "no reference tokenizer: labels not compared"
+            if ref is not None:
+                pieces, ids = ref
+                if expects_bos(d, config):
+                    ids = [config["bos_token_id"]] + ids
+                    pieces = [piece_of(d, config["bos_token_id"])] + pieces
+                    how = f"BOS {pieces[0]!r} first, then the reference pieces"
+                else:
+                    how = "labels equal the reference pieces"
+                if tokens != pieces:
+                    report.fail(f"{where}: trace tokens {tokens} ≠ reference pieces {pieces}"
+                                + (" (BOS expected first)" if expects_bos(d, config) else ""))
+                    ok = False
+                else:  # the numbers of the sentence's ids, at the last layer
+                    _, tensors = model_reference.load(d)
+                    refl = model_reference.forward(config, tensors, ids, torch.float64)[layer]
+                    dd = max(float(np.abs(r.step(s) - refl[s].numpy()).max()) for s in ("weights", "output"))
+                    how += f"; layer {layer}: largest |diff| {dd:.2g}"
+                    if dd > TOL:
+                        report.fail(f"{where}: differs by {dd:.3g} from the reference on ids {ids}")
+                        ok = False
+            print(f"  {'ok  ' if ok else 'FAIL'} {where}: {len(tokens or [])} tokens {tokens} ({how})")
+            results.append(ok)
+    report.groups.append(("sentences", sum(results), len(results)))
+
+
+# ---- broken checkpoints ------------------------------------------------------------------------------
+
+def _rewrite_header(path, edit):
+    """Loads a file's header, lets edit(header) change it, writes it back with the same data bytes."""
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    edit(header)
+    hb = st.header_bytes(header)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+
+
+def _drop_tensor(path, name):
+    ts = st.load_file(path)
+    del ts[name]
+    st.save_file(ts, path)
+
+
+def _replace_tensor(path, name, tensor):
+    ts = st.load_file(path)
+    ts[name] = tensor
+    st.save_file(ts, path)
+
+
+def _truncate(path, keep):
+    raw = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(raw[:keep(len(raw))])
+
+
+def _edit_config(path, **kv):
+    with open(path) as f:
+        c = json.load(f)
+    c.update(kv)
+    make_checkpoints.write_json(path, c)
+
+
+def bad_cases(made):
+    """(name, source checkpoint, mutate(dir), input fields, substrings the message must hold)."""
+    gpt2_vocab = made["gpt2-f32"][1]["vocab_size"]
+
+    def past_end(d):
+        def edit(h):  # the last tensor's [begin, end) moved 64 bytes on: same length, past the data's end
+            last = max((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"][1])
+            b, e = h[last]["data_offsets"]
+            h[last]["data_offsets"] = [b + 64, e + 64]
+        _rewrite_header(os.path.join(d, "model.safetensors"), edit)
+
+    def overlap(d):
+        def edit(h):
+            h["h.0.ln_1.bias"]["data_offsets"] = list(h["h.0.ln_1.weight"]["data_offsets"])
+        _rewrite_header(os.path.join(d, "model.safetensors"), edit)
+
+    def shard_lacks(d):
+        idx = json.load(open(os.path.join(d, "model.safetensors.index.json")))
+        name = "model.layers.1.self_attn.o_proj.weight"
+        _drop_tensor(os.path.join(d, idx["weight_map"][name]), name)
+
+    def shard_of(made_name, tensor):
+        d = made[made_name][0]
+        return json.load(open(os.path.join(d, "model.safetensors.index.json")))["weight_map"][tensor]
+
+    last_tensor = None
+    with open(os.path.join(made["gpt2-f32"][0], "model.safetensors"), "rb") as f:
+        raw = f.read()
+        (n,) = struct.unpack("<Q", raw[:8])
+        h = json.loads(raw[8:8 + n])
+        last_tensor = max((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"][1])
+    ms = "model.safetensors"
+    return [
+        ("missing tensor (h.1.attn.c_proj.weight deleted)", "gpt2-f32",
+         lambda d: _drop_tensor(os.path.join(d, ms), "h.1.attn.c_proj.weight"),
+         {"layer": 1}, [ms, "h.1.attn.c_proj.weight"]),
+        ("missing tensor named by the index but not in its shard", "llama-bf16-sharded", shard_lacks,
+         {"layer": 1}, [shard_of("llama-bf16-sharded", "model.layers.1.self_attn.o_proj.weight"),
+                        "model.layers.1.self_attn.o_proj.weight"]),
+        ("wrong shape (c_attn.weight stored [3C, C] as nn.Linear would)", "gpt2-f32",
+         lambda d: _replace_tensor(os.path.join(d, ms), "h.0.attn.c_attn.weight",
+                                   st.Tensor.of(np.zeros((48, 16), np.float32))),
+         {"layer": 0}, [ms, "h.0.attn.c_attn.weight"]),
+        ("wrong shape (k_proj.weight [32, 32] where 2 kv heads × 8 = 16 rows)", "llama-bf16-sharded",
+         lambda d: _replace_tensor(os.path.join(d, shard_of("llama-bf16-sharded", "model.layers.0.self_attn.k_proj.weight")),
+                                   "model.layers.0.self_attn.k_proj.weight", st.Tensor.bf16(np.zeros((32, 32), np.float32))),
+         {"layer": 0}, [shard_of("llama-bf16-sharded", "model.layers.0.self_attn.k_proj.weight"),
+                        "model.layers.0.self_attn.k_proj.weight"]),
+        ("truncated file (60% of its bytes)", "gpt2-f32",
+         lambda d: _truncate(os.path.join(d, ms), lambda n: n * 6 // 10), {"layer": 0}, [ms]),
+        ("truncated file (5 bytes: not even the header length)", "gpt2-f32",
+         lambda d: _truncate(os.path.join(d, ms), lambda n: 5), {"layer": 0}, [ms]),
+        ("header: data_offsets past the end of the data", "gpt2-f32", past_end, {"layer": 0}, [ms, last_tensor]),
+        ("header: two tensors' data_offsets overlap", "gpt2-f32", overlap, {"layer": 0}, [ms, "h.0.ln_1."]),
+        ("unknown model_type (gpt_neox)", "gpt2-f32",
+         lambda d: _edit_config(os.path.join(d, "config.json"), model_type="gpt_neox"), {"layer": 0},
+         ["config.json", "gpt_neox"]),
+        ("layer out of range (2 of a 2-layer model)", "gpt2-f32", None, {"layer": 2}, ["checkpoint.layer"]),
+        ("layer out of range (-1)", "gpt2-f32", None, {"layer": -1}, ["checkpoint.layer"]),
+        ("layer out of range (3 of a 2-layer Llama)", "llama-bf16-sharded", None, {"layer": 3}, ["checkpoint.layer"]),
+        (f"token id past the vocabulary ({gpt2_vocab} of {gpt2_vocab})", "gpt2-f32", None,
+         {"layer": 0, "token_ids": [1, gpt2_vocab]}, ["token_ids"]),
+        ("token id negative", "gpt2-f32", None, {"layer": 0, "token_ids": [1, -1]}, ["token_ids"]),
+        ("33 tokens for GPT-2's n_positions = 32", "gpt2-f32", None, {"layer": 0, "token_ids": [1] * 33},
+         ["token_ids"]),
+        ("a weight in a dtype attn does not read (ln_1.weight as F64)", "gpt2-f32",
+         lambda d: _replace_tensor(os.path.join(d, ms), "h.0.ln_1.weight", st.Tensor.of(np.ones(16, np.float64))),
+         {"layer": 0}, [ms, "h.0.ln_1.weight", "F64"]),
+        ("missing config.json", "gpt2-f32", lambda d: os.remove(os.path.join(d, "config.json")), {"layer": 0},
+         ["config.json"]),
+        ("missing model.safetensors (nothing to read)", "gpt2-f32", lambda d: os.remove(os.path.join(d, ms)),
+         {"layer": 0}, [ms]),
+    ]
+
+
+def check_refusals(report, attn, work, made):
+    print("== broken checkpoints: exit 2, a message naming the file / tensor / key")
+    results = []
+    for i, (what, src, mutate, fields, needles) in enumerate(bad_cases(made)):
+        d = os.path.join(work, f"bad-{i:02d}")
+        shutil.copytree(made[src][0], d)
+        if mutate:
+            mutate(d)
+        ids = fields.get("token_ids", [1, 2, 3])
+        inp = {"checkpoint": {"path": os.path.basename(d), "layer": fields["layer"]}, "token_ids": ids}
+        r = run_attn(attn, write_input(os.path.join(work, f"in-bad-{i:02d}.json"), inp))
+        msg = r.stderr.strip()
+        missing = [s for s in needles if s not in msg]
+        ok = r.rc == 2 and not missing and msg != ""
+        first = msg.splitlines()[0] if msg else "(nothing on stderr)"
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}: exit {r.rc}: {first[:300]}")
+        if not ok:
+            why = f"exit {r.rc} (want 2)" if r.rc != 2 else f"message lacks {missing}"
+            report.fail(f"refusal '{what}': {why}; stderr: {msg[:500]!r}")
+        results.append(ok)
+    report.groups.append(("refusals", sum(results), len(results)))
+
+
+def main(argv):
+    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--keep"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    attn = os.path.abspath(argv[1])
+    keep = argv[3] if len(argv) == 4 else None
+    work = keep or tempfile.mkdtemp(prefix="attn-checkpoints-")
+    if keep:
+        shutil.rmtree(keep, ignore_errors=True)
+        os.makedirs(keep)
+    try:
+        made = make_checkpoints.make_all(work)
+        report = Report()
+        check_numbers(report, attn, work, made)
+        check_sentences(report, attn, work, made)
+        check_refusals(report, attn, work, made)
+        print("== summary")
+        for g, ok, n in report.groups:
+            print(f"  {g}: {ok} of {n} passed")
+        if report.failures:
+            print(f"{len(report.failures)} failure(s)")
+            return 1
+        print("all passed")
+        return 0
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

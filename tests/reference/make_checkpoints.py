@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Tiny random checkpoints in the model hub's layout, with the hub's exact tensor names, config keys,
+dtypes and sharding, for testing attn's checkpoint reading. Deterministic: the same bytes every run
+(numpy RandomState seeded per checkpoint; configs written as transformers writes them:
+json.dumps(config, indent=2, sort_keys=True) + "\\n").
+
+Usage:
+  make_checkpoints.py OUT_DIR            every test checkpoint (below) into OUT_DIR/NAME/
+  make_checkpoints.py --example DEST     DEST/tiny-gpt2 (F32) and DEST/tiny-llama (BF16), with tokenizers,
+                                         each ≤ 100 KB, meant to be committed as examples
+  make_checkpoints.py --list             the names and what each one tests
+
+Tokenizer files come from tiny_tokenizers.py (beside this file) when it is there: gpt2 directories get
+vocab.json + merges.txt (or tokenizer.json), llama directories tokenizer.model (or tokenizer.json), and
+vocab_size in config.json is that tokenizer's size. Without it vocab_size is 512 and no tokenizer is
+written (token_ids inputs work the same).
+
+Weights: N(0, σ) with σ from 0.05 to 0.45, q/k larger than v/o so that the attention is far from uniform
+(score standard deviations of about 3), norms' weights 1 + N(0, 0.1).
+"""
+import json
+import os
+import sys
+import zlib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import safetensors_io as st  # noqa: E402
+
+try:
+    import tiny_tokenizers  # written by another helper; optional
+except Exception:  # ImportError, or a half-written file
+    tiny_tokenizers = None
+
+FALLBACK_VOCAB = 512
+
+# name -> spec. kind "gpt2" or "llama"; dtype of the float weights; prefix of every name; shards (1 = a
+# lone model.safetensors); tokenizer: "gpt2-files" (vocab.json + merges.txt), "gpt2-json"
+# (tokenizer.json, byte-level BPE), "gpt2-split-json" (the same as Llama 3 / Qwen2 write it: Split + ByteLevel),
+# "sp-model" (tokenizer.model), "sp-json" (tokenizer.json, Llama 2's), "metaspace-json" (the newer Metaspace form).
+CHECKPOINTS = {
+    "gpt2-f32": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1,
+                     buffers=True, tokenizer="gpt2-files",
+                     what="GPT-2, F32, names without prefix as the real gpt2's model.safetensors, "
+                          "h.{i}.attn.bias mask buffers, one file"),
+    "gpt2-f16-sharded": dict(kind="gpt2", dtype="F16", C=16, H=4, L=3, npos=32, prefix="transformer.", shards=2,
+                             buffers=True, masked_bias=True, tokenizer="gpt2-json",
+                             what="GPT-2, F16, 'transformer.' prefix, 2 shards + index, 3 layers, "
+                                  "attn.bias and scalar attn.masked_bias buffers (older conversions)"),
+    "llama-bf16-sharded": dict(kind="llama", model_type="llama", dtype="BF16", C=32, H=4, Hkv=2, hd=8, I=64, L=2,
+                               theta=10000.0, prefix="model.", shards=2, lm_head=True, tokenizer="sp-model",
+                               tokenizer_config={"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>",
+                                                 "eos_token": "</s>", "unk_token": "<unk>",
+                                                 "tokenizer_class": "LlamaTokenizer", "model_max_length": 64},
+                               what="Llama, BF16, 2 shards + index, GQA 4/2, head_dim 8, lm_head.weight"),
+    "llama-f32-headdim": dict(kind="llama", model_type="llama", dtype="F32", C=32, H=4, Hkv=1, hd=12, I=64, L=2,
+                              theta=500000.0, prefix="", shards=1, lm_head=False, tokenizer="sp-json",
+                              what="Llama, F32, head_dim 12 ≠ hidden/heads (Llama-3-style theta 500000), "
+                                   "one kv head, names without 'model.', tied embeddings"),
+    "mistral-window": dict(kind="llama", model_type="mistral", dtype="F16", C=32, H=4, Hkv=2, hd=None, I=64, L=2,
+                           theta=10000.0, prefix="model.", shards=1, lm_head=True, window=3,
+                           tokenizer="metaspace-json",
+                           what="Mistral, F16, sliding_window 3, no head_dim key"),
+    "qwen2-bias": dict(kind="llama", model_type="qwen2", dtype="BF16", C=32, H=4, Hkv=2, hd=None, I=64, L=2,
+                       theta=1000000.0, prefix="model.", shards=1, lm_head=False, qkv_bias=True,
+                       tokenizer="gpt2-split-json",
+                       what="Qwen2, BF16, q/k/v biases, use_sliding_window false, tied embeddings"),
+    "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
+                        tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
+                        what="a lone .safetensors file (GPT-2) with no config.json beside it; "
+                             "input.json gives the config inline"),
+}
+
+EXAMPLES = {
+    "tiny-gpt2": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
+                      tokenizer="gpt2-files", what="example: GPT-2 F32"),
+    "tiny-llama": dict(kind="llama", model_type="llama", dtype="BF16", C=32, H=4, Hkv=2, hd=8, I=64, L=2,
+                       theta=10000.0, prefix="model.", shards=1, lm_head=False, tokenizer="sp-model",
+                       what="example: Llama BF16, GQA 4/2, tied embeddings"),
+}
+
+
+def _seed(name):
+    return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
+
+
+# ---- tokenizers ------------------------------------------------------------------------------------
+
+def write_tokenizer(kind, directory):
+    """Writes the tokenizer files; returns the vocabulary size (None when no tokenizer was written)."""
+    if kind is None or tiny_tokenizers is None:
+        return None
+    if kind == "gpt2-files":
+        tiny_tokenizers.write_gpt2_files(directory)
+    elif kind == "gpt2-json":
+        tiny_tokenizers.write_gpt2_tokenizer_json(directory)
+    elif kind == "sp-model":
+        tiny_tokenizers.write_sentencepiece_model(directory)
+    elif kind == "gpt2-split-json":
+        tiny_tokenizers.write_gpt2_split_tokenizer_json(directory)
+    elif kind == "sp-json":
+        tiny_tokenizers.write_sentencepiece_tokenizer_json(directory)
+    elif kind == "metaspace-json":
+        tiny_tokenizers.write_metaspace_tokenizer_json(directory)
+    else:
+        raise ValueError(kind)
+    return tokenizer_vocab_size(directory)
+
+
+def tokenizer_vocab_size(directory):
+    """The number of ids the tokenizer files in directory can produce (the largest id + 1)."""
+    tj = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(tj):
+        with open(tj, encoding="utf-8") as f:
+            doc = json.load(f)
+        ids = list(doc["model"]["vocab"].values()) if isinstance(doc["model"]["vocab"], dict) else \
+            list(range(len(doc["model"]["vocab"])))
+        ids += [a["id"] for a in doc.get("added_tokens", [])]
+        return max(ids) + 1
+    vj = os.path.join(directory, "vocab.json")
+    if os.path.exists(vj):
+        with open(vj, encoding="utf-8") as f:
+            return max(json.load(f).values()) + 1
+    tm = os.path.join(directory, "tokenizer.model")
+    if os.path.exists(tm):
+        import sentencepiece
+        return sentencepiece.SentencePieceProcessor(model_file=tm).vocab_size()
+    return None
+
+
+# ---- weights -----------------------------------------------------------------------------------------
+
+def gpt2_tensors(spec, vocab, rng):
+    """State-dict order of GPT2LMHeadModel.transformer (lm_head is tied and not saved)."""
+    C, L, npos = spec["C"], spec["L"], spec["npos"]
+    f = lambda *s, sc: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    t = {"wte.weight": f(vocab, C, sc=0.3), "wpe.weight": f(npos, C, sc=0.2)}
+    mask = np.tril(np.ones((npos, npos), np.float32)).reshape(1, 1, npos, npos)
+    for i in range(L):
+        p = f"h.{i}."
+        t[p + "ln_1.weight"] = 1 + f(C, sc=0.1)
+        t[p + "ln_1.bias"] = f(C, sc=0.05)
+        if spec.get("buffers"):
+            t[p + "attn.bias"] = mask
+        if spec.get("masked_bias"):
+            t[p + "attn.masked_bias"] = np.array(-1e4, np.float32)
+        t[p + "attn.c_attn.weight"] = np.concatenate([f(C, C, sc=0.45), f(C, C, sc=0.45), f(C, C, sc=0.25)], axis=1)
+        t[p + "attn.c_attn.bias"] = np.concatenate([f(C, sc=0.2), f(C, sc=0.2), f(C, sc=0.05)])
+        t[p + "attn.c_proj.weight"] = f(C, C, sc=0.2)
+        t[p + "attn.c_proj.bias"] = f(C, sc=0.05)
+        t[p + "ln_2.weight"] = 1 + f(C, sc=0.1)
+        t[p + "ln_2.bias"] = f(C, sc=0.05)
+        t[p + "mlp.c_fc.weight"] = f(C, 4 * C, sc=0.2)
+        t[p + "mlp.c_fc.bias"] = f(4 * C, sc=0.05)
+        t[p + "mlp.c_proj.weight"] = f(4 * C, C, sc=0.1)
+        t[p + "mlp.c_proj.bias"] = f(C, sc=0.05)
+    t["ln_f.weight"] = 1 + f(C, sc=0.1)
+    t["ln_f.bias"] = f(C, sc=0.05)
+    return t
+
+
+def gpt2_config(spec, vocab):
+    return {
+        "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+        "bos_token_id": vocab - 1, "embd_pdrop": 0.1, "eos_token_id": vocab - 1, "initializer_range": 0.02,
+        "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": spec["npos"], "n_embd": spec["C"],
+        "n_head": spec["H"], "n_inner": None, "n_layer": spec["L"], "n_positions": spec["npos"],
+        "reorder_and_upcast_attn": False, "resid_pdrop": 0.1, "scale_attn_by_inverse_layer_idx": False,
+        "scale_attn_weights": True, "summary_activation": None, "summary_first_dropout": 0.1,
+        "summary_proj_to_labels": True, "summary_type": "cls_index", "summary_use_proj": True,
+        "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[spec["dtype"]],
+        "transformers_version": "4.44.2", "use_cache": True, "vocab_size": vocab,
+    }
+
+
+def llama_tensors(spec, vocab, rng):
+    """State-dict order of LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM."""
+    C, H, Hkv, I, L = spec["C"], spec["H"], spec["Hkv"], spec["I"], spec["L"]
+    hd = spec["hd"] or C // H
+    f = lambda *s, sc: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    t = {"embed_tokens.weight": f(vocab, C, sc=0.5)}
+    for i in range(L):
+        p = f"layers.{i}."
+        t[p + "self_attn.q_proj.weight"] = f(H * hd, C, sc=0.3)
+        if spec.get("qkv_bias"):
+            t[p + "self_attn.q_proj.bias"] = f(H * hd, sc=0.3)
+        t[p + "self_attn.k_proj.weight"] = f(Hkv * hd, C, sc=0.3)
+        if spec.get("qkv_bias"):
+            t[p + "self_attn.k_proj.bias"] = f(Hkv * hd, sc=0.3)
+        t[p + "self_attn.v_proj.weight"] = f(Hkv * hd, C, sc=0.2)
+        if spec.get("qkv_bias"):
+            t[p + "self_attn.v_proj.bias"] = f(Hkv * hd, sc=0.1)
+        t[p + "self_attn.o_proj.weight"] = f(C, H * hd, sc=0.15)
+        t[p + "mlp.gate_proj.weight"] = f(I, C, sc=0.15)
+        t[p + "mlp.up_proj.weight"] = f(I, C, sc=0.15)
+        t[p + "mlp.down_proj.weight"] = f(C, I, sc=0.15)
+        t[p + "input_layernorm.weight"] = 1 + f(C, sc=0.1)
+        t[p + "post_attention_layernorm.weight"] = 1 + f(C, sc=0.1)
+    t["norm.weight"] = 1 + f(C, sc=0.1)
+    out = {spec["prefix"] + k: v for k, v in t.items()}
+    if spec.get("lm_head"):
+        out["lm_head.weight"] = f(vocab, C, sc=0.1)
+    return out
+
+
+def llama_config(spec, vocab):
+    mt = spec["model_type"]
+    dtype = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[spec["dtype"]]
+    c = {
+        "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                           "qwen2": "Qwen2ForCausalLM"}[mt]],
+        "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+        "hidden_size": spec["C"], "initializer_range": 0.02, "intermediate_size": spec["I"],
+        "max_position_embeddings": 64, "model_type": mt, "num_attention_heads": spec["H"],
+        "num_hidden_layers": spec["L"], "num_key_value_heads": spec["Hkv"], "rms_norm_eps": 1e-05,
+        "rope_theta": spec["theta"], "tie_word_embeddings": not spec.get("lm_head"), "torch_dtype": dtype,
+        "transformers_version": "4.44.2", "use_cache": True, "vocab_size": vocab,
+    }
+    if mt == "llama":
+        c.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1, "rope_scaling": None})
+    if spec["hd"] is not None:
+        c["head_dim"] = spec["hd"]
+    if mt == "mistral":
+        c["sliding_window"] = spec["window"]
+    if mt == "qwen2":
+        c.update({"bos_token_id": vocab - 2, "eos_token_id": vocab - 1, "max_window_layers": spec["L"],
+                  "sliding_window": 32768, "use_sliding_window": False, "rms_norm_eps": 1e-06})
+    return c
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def make(name, spec, out_dir):
+    """Writes one checkpoint into out_dir/name; returns (directory, config)."""
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    vocab = write_tokenizer(spec.get("tokenizer"), d) or FALLBACK_VOCAB
+    if spec.get("tokenizer_config") and tiny_tokenizers is not None:
+        write_json(os.path.join(d, "tokenizer_config.json"), spec["tokenizer_config"])
+    rng = np.random.RandomState(_seed(name))
+    if spec["kind"] == "gpt2":
+        tensors = gpt2_tensors(spec, vocab, rng)
+        if spec["prefix"]:
+            tensors = {spec["prefix"] + k: v for k, v in tensors.items()}
+        config = gpt2_config(spec, vocab)
+    else:
+        tensors = llama_tensors(spec, vocab, rng)
+        config = llama_config(spec, vocab)
+    stored = {k: st.Tensor.of(v, spec["dtype"]) for k, v in tensors.items()}
+    if spec.get("lone_file"):
+        st.save_file(stored, os.path.join(d, spec["lone_file"]))
+        write_json(os.path.join(d, "input.json"),
+                   {"checkpoint": {"path": spec["lone_file"], "config": config, "layer": spec["L"] - 1},
+                    "token_ids": [5, 17, 3, 5, 9]})
+    elif spec["shards"] == 1:
+        st.save_file(stored, os.path.join(d, "model.safetensors"))
+        write_json(os.path.join(d, "config.json"), config)
+    else:
+        st.save_sharded(stored, d, shards=spec["shards"])
+        write_json(os.path.join(d, "config.json"), config)
+    return d, config
+
+
+def make_all(out_dir, specs=None):
+    specs = specs or CHECKPOINTS
+    return {name: make(name, spec, out_dir) for name, spec in specs.items()}
+
+
+def _dir_bytes(d):
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+
+
+def main(argv):
+    if len(argv) == 2 and argv[1] == "--list":
+        for name, spec in CHECKPOINTS.items():
+            print(f"{name}: {spec['what']}")
+        return 0
+    if len(argv) == 3 and argv[1] == "--example":
+        made = make_all(argv[2], EXAMPLES)
+        for name, (d, _) in made.items():
+            size = _dir_bytes(d)
+            print(f"{d}: {size} bytes ({', '.join(sorted(os.listdir(d)))})")
+            if size > 100 * 1024:
+                print("  over 100 KB", file=sys.stderr)
+                return 1
+        if tiny_tokenizers is None:
+            print("note: tiny_tokenizers.py is not importable; no tokenizer files written", file=sys.stderr)
+        return 0
+    if len(argv) != 2 or argv[1].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    for name, (d, config) in make_all(argv[1]).items():
+        print(f"{d}: {_dir_bytes(d)} bytes, {config['model_type']}, vocab {config['vocab_size']}")
+    if tiny_tokenizers is None:
+        print("note: tiny_tokenizers.py is not importable; vocab_size 512, no tokenizer files", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

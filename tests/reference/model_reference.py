@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Reference forward pass of hub checkpoints (GPT-2 and the Llama family), written from the published
+architectures, for checking attn's checkpoint traces.
+
+GPT-2 (Radford et al. 2019; the semantics of transformers' modeling_gpt2): h = wte[ids] + wpe[0..T);
+per layer a = LayerNorm_1(h), qkv = a @ c_attn.weight + c_attn.bias (Conv1D, [C, 3C]), heads of
+hs = C / H, causal softmax(q kᵀ / √hs), merge, out = ctx @ c_proj.weight + c_proj.bias;
+h += out; h += c_proj2(gelu_new(LayerNorm_2(h) @ c_fc + b)). gelu_new is the tanh approximation.
+
+Llama / Mistral / Qwen2 (transformers' modeling_llama, _mistral, _qwen2): h = embed_tokens[ids]; per
+layer a = RMSNorm(h) = h · rsqrt(mean(h²) + eps) · w (in float32); q, k, v = a Wᵀ (+ b: Qwen2),
+heads of head_dim (config "head_dim", else hidden / heads); RoPE "half" (rotate_half) with
+inv_freq_i = theta^(−2i/head_dim) at positions 0..T); the key/value heads repeated H / Hkv times
+(repeat_kv); causal softmax(q kᵀ / √head_dim), Mistral's sliding window W: query i sees keys j with
+i − W < j ≤ i; out = merge(ctx) o_projᵀ; h += out; h += down(silu(gate(RMSNorm_2(h))) · up(...)).
+
+Every weight is read with safetensors_io and converted to float32 first (as attn does); the arithmetic
+then runs in float32 or float64 (dtype argument).
+
+forward(...) returns per layer {"x": the layer's first norm output [T, C], "weights": [H, T, T],
+"output": [T, C] (the attention block after its output projection, before the residual add)}.
+
+Self-test: python3 model_reference.py   (attention against nn.MultiheadAttention; RoPE against a
+complex-number formulation; GQA against explicitly repeated weights; the window against a loop)
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as e:
+    if __name__ == "__main__":  # ctest reports 77 as "skipped"
+        print(f"SKIPPED: PyTorch is not importable here ({e})")
+        sys.exit(77)
+    raise
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+
+LLAMA_TYPES = ("llama", "mistral", "qwen2")
+
+
+def load(path, config=None):
+    """(config, {name: float32 numpy}) of a checkpoint directory or a lone .safetensors file."""
+    if config is None:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    return config, safetensors_io.load_f32(path)
+
+
+def _strip(tensors, prefix):
+    """Names without the optional prefix ("transformer." / "model.")."""
+    out = {}
+    for name, t in tensors.items():
+        out[name[len(prefix):] if name.startswith(prefix) else name] = t
+    return out
+
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def layer_norm(x, w, b, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * w + b
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rope_tables(T, head_dim, theta, dtype):
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x, cos, sin):
+    """x [heads, T, head_dim]; the "half" pairing (i, i + head_dim/2)."""
+    return x * cos + rotate_half(x) * sin
+
+
+def causal_mask(T, window=None):
+    """True where query i may see key j: j ≤ i (and i − W < j with a window W)."""
+    i = torch.arange(T).unsqueeze(1)
+    j = torch.arange(T).unsqueeze(0)
+    allowed = j <= i
+    if window is not None:
+        allowed &= j > i - window
+    return allowed
+
+
+def attention(q, k, v, allowed):
+    """q [H, T, d], k, v [H, T, d] -> (weights [H, T, T], ctx [H, T, d])."""
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    w = torch.softmax(scores, dim=-1)
+    return w, w @ v
+
+
+def _t(tensors, name, dtype):
+    if name not in tensors:
+        raise KeyError(f"missing tensor {name}")
+    return torch.from_numpy(np.ascontiguousarray(tensors[name], dtype=np.float32)).to(dtype)
+
+
+def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None):
+    t = _strip(tensors, "transformer.")
+    C, H = config["n_embd"], config["n_head"]
+    L = config["n_layer"]
+    eps = config.get("layer_norm_epsilon", 1e-5)
+    hs = C // H
+    T = len(ids)
+    W = lambda n: _t(t, n, dtype)  # noqa: E731
+    ids_t = torch.tensor(ids, dtype=torch.long)
+    h = W("wte.weight")[ids_t] + W("wpe.weight")[torch.arange(T)]
+    allowed = causal_mask(T)
+    out = []
+    for i in range(L if layers is None else layers):
+        p = f"h.{i}."
+        a = layer_norm(h, W(p + "ln_1.weight"), W(p + "ln_1.bias"), eps)
+        qkv = a @ W(p + "attn.c_attn.weight") + W(p + "attn.c_attn.bias")
+        q, k, v = qkv.split(C, dim=-1)
+        heads = lambda x: x.view(T, H, hs).transpose(0, 1)  # noqa: E731
+        w, ctx = attention(heads(q), heads(k), heads(v), allowed)
+        merged = ctx.transpose(0, 1).reshape(T, C)
+        o = merged @ W(p + "attn.c_proj.weight") + W(p + "attn.c_proj.bias")
+        out.append({"x": a, "weights": w, "output": o})
+        h = h + o
+        m = layer_norm(h, W(p + "ln_2.weight"), W(p + "ln_2.bias"), eps)
+        h = h + gelu_new(m @ W(p + "mlp.c_fc.weight") + W(p + "mlp.c_fc.bias")) @ W(p + "mlp.c_proj.weight") \
+            + W(p + "mlp.c_proj.bias")
+    return out
+
+
+def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
+    t = _strip(tensors, "model.")
+    mt = config["model_type"]
+    C = config["hidden_size"]
+    H = config["num_attention_heads"]
+    Hkv = config.get("num_key_value_heads") or H
+    hd = config.get("head_dim") or C // H
+    L = config["num_hidden_layers"]
+    eps = config.get("rms_norm_eps", 1e-6)
+    theta = config.get("rope_theta", 10000.0)
+    window = config.get("sliding_window") if mt == "mistral" else None
+    if mt == "qwen2" and config.get("use_sliding_window"):
+        window = config.get("sliding_window")  # (max_window_layers ignored: the tiny checkpoints leave it off)
+    T = len(ids)
+    W = lambda n: _t(t, n, dtype)  # noqa: E731
+    h = W("embed_tokens.weight")[torch.tensor(ids, dtype=torch.long)]
+    cos, sin = rope_tables(T, hd, theta, dtype)
+    allowed = causal_mask(T, window)
+    out = []
+    for i in range(L if layers is None else layers):
+        p = f"layers.{i}."
+        a = rms_norm(h, W(p + "input_layernorm.weight"), eps)
+
+        def proj(name):
+            y = a @ W(p + f"self_attn.{name}.weight").T
+            if mt == "qwen2":
+                y = y + W(p + f"self_attn.{name}.bias")
+            return y
+
+        q = proj("q_proj").view(T, H, hd).transpose(0, 1)
+        k = proj("k_proj").view(T, Hkv, hd).transpose(0, 1)
+        v = proj("v_proj").view(T, Hkv, hd).transpose(0, 1)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        rep = H // Hkv
+        k = k.repeat_interleave(rep, dim=0)  # repeat_kv: kv head g serves query heads g·rep .. g·rep + rep − 1
+        v = v.repeat_interleave(rep, dim=0)
+        w, ctx = attention(q, k, v, allowed)
+        o = ctx.transpose(0, 1).reshape(T, H * hd) @ W(p + "self_attn.o_proj.weight").T
+        out.append({"x": a, "weights": w, "output": o})
+        h = h + o
+        m = rms_norm(h, W(p + "post_attention_layernorm.weight"), eps)
+        g = m @ W(p + "mlp.gate_proj.weight").T
+        u = m @ W(p + "mlp.up_proj.weight").T
+        h = h + (torch.nn.functional.silu(g) * u) @ W(p + "mlp.down_proj.weight").T
+    return out
+
+
+def forward(config, tensors, ids, dtype=torch.float32, layers=None):
+    mt = config.get("model_type")
+    if mt == "gpt2":
+        return forward_gpt2(config, tensors, ids, dtype, layers)
+    if mt in LLAMA_TYPES:
+        return forward_llama(config, tensors, ids, dtype, layers)
+    raise ValueError(f"model_type {mt!r} is not one the reference knows")
+
+
+def num_layers(config):
+    return config["n_layer"] if config.get("model_type") == "gpt2" else config["num_hidden_layers"]
+
+
+def vocab_size(config):
+    return config["vocab_size"]
+
+
+# ---- self-test -----------------------------------------------------------------------------------
+
+def _self_test():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    dt = torch.float64
+    worst = {}
+
+    def note(name, d):
+        worst[name] = max(worst.get(name, 0.0), float(d))
+
+    # 1. GPT-2 attention layer against nn.MultiheadAttention with the same weights
+    for C, H, T in [(16, 4, 7), (12, 3, 1), (8, 1, 5), (32, 8, 9)]:
+        g = torch.Generator().manual_seed(C * 100 + T)
+        cfg = {"model_type": "gpt2", "n_embd": C, "n_head": H, "n_layer": 1, "n_positions": 16,
+               "layer_norm_epsilon": 1e-5}
+        r = lambda *s, sc=0.3: (torch.randn(*s, generator=g) * sc).numpy().astype(np.float32)  # noqa: E731
+        tensors = {"wte.weight": r(20, C, sc=1.0), "wpe.weight": r(16, C, sc=0.5),
+                   "h.0.ln_1.weight": 1 + r(C, sc=0.1), "h.0.ln_1.bias": r(C, sc=0.1),
+                   "h.0.attn.c_attn.weight": r(C, 3 * C, sc=0.5), "h.0.attn.c_attn.bias": r(3 * C, sc=0.1),
+                   "h.0.attn.c_proj.weight": r(C, C), "h.0.attn.c_proj.bias": r(C, sc=0.1),
+                   "h.0.ln_2.weight": 1 + r(C, sc=0.1), "h.0.ln_2.bias": r(C, sc=0.1),
+                   "h.0.mlp.c_fc.weight": r(C, 4 * C), "h.0.mlp.c_fc.bias": r(4 * C),
+                   "h.0.mlp.c_proj.weight": r(4 * C, C), "h.0.mlp.c_proj.bias": r(C)}
+        ids = torch.randint(0, 20, (T,), generator=g).tolist()
+        got = forward(cfg, tensors, ids, dt)[0]
+        mha = torch.nn.MultiheadAttention(C, H, bias=True, batch_first=True).to(dt)
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(torch.from_numpy(tensors["h.0.attn.c_attn.weight"]).T)
+            mha.in_proj_bias.copy_(torch.from_numpy(tensors["h.0.attn.c_attn.bias"]))
+            mha.out_proj.weight.copy_(torch.from_numpy(tensors["h.0.attn.c_proj.weight"]).T)
+            mha.out_proj.bias.copy_(torch.from_numpy(tensors["h.0.attn.c_proj.bias"]))
+            x = got["x"].unsqueeze(0)
+            mask = ~causal_mask(T)  # True = not allowed
+            o, w = mha(x, x, x, attn_mask=mask, need_weights=True, average_attn_weights=False)
+        note("gpt2 weights vs nn.MultiheadAttention", (w[0] - got["weights"]).abs().max())
+        note("gpt2 output vs nn.MultiheadAttention", (o[0] - got["output"]).abs().max())
+        # the LayerNorm against torch's
+        e = torch.from_numpy(tensors["wte.weight"]).to(dt)[ids] + torch.from_numpy(tensors["wpe.weight"]).to(dt)[:T]
+        ln = torch.nn.functional.layer_norm(e, (C,), torch.from_numpy(tensors["h.0.ln_1.weight"]).to(dt),
+                                            torch.from_numpy(tensors["h.0.ln_1.bias"]).to(dt), 1e-5)
+        note("gpt2 ln_1 vs F.layer_norm", (ln - got["x"]).abs().max())
+    # gelu_new against torch's tanh GELU
+    xs = torch.linspace(-6, 6, 1001, dtype=dt)
+    note("gelu_new vs F.gelu(approximate='tanh')",
+         (gelu_new(xs) - torch.nn.functional.gelu(xs, approximate="tanh")).abs().max())
+
+    # 2. RoPE rotate_half against complex numbers: pair (x_i, x_{i+d/2}) as x_i + i·x_{i+d/2}, times e^{i·p·θ_i}
+    for hd, theta, T in [(8, 10000.0, 7), (12, 500000.0, 9), (2, 10000.0, 3), (64, 1e6, 5)]:
+        x = torch.randn(3, T, hd, dtype=dt)
+        cos, sin = rope_tables(T, hd, theta, dt)
+        ours = apply_rope(x, cos, sin)
+        half = hd // 2
+        z = torch.complex(x[..., :half], x[..., half:])
+        ang = torch.arange(T, dtype=dt)[:, None] * torch.tensor(
+            [theta ** (-2.0 * i / hd) for i in range(half)], dtype=dt)[None, :]
+        zr = z * torch.polar(torch.ones_like(ang), ang)
+        ref = torch.cat((zr.real, zr.imag), dim=-1)
+        note("RoPE half vs complex", (ours - ref).abs().max())
+        # relative property: <R_m q, R_n k> depends on m − n only
+        q1, k1 = torch.randn(hd, dtype=dt), torch.randn(hd, dtype=dt)
+        Q = apply_rope(q1.expand(T, hd), cos, sin)
+        K = apply_rope(k1.expand(T, hd), cos, sin)
+        if T >= 3:
+            note("RoPE relative-position invariance", abs(float(Q[2] @ K[1] - Q[1] @ K[0])))
+
+    # 3. Llama attention (no RoPE contribution at T = 1 aside; full check with GQA) against the same
+    # computation with each kv head's weights explicitly copied per query head, and nn.MultiheadAttention
+    # for the case Hkv = H, T = 1 (RoPE is the identity at position 0)
+    for C, H, Hkv, hd, T, mt in [(32, 4, 2, 8, 7, "llama"), (32, 4, 1, 12, 6, "llama"), (16, 4, 4, 4, 1, "llama"),
+                                 (16, 2, 2, 8, 5, "qwen2"), (32, 4, 2, 8, 8, "mistral")]:
+        g = torch.Generator().manual_seed(hd * 1000 + T)
+        r = lambda *s, sc=0.3: (torch.randn(*s, generator=g) * sc).numpy().astype(np.float32)  # noqa: E731
+        cfg = {"model_type": mt, "hidden_size": C, "num_attention_heads": H, "num_key_value_heads": Hkv,
+               "head_dim": hd, "num_hidden_layers": 1, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+               "intermediate_size": 2 * C, "sliding_window": 3}
+        tensors = {"model.embed_tokens.weight": r(20, C, sc=1.0),
+                   "model.layers.0.input_layernorm.weight": 1 + r(C, sc=0.1),
+                   "model.layers.0.self_attn.q_proj.weight": r(H * hd, C),
+                   "model.layers.0.self_attn.k_proj.weight": r(Hkv * hd, C),
+                   "model.layers.0.self_attn.v_proj.weight": r(Hkv * hd, C),
+                   "model.layers.0.self_attn.o_proj.weight": r(C, H * hd),
+                   "model.layers.0.post_attention_layernorm.weight": 1 + r(C, sc=0.1),
+                   "model.layers.0.mlp.gate_proj.weight": r(2 * C, C),
+                   "model.layers.0.mlp.up_proj.weight": r(2 * C, C),
+                   "model.layers.0.mlp.down_proj.weight": r(C, 2 * C)}
+        for n in ("q", "k", "v"):
+            rows = (H if n == "q" else Hkv) * hd
+            tensors[f"model.layers.0.self_attn.{n}_proj.bias"] = r(rows, sc=0.2)
+        ids = torch.randint(0, 20, (T,), generator=g).tolist()
+        got = forward(cfg, tensors, ids, dt)[0]
+        # independent: loop over query heads, kv head = h // (H / Hkv), explicit per-position rotation
+        x = got["x"]
+        e = torch.from_numpy(tensors["model.embed_tokens.weight"]).to(dt)[ids]
+        wn = torch.from_numpy(tensors["model.layers.0.input_layernorm.weight"]).to(dt)
+        note("RMSNorm vs formula", (x - e / torch.sqrt((e ** 2).mean(-1, keepdim=True) + 1e-6) * wn).abs().max())
+        P = lambda n: torch.from_numpy(tensors[f"model.layers.0.self_attn.{n}.weight"]).to(dt)  # noqa: E731
+        B = lambda n: (torch.from_numpy(tensors[f"model.layers.0.self_attn.{n}.bias"]).to(dt)  # noqa: E731
+                       if mt == "qwen2" else 0)
+        Wo = P("o_proj")
+        ctxs, out = [], torch.zeros(T, C, dtype=dt)
+        for h in range(H):
+            kv = h // (H // Hkv)
+            qh = x @ P("q_proj")[h * hd:(h + 1) * hd].T + (B("q_proj")[h * hd:(h + 1) * hd] if mt == "qwen2" else 0)
+            kh = x @ P("k_proj")[kv * hd:(kv + 1) * hd].T + (B("k_proj")[kv * hd:(kv + 1) * hd] if mt == "qwen2" else 0)
+            vh = x @ P("v_proj")[kv * hd:(kv + 1) * hd].T + (B("v_proj")[kv * hd:(kv + 1) * hd] if mt == "qwen2" else 0)
+
+            def rot(vec, pos):
+                o = vec.clone()
+                for i in range(hd // 2):
+                    a = pos * 10000.0 ** (-2.0 * i / hd)
+                    c, s = math.cos(a), math.sin(a)
+                    o[i] = vec[i] * c - vec[i + hd // 2] * s
+                    o[i + hd // 2] = vec[i + hd // 2] * c + vec[i] * s
+                return o
+
+            qh = torch.stack([rot(qh[p_], p_) for p_ in range(T)])
+            kh = torch.stack([rot(kh[p_], p_) for p_ in range(T)])
+            wrow = torch.zeros(T, T, dtype=dt)
+            for i in range(T):
+                js = [j for j in range(T) if j <= i and (mt != "mistral" or j > i - 3)]
+                s = torch.stack([qh[i] @ kh[j] for j in js]) / math.sqrt(hd)
+                wrow[i, js] = torch.softmax(s, 0)
+            note(f"{mt} weights vs per-head loop", (wrow - got["weights"][h]).abs().max())
+            ctxs.append(wrow @ vh)
+            out += (wrow @ vh) @ Wo[:, h * hd:(h + 1) * hd].T
+        note(f"{mt} output vs per-head loop", (out - got["output"]).abs().max())
+        if Hkv == H and T == 1 and mt == "llama":
+            mha = torch.nn.MultiheadAttention(C, H, bias=False, batch_first=True).to(dt)
+            with torch.no_grad():
+                mha.in_proj_weight.copy_(torch.cat([P("q_proj"), P("k_proj"), P("v_proj")]))
+                mha.out_proj.weight.copy_(Wo)
+                o, w = mha(x[None], x[None], x[None], need_weights=True, average_attn_weights=False)
+            note("llama T=1 output vs nn.MultiheadAttention", (o[0] - got["output"]).abs().max())
+
+    # 4. float32 and float64 runs of the same weights agree closely (the float32 arithmetic is sane)
+    out32 = forward(cfg, tensors, ids, torch.float32)[0]["output"].double()
+    out64 = forward(cfg, tensors, ids, torch.float64)[0]["output"]
+    note("float32 vs float64 forward", (out32 - out64).abs().max())
+    ok = True
+    for k, v in worst.items():
+        lim = 1e-5 if "float32" in k else 1e-10
+        flag = "ok" if v <= lim else "FAIL"
+        ok &= v <= lim
+        print(f"  {flag:4} {k}: max |diff| {v:.3g}")
+    print("model_reference: self-test", "passed" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_self_test())

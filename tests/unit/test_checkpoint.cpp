@@ -1,0 +1,102 @@
+// Checkpoint configs: each architecture's config.json keys, their defaults, and every refusal's message.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "attn/error.hpp"
+#include "attn/model/checkpoint.hpp"
+#include "helpers.hpp"
+
+using attn::model::Architecture;
+using attn::model::Family;
+using attn::model::read_architecture;
+using nlohmann::json;
+
+namespace {
+
+std::string refusal(const json& config) {
+  try {
+    read_architecture(config, "ckpt/config.json");
+  } catch (const attn::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const json kGpt2 = {{"model_type", "gpt2"}, {"n_embd", 16}, {"n_head", 4}, {"n_layer", 2}, {"n_positions", 32}, {"vocab_size", 300}};
+const json kLlama = {{"model_type", "llama"},    {"hidden_size", 32},     {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                     {"num_hidden_layers", 2},   {"vocab_size", 300},     {"intermediate_size", 64},  {"rms_norm_eps", 1e-5},
+                     {"rope_theta", 500000.0},   {"bos_token_id", 1}};
+
+}  // namespace
+
+TEST_CASE("GPT-2's config.json: sizes, and n_inner and layer_norm_epsilon defaults", "[checkpoint]") {
+  const Architecture a = read_architecture(kGpt2, "c");
+  CHECK(a.family == Family::Gpt2);
+  CHECK(a.C == 16);
+  CHECK(a.H == 4);
+  CHECK(a.Hkv == 4);
+  CHECK(a.hd == 4);
+  CHECK(a.layers == 2);
+  CHECK(a.positions == 32);
+  CHECK(a.inner == 64);  // n_inner absent: 4C
+  CHECK(a.eps == 1e-5);
+  CHECK(a.name() == "GPT-2");
+  json c = kGpt2;
+  c["n_inner"] = nullptr;  // as real GPT-2 configs write it
+  CHECK(read_architecture(c, "c").inner == 64);
+}
+
+TEST_CASE("the Llama family's config.json: grouped heads, head_dim, Mistral's window, Qwen2's biases", "[checkpoint]") {
+  Architecture a = read_architecture(kLlama, "c");
+  CHECK(a.family == Family::Llama);
+  CHECK(a.H == 4);
+  CHECK(a.Hkv == 2);
+  CHECK(a.hd == 8);  // hidden_size / heads
+  CHECK(a.rope_theta == 500000.0);
+  CHECK(a.eps == 1e-5);
+  CHECK(a.bos == 1);
+  CHECK(a.window == 0);
+  CHECK_FALSE(a.qkv_bias);
+  json c = kLlama;
+  c["head_dim"] = 12;
+  CHECK(read_architecture(c, "c").hd == 12);
+  c = kLlama;
+  c["model_type"] = "mistral";
+  c["sliding_window"] = 3;
+  CHECK(read_architecture(c, "c").window == 3);
+  c["sliding_window"] = nullptr;  // Mistral v0.2 and later: no window
+  CHECK(read_architecture(c, "c").window == 0);
+  c = kLlama;
+  c["model_type"] = "qwen2";
+  c["sliding_window"] = 3;  // Qwen2 reads it only with use_sliding_window
+  a = read_architecture(c, "c");
+  CHECK(a.qkv_bias);
+  CHECK(a.window == 0);
+  CHECK(a.name() == "Qwen2");
+}
+
+TEST_CASE("config.json refusals name the file, the key and what was expected", "[checkpoint]") {
+  json c = kGpt2;
+  c["model_type"] = "gpt3";
+  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\" and \"qwen2\", got \"gpt3\" (did you mean \"gpt2\"?)");
+  c = kGpt2;
+  c.erase("n_head");
+  CHECK(refusal(c) == "ckpt/config.json: \"n_head\" is required: a positive integer");
+  c = kGpt2;
+  c["n_head"] = 5;
+  CHECK(refusal(c) == "ckpt/config.json: \"n_head\" = 5 does not divide \"n_embd\" = 16");
+  c = kGpt2;
+  c["n_embd"] = "16";
+  CHECK(refusal(c) == "ckpt/config.json: \"n_embd\": expected a positive integer, got \"16\"");
+  c = kLlama;
+  c["num_key_value_heads"] = 3;
+  CHECK(refusal(c) == "ckpt/config.json: \"num_key_value_heads\" = 3 does not divide \"num_attention_heads\" = 4");
+  c = kLlama;
+  c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  CHECK_THAT(refusal(c), Catch::Contains("\"rope_scaling\": attn computes plain RoPE"));
+  c = kLlama;
+  c["hidden_act"] = "gelu";
+  CHECK_THAT(refusal(c), Catch::Contains("\"hidden_act\": attn computes the Llama family's \"silu\""));
+  CHECK(refusal(json::array()) == "ckpt/config.json: expected a JSON object (config.json's content), got array");
+  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"");
+}

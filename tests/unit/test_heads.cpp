@@ -1,0 +1,324 @@
+// attn heads: summarise_head on hand-made heads, and the text, SVG and JSON renderers on a tiny view.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attn/model/heads.hpp"
+#include "attn/render/heads_layout.hpp"
+
+using namespace attn;
+using namespace attn::model;
+
+namespace {
+
+// rows[i][j] for j ≤ i; zero above the diagonal
+std::vector<float> head(const std::vector<std::vector<float>>& rows) {
+  const auto T = rows.size();
+  std::vector<float> w(T * T, 0.f);
+  for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t j = 0; j < rows[i].size(); ++j) w[i * T + j] = rows[i][j];
+  return w;
+}
+
+// The uniform entropy of T causal rows: mean of log2(i + 1).
+double uniform_entropy(int T) {
+  double s = 0;
+  for (int i = 0; i < T; ++i) s += std::log2(i + 1.0);
+  return s / T;
+}
+
+// 2 layers × 2 heads × T = 3: L0 h0 previous token, L0 h1 first token, L1 h0 same token, L1 h1 uniform.
+HeadsView tiny_view() {
+  HeadsView v;
+  v.model = "tiny (hand-made)";
+  v.tokens = {"The", " cat", " sat"};
+  v.layers = 2, v.heads = 2, v.T = 3;
+  v.notes = {"hand-made weights"};
+  const std::vector<std::vector<std::vector<float>>> heads = {
+      {{1}, {1, 0}, {0, 1, 0}},                   // previous
+      {{1}, {1, 0}, {1, 0, 0}},                   // first
+      {{1}, {0, 1}, {0, 0, 1}},                   // same
+      {{1}, {0.5f, 0.5f}, {0.3f, 0.3f, 0.4f}},    // broad
+  };
+  for (const auto& h : heads) {
+    const auto w = head(h);
+    v.weights.insert(v.weights.end(), w.begin(), w.end());
+    v.summaries.push_back(summarise_head(w.data(), v.T));
+  }
+  return v;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pattern names", "[heads]") {
+  CHECK(std::string(pattern_name(HeadPattern::PreviousToken)) == "previous token");
+  CHECK(std::string(pattern_name(HeadPattern::FirstToken)) == "first token");
+  CHECK(std::string(pattern_name(HeadPattern::SameToken)) == "same token");
+  CHECK(std::string(pattern_name(HeadPattern::Broad)) == "broad");
+  CHECK(std::string(pattern_name(HeadPattern::Mixed)) == "mixed");
+}
+
+TEST_CASE("summarise_head: a pure previous-token head", "[heads]") {
+  const auto w = head({{1}, {1, 0}, {0, 1, 0}, {0, 0, 1, 0}});
+  const auto s = summarise_head(w.data(), 4);
+  CHECK(s.pattern == HeadPattern::PreviousToken);
+  CHECK(s.pattern_share == 1.0);
+  CHECK(s.entropy == 0.0);
+  CHECK(s.max_entropy == Approx((0 + 1 + std::log2(3.0) + 2) / 4));
+  CHECK(s.max_off_diagonal == 1.0);
+  CHECK(s.max_query == 1);  // the first of the ties, row-major
+  CHECK(s.max_key == 0);
+}
+
+TEST_CASE("summarise_head: a first-token head", "[heads]") {
+  const auto w = head({{1}, {1, 0}, {0.9f, 0.05f, 0.05f}, {0.7f, 0.1f, 0.1f, 0.1f}});
+  const auto s = summarise_head(w.data(), 4);
+  CHECK(s.pattern == HeadPattern::FirstToken);
+  CHECK(s.pattern_share == Approx((1 + 0.9 + 0.7) / 3));
+  const double h2 = -(0.9 * std::log2(0.9) + 2 * 0.05 * std::log2(0.05));
+  const double h3 = -(0.7 * std::log2(0.7) + 3 * 0.1 * std::log2(0.1));
+  CHECK(s.entropy == Approx((h2 + h3) / 4).epsilon(1e-6));
+  CHECK(s.max_off_diagonal == Approx(1.0));
+  CHECK(s.max_query == 1);
+  CHECK(s.max_key == 0);
+}
+
+TEST_CASE("summarise_head: a same-token head", "[heads]") {
+  const auto w = head({{1}, {0.2f, 0.8f}, {0.1f, 0.3f, 0.6f}});
+  const auto s = summarise_head(w.data(), 3);
+  CHECK(s.pattern == HeadPattern::SameToken);
+  CHECK(s.pattern_share == Approx(0.7));  // (0.8 + 0.6) / 2: query 0 is left out
+  CHECK(s.max_off_diagonal == Approx(0.3));
+  CHECK(s.max_query == 2);
+  CHECK(s.max_key == 1);
+}
+
+TEST_CASE("summarise_head: uniform weights are broad", "[heads]") {
+  const auto w = head({{1}, {0.5f, 0.5f}, {1 / 3.f, 1 / 3.f, 1 / 3.f}, {0.25f, 0.25f, 0.25f, 0.25f}});
+  const auto s = summarise_head(w.data(), 4);
+  CHECK(s.pattern == HeadPattern::Broad);
+  CHECK(s.entropy == Approx(uniform_entropy(4)).epsilon(1e-6));
+  CHECK(s.max_entropy == Approx(uniform_entropy(4)));
+  CHECK(s.pattern_share == Approx(1.0).epsilon(1e-6));
+  CHECK(s.max_off_diagonal == 0.5);
+  CHECK(s.max_query == 1);
+  CHECK(s.max_key == 0);
+}
+
+TEST_CASE("summarise_head: a mixed head", "[heads]") {
+  // no position holds half the weight, and the rows are far from uniform
+  const auto w = head({{1}, {0.6f, 0.4f}, {0.3f, 0.05f, 0.65f}, {0.02f, 0.9f, 0.04f, 0.04f}, {0.02f, 0.02f, 0.9f, 0.03f, 0.03f}});
+  const auto s = summarise_head(w.data(), 5);
+  const double previous = (0.6 + 0.05 + 0.04 + 0.03) / 4, first = (0.6 + 0.3 + 0.02 + 0.02) / 4, same = (0.4 + 0.65 + 0.04 + 0.03) / 4;
+  REQUIRE(same > previous);
+  REQUIRE(same > first);
+  REQUIRE(same < 0.5);
+  CHECK(s.pattern == HeadPattern::Mixed);
+  CHECK(s.pattern_share == Approx(same));
+  CHECK(s.entropy < 0.8 * s.max_entropy);
+  CHECK(s.max_off_diagonal == Approx(0.9));
+  CHECK(s.max_query == 3);
+  CHECK(s.max_key == 1);
+}
+
+TEST_CASE("summarise_head: previous and first both past 0.5, the larger wins, a tie goes to previous", "[heads]") {
+  // T = 2: the previous token is the first token
+  const auto two = head({{1}, {1, 0}});
+  const auto s2 = summarise_head(two.data(), 2);
+  CHECK(s2.pattern == HeadPattern::PreviousToken);
+  CHECK(s2.pattern_share == 1.0);
+  // T = 3: previous (1 + 0.3) / 2 = 0.65, first (1 + 0.7) / 2 = 0.85
+  const auto three = head({{1}, {1, 0}, {0.7f, 0.3f, 0}});
+  const auto s3 = summarise_head(three.data(), 3);
+  CHECK(s3.pattern == HeadPattern::FirstToken);
+  CHECK(s3.pattern_share == Approx(0.85));
+}
+
+TEST_CASE("summarise_head: one token", "[heads]") {
+  const float w[1] = {1.f};
+  const auto s = summarise_head(w, 1);
+  CHECK(s.pattern == HeadPattern::SameToken);
+  CHECK(s.pattern_share == 1.0);
+  CHECK(s.entropy == 0.0);
+  CHECK(s.max_entropy == 0.0);
+  CHECK(s.max_off_diagonal == 0.0);
+  CHECK(s.max_query == 0);
+  CHECK(s.max_key == 0);
+}
+
+TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
+  const auto v = tiny_view();
+  std::ostringstream out;
+  render_heads_text(v, out, ColorMode::None, 120);
+  const std::vector<std::string> expected = {
+      "attn heads · tiny (hand-made)",
+      "2 layers × 2 heads, T = 3; weights on one scale, 0 to 1, for every head",
+      "  note: hand-made weights",
+      "tokens (3): 0 The  1 cat  2 sat",
+      "",
+      "    queries ↓ keys →",
+      "    h0      h1",
+      "L0  ██      ██",
+      "    ██      ██",
+      "      ██    ██",
+      "",
+      "L1  ██      ██",
+      "      ██    ▓▓▓▓",
+      "        ██  ▒▒▒▒▒▒",
+      "",
+      "weight:  ' ' < 0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ ≥ 0.75",
+      "blank above the diagonal: masked (a query sees only itself and earlier tokens)",
+      "",
+      "L0 h0  previous token 1.00   entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
+      "L0 h1  first token 1.00      entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
+      "L1 h0  same token 1.00       entropy 0.00 of 0.86 bits   max off-diagonal 0.00 (cat → The)",
+      "L1 h1  broad 0.99            entropy 0.86 of 0.86 bits   max off-diagonal 0.50 (cat → The)",
+  };
+  CHECK(lines_of(out.str()) == expected);
+  // the same bytes every time
+  std::ostringstream again;
+  render_heads_text(v, again, ColorMode::None, 120);
+  CHECK(again.str() == out.str());
+}
+
+TEST_CASE("heads text: colour cells and downsampling say what they show", "[heads]") {
+  const auto v = tiny_view();
+  std::ostringstream c;
+  render_heads_text(v, c, ColorMode::TrueColor, 120);
+  CHECK(c.str().find(heat_background(ColorMode::TrueColor, 1.0)) != std::string::npos);
+  CHECK(c.str().find(kAnsiReset) != std::string::npos);
+  // 2 same-token heads of 40 tokens in 40 columns: blocks of 3 × 3 tokens (the last holds 1), said under the grid
+  HeadsView wide;
+  wide.model = "wide";
+  wide.layers = 1, wide.heads = 2, wide.T = 40;
+  for (int k = 0; k < 40; ++k) wide.tokens.push_back("t" + std::to_string(k));
+  wide.weights.assign(2 * 40 * 40, 0.f);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 40; ++i) wide.weights[static_cast<std::size_t>((h * 40 + i) * 40 + i)] = 1.f;
+  for (int h = 0; h < 2; ++h) wide.summaries.push_back(summarise_head(&wide.weights[static_cast<std::size_t>(h * 1600)], 40));
+  std::ostringstream narrow;
+  render_heads_text(wide, narrow, ColorMode::None, 40);
+  const auto nl = lines_of(narrow.str());
+  CHECK(std::find(nl.begin(), nl.end(), "each cell shows the largest weight of a 3 × 3 block of tokens (tokens 0–2, 3–5, …; the last block has 1)") !=
+        nl.end());
+  // 14 cells a side, one character each, the heads one column apart, within the 40 columns
+  const auto top = std::find(nl.begin(), nl.end(), "    h0             h1");
+  REQUIRE(top != nl.end());
+  REQUIRE(nl.end() - top > 15);
+  CHECK(top[1] == "L0  █              █");
+  CHECK(top[14] == "                 █              █");
+  CHECK(top[15].empty());
+  for (int r = 1; r <= 14; ++r) CHECK(attn::cells(top[r]) <= 40);
+  const auto f = heads_detail::fit_text_grid(64, 12, 5, 120);
+  CHECK(f.block == 8);
+  CHECK(f.n == 8);
+  CHECK(f.per_band == 12);
+  const auto g = heads_detail::fit_text_grid(8, 4, 4, 120);
+  CHECK(g.block == 1);
+  CHECK(g.cell_w == 2);
+}
+
+TEST_CASE("heads text: repeated and blank tokens get distinct labels", "[heads]") {
+  HeadsView v;
+  v.tokens = {"the", " the", "\n", "a<b"};
+  v.T = 4;
+  const auto labels = heads_detail::token_labels(v);
+  CHECK(labels == std::vector<std::string>{"the₁", "the₂", "⏎", "a<b"});
+}
+
+TEST_CASE("heads svg: well-formed, labelled", "[heads]") {
+  const auto v = tiny_view();
+  std::ostringstream out;
+  render_heads_svg(v, out);
+  const std::string s = out.str();
+  CHECK(s.rfind("<?xml", 0) == 0);
+  // balanced elements: every opening tag closed (or self-closed), in order
+  std::vector<std::string> stack;
+  for (std::size_t at = s.find('<'); at != std::string::npos; at = s.find('<', at + 1)) {
+    if (s.compare(at, 2, "<?") == 0) continue;
+    const auto end = s.find('>', at);
+    REQUIRE(end != std::string::npos);
+    const std::string tag = s.substr(at + 1, end - at - 1);
+    if (tag.front() == '/') {
+      REQUIRE(!stack.empty());
+      CHECK(stack.back() == tag.substr(1));
+      stack.pop_back();
+    } else if (tag.back() != '/') {
+      stack.push_back(tag.substr(0, tag.find_first_of(" \n")));
+    }
+  }
+  CHECK(stack.empty());
+  for (const char* label : {">L0<", ">L1<", ">h0<", ">h1<", ">The<", ">cat<", ">sat<", "previous token 1.00", "first token 1.00", "same token 1.00",
+                            "broad 0.99", "masked"})
+    CHECK(s.find(label) != std::string::npos);
+  CHECK(s.find(svg_hex(viridis(1.0))) != std::string::npos);
+}
+
+TEST_CASE("heads json: parses back with the sizes and values", "[heads]") {
+  auto v = tiny_view();
+  v.weights[0] = 0.1f;  // a value that needs all its digits
+  std::ostringstream out;
+  render_heads_json(v, out);
+  const auto j = nlohmann::json::parse(out.str());
+  CHECK(j["format"] == "attn-heads");
+  CHECK(j["model"] == "tiny (hand-made)");
+  CHECK(j["tokens"] == std::vector<std::string>{"The", " cat", " sat"});
+  CHECK(j["layers"] == 2);
+  CHECK(j["heads"] == 2);
+  CHECK(j["notes"].size() == 1);
+  REQUIRE(j["weights"].size() == 2);
+  REQUIRE(j["weights"][1].size() == 2);
+  REQUIRE(j["weights"][1][1].size() == 3);
+  REQUIRE(j["weights"][1][1][2].size() == 3);
+  CHECK(j["weights"][0][0][0][0].get<float>() == 0.1f);
+  CHECK(j["weights"][1][1][2][2].get<float>() == 0.4f);
+  CHECK(j["weights"][1][1][2][0].get<float>() == 0.3f);
+  CHECK(j["weights"][0][0][0][1].get<float>() == 0.f);
+  REQUIRE(j["summaries"].size() == 2);
+  REQUIRE(j["summaries"][0].size() == 2);
+  const auto& s = j["summaries"][1][1];
+  CHECK(s["pattern"] == "broad");
+  CHECK(s["entropy"].get<double>() == v.summary(1, 1).entropy);
+  CHECK(s["max_entropy"].get<double>() == v.summary(1, 1).max_entropy);
+  CHECK(s["pattern_share"].get<double>() == v.summary(1, 1).pattern_share);
+  CHECK(s["max_off_diagonal"].get<double>() == 0.5);
+  CHECK(s["max_query"] == 1);
+  CHECK(s["max_key"] == 0);
+  CHECK(j["summaries"][0][0]["pattern"] == "previous token");
+}
+
+TEST_CASE("heads renderers refuse a view whose sizes do not match", "[heads]") {
+  auto v = tiny_view();
+  v.weights.pop_back();
+  std::ostringstream out;
+  CHECK_THROWS_AS(render_heads_json(v, out), InternalError);
+  CHECK_THROWS_AS(render_heads_text(v, out, ColorMode::None, 120), InternalError);
+}
+
+TEST_CASE("heads html: self-contained, one button per head", "[heads]") {
+  auto v = tiny_view();
+  v.tokens[2] = "</script>";
+  std::ostringstream out;
+  render_heads_html(v, out);
+  const std::string s = out.str();
+  std::size_t buttons = 0;
+  for (auto at = s.find("<button class=\"head\""); at != std::string::npos; at = s.find("<button class=\"head\"", at + 1)) ++buttons;
+  CHECK(buttons == 4);
+  CHECK(s.find("http://") == std::string::npos);
+  CHECK(s.find("https://") == std::string::npos);
+  // the token cannot end the data's script element early
+  std::size_t closes = 0;
+  for (auto at = s.find("</script>"); at != std::string::npos; at = s.find("</script>", at + 1)) ++closes;
+  CHECK(closes == 2);
+}
