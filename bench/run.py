@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
 
@@ -251,6 +253,12 @@ def main():
         d3 = digest(json_out, dict(env, ATTN_GEMM_KERNEL="portable"))
         checks.append(("T = 256 JSON trace: --threads 1, --threads N, portable kernel", "identical" if d1 == d2 == d3 else "DIFFERENT",
                        "identical", d1 == d2 == d3))
+
+    # 6. a real model's layer: a GPT-2-small-sized checkpoint, layer 11 on 64 tokens (bench/checkpoint_bench.py)
+    import checkpoint_bench
+    m = checkpoint_bench.measure(attn, n, reps=3 if args.quick else 5)
+    checks += checkpoint_bench.rows(m)
+    print(f"  checkpoint: attn {m['attn_s'] * 1000:.0f} ms, torch {m['torch_s'] * 1000:.0f} ms", flush=True)
 
     fmt_ms = lambda v: f"{v:.1f} ms" if v < 100 else f"{v:.0f} ms"
     perf = ["| causal, C = 768, H = 12 | attn (whole process) | NumPy (in process) | PyTorch (in process) | attn / NumPy | "

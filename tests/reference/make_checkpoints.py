@@ -77,8 +77,8 @@ EXAMPLES = {
     "tiny-gpt2": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                       tokenizer="gpt2-files", what="example: GPT-2 F32"),
     "tiny-llama": dict(kind="llama", model_type="llama", dtype="BF16", C=32, H=4, Hkv=2, hd=8, I=64, L=2,
-                       theta=10000.0, prefix="model.", shards=1, lm_head=False, tokenizer="sp-model",
-                       what="example: Llama BF16, GQA 4/2, tied embeddings"),
+                       theta=10000.0, prefix="model.", shards=1, lm_head=False, tokenizer="sp-json",
+                       what="example: Llama BF16, GQA 4/2, tied embeddings, Llama 2's tokenizer.json"),
 }
 
 

@@ -110,8 +110,9 @@ struct CheckpointInput {
   std::int64_t layer = 0;
   std::vector<std::string> notes;   // what was read
 };
-// attn heads: path is the input JSON ("-": standard input).
-HeadsView load_heads(const std::string& path);
+// attn heads: path is the input JSON ("-": standard input); refused when every head's weights would
+// take more than max_bytes (why: where that limit comes from, for the message).
+HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
 // attn tokenize: dir's tokenizer on text, as lines "id  piece" or JSON {"tokenizer", "ids", "pieces"}.
 void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json);
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "attn/bytes.hpp"
+#include "attn/error.hpp"
 #include "attn/model/checkpoint.hpp"
 #include "attn/spec/readers.hpp"
 
@@ -100,7 +102,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
 
 namespace model {
 
-HeadsView load_heads(const std::string& path) {
+HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
   const std::string origin = path == "-" ? "<stdin>" : path;
   const ParsedJson parsed = parse_json(read_input(path), origin);
   const json& root = parsed.root;
@@ -108,6 +110,13 @@ HeadsView load_heads(const std::string& path) {
     fail("checkpoint", "attn heads draws a real model's heads: expected {\"checkpoint\": {\"path\": \"DIR\"}, \"sentence\": \"...\"}");
   }
   const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
+  const auto& a = in.ckpt.arch();
+  const auto T = static_cast<std::int64_t>(in.ids.size());
+  const double bytes = 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
+  if (bytes > static_cast<double>(max_bytes)) {
+    throw InputError(fmt::format("{}: every head's weights, {} layers × {} heads × T² = {}² floats, take {}, more than --max-memory {} ({})", origin, a.layers,
+                                 a.H, T, human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
+  }
   HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.pieces);
   view.notes = in.notes;
   return view;
