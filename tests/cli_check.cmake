@@ -1,5 +1,26 @@
 # Runs attn with ARGS (and STDIN as standard input, if set) in SOURCE_DIR, then checks the exit code
 # against EXPECT_RC and stdout/stderr against the regular expressions EXPECT_OUT / EXPECT_ERR.
+# With ATTN_TEST_SKIP_WITH_GPU=1 in the environment (a check of what attn does without a GPU), the check
+# is skipped, saying so, where a CUDA device is present (/dev/nvidia0, or one that nvidia-smi -L lists).
+if("$ENV{ATTN_TEST_SKIP_WITH_GPU}" STREQUAL "1")
+  set(gpu "")
+  if(EXISTS /dev/nvidia0)
+    set(gpu "/dev/nvidia0 exists")
+  else()
+    find_program(nvidia_smi nvidia-smi)
+    if(nvidia_smi)
+      execute_process(COMMAND "${nvidia_smi}" -L OUTPUT_VARIABLE gpus RESULT_VARIABLE smi_rc ERROR_QUIET TIMEOUT 30)
+      if(smi_rc EQUAL 0 AND gpus MATCHES "GPU [0-9]+:")
+        string(REGEX MATCH "GPU [0-9]+:[^\n]*" first "${gpus}")
+        set(gpu "nvidia-smi -L: ${first}")
+      endif()
+    endif()
+  endif()
+  if(NOT gpu STREQUAL "")
+    message(STATUS "SKIPPED (a CUDA device is present: ${gpu}): 'attn ${ARGS}' is checked only on a machine without one")
+    return()
+  endif()
+endif()
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 set(input_args)
 if(DEFINED STDIN AND NOT STDIN STREQUAL "")

@@ -2,10 +2,14 @@
 #include "attn/backend.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 
+#include "attn/cost.hpp"
 #include "attn/error.hpp"
+#include "attn/module_path.hpp"
 
 namespace attn {
 
@@ -13,19 +17,38 @@ void BackendTensor::throw_bad_view(const Shape& from, const Shape& to) {
   throw InternalError("backend view " + shape_string(from) + " -> " + shape_string(to) + " changes the size");
 }
 
+void require_fits_on(Backend& backend, const Spec& spec) {
+  const Backend::Memory memory = backend.memory();
+  if (memory.free < 0) return;
+  const Trace plan = plan_trace(spec);
+  const double total = kept_bytes(plan);
+  if (total <= static_cast<double>(memory.free)) return;
+  const Step* largest = nullptr;
+  for (const auto& s : plan.steps)
+    if (largest == nullptr || step_bytes(s) > step_bytes(*largest)) largest = &s;
+  throw DeviceError(fmt::format("--backend {}: this trace would keep up to {} of tensors on the device, more than its {} free (of {}); the "
+                                "largest step is {} [{}] = {} = {}. Use a smaller T (attn cost shows how the size grows), or --backend cpu",
+                                backend.name(), human_bytes(total), human_bytes(static_cast<double>(memory.free)),
+                                human_bytes(static_cast<double>(memory.total)), largest->id, fmt::join(largest->dims, ", "),
+                                shape_string(largest->value.shape()), human_bytes(step_bytes(*largest))));
+}
+
 std::unique_ptr<Backend> make_backend(std::string_view name) {
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda") {
 #ifdef ATTN_CUDA_MODULE
     // The CUDA backend is a module loaded on demand: the CUDA libraries it links are large, and a
-    // run on the CPU (the 2 ms cat/sat walkthrough) must not pay for loading them.
-    void* module = dlopen(ATTN_CUDA_MODULE, RTLD_NOW | RTLD_LOCAL);
-    if (module == nullptr) {
-      throw InputError(std::string("--backend cuda: cannot load the CUDA backend (") + dlerror() + ")");
-    }
+    // run on the CPU (the 2 ms cat/sat walkthrough) must not pay for loading them. It is looked for
+    // beside attn, in <attn's dir>/../lib/attn, then where it was built.
     using Make = Backend* (*)();
-    auto make = reinterpret_cast<Make>(dlsym(module, "attn_make_cuda_backend"));
-    if (make == nullptr) throw InputError(std::string("--backend cuda: ") + ATTN_CUDA_MODULE + " has no attn_make_cuda_backend");
+    Make make = nullptr;
+    std::string tried;
+    const std::string file = std::filesystem::path(ATTN_CUDA_MODULE).filename().string();
+    void* module = open_module(file, ATTN_CUDA_MODULE, tried, [&make](void* lib) -> std::string {
+      make = reinterpret_cast<Make>(dlsym(lib, "attn_make_cuda_backend"));
+      return make != nullptr ? "" : "has no attn_make_cuda_backend";
+    });
+    if (module == nullptr) throw InputError("--backend cuda: cannot load the CUDA backend (" + tried + ")");
     return std::unique_ptr<Backend>(make());  // the module stays loaded for the process's life
 #else
     throw InputError("--backend cuda: this build of attn has no CUDA backend (configure with -DATTN_CUDA=ON where nvcc is installed)");

@@ -6,9 +6,20 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/error.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
+
+struct Spec;
+
+// The device cannot do the run: it is busy or unusable, or out of memory. Not the input's fault
+// and not a bug in attn either, but reported as bad usage (exit 2, with what to change): another
+// backend, a smaller problem, or another time. Tests that need the device skip on it.
+class DeviceError : public InputError {
+ public:
+  using InputError::InputError;
+};
 
 // Storage owned by one backend; opaque to everyone else.
 struct BackendBuffer {
@@ -87,7 +98,18 @@ class Backend {
   virtual double take_flops() { return 0; }
   // (optional) Waits until all queued work is done, so a host clock can time it (a GPU queues work).
   virtual void synchronize() {}
+  // (optional) Memory the backend's tensors can still take, in bytes, and its total: a device's.
+  // Both -1 where the backend does not say (host memory: --max-memory guards that).
+  struct Memory {
+    std::int64_t free = -1, total = -1;
+  };
+  virtual Memory memory() { return {}; }
 };
+
+// Throws DeviceError (exit 2) with the estimate and the largest step when the spec's trace (its
+// dry run, plan_trace) would keep more than the backend's free memory; nothing where the backend
+// does not say how much it has (the CPU). Call it after make_backend, before run_pipeline.
+void require_fits_on(Backend& backend, const Spec& spec);
 
 // A backend that computes nothing: shapes only, and the floating-point operations each primitive
 // would do. The pipeline run on it is a dry run: every step's shape and cost, no allocation.

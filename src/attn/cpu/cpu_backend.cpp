@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "attn/backend.hpp"
+#include "attn/backend_checks.hpp"
 #include "attn/cpu/deferred.hpp"
 #include "attn/cpu/exp.hpp"
 #include "attn/cpu/gemm.hpp"
@@ -180,24 +181,21 @@ std::shared_ptr<const cpu::Elementwise> recipe_over(const BackendTensor& t) {
   return std::make_shared<const cpu::Elementwise>(std::move(e));
 }
 
-void require(bool ok, const char* what, const BackendTensor& a) {
-  if (!ok) throw InternalError(std::string("cpu backend: ") + what + ", got " + shape_string(a.shape));
-}
+namespace check = backend_checks;
+constexpr std::string_view kName = "cpu";
 
 class CpuBackend final : public Backend {
  public:
-  std::string_view name() const override { return "cpu"; }
+  std::string_view name() const override { return kName; }
 
   BackendTensor upload(const Tensor& t) override { return wrap(t); }
   Tensor download(const BackendTensor& t) override { return host(t).reshaped(t.shape); }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
     // a (N, m, k), b (N, k, n) or (k, n) -> (N, m, n)
-    require(a.shape.size() == 3, "matmul wants a (N, m, k)", a);
+    check::matmul(kName, a, b);
     const auto n_batch = a.shape[0], m = a.shape[1], k = a.shape[2];
     const bool shared_b = b.shape.size() == 2;
-    require(shared_b ? b.shape[0] == k : (b.shape.size() == 3 && b.shape[0] == n_batch && b.shape[1] == k),
-            "matmul wants b (k, n) or (N, k, n)", b);
     const auto n = b.shape.back();
     if (!shared_b && buffer(a).softmax && !deferred(b)) return weights_times(a, b);
     if (deferral() && !shared_b && !deferred(a) && !deferred(b) && cpu::worth_deferring_product(n_batch, m, k, n)) {
@@ -282,7 +280,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor add_bias(const BackendTensor& a, const BackendTensor& bias) override {
     // a (..., n), bias (n)
-    require(bias.shape.size() == 1 && !a.shape.empty() && a.shape.back() == bias.shape[0], "add_bias wants (n)", bias);
+    check::add_bias(kName, a, bias);
     const auto n = bias.shape[0];
     const auto rows = element_count(a.shape) / n;
     Tensor out = Tensor::uninitialized(a.shape);
@@ -298,10 +296,7 @@ class CpuBackend final : public Backend {
   BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
                              bool interleaved) override {
     // a (N, L, h), cos and sin (P, R/2)
-    require(a.shape.size() == 3, "rotate_pairs wants a (N, L, h)", a);
-    require(cos.shape.size() == 2 && sin.shape == cos.shape && 2 * cos.shape[1] <= a.shape[2] && first >= 0 &&
-                first + a.shape[1] <= cos.shape[0],
-            "rotate_pairs wants cos and sin (P, R/2) with R ≤ h and a row for every position", cos);
+    check::rotate_pairs(kName, a, cos, sin, first);
     const auto N = a.shape[0], L = a.shape[1], h = a.shape[2], pairs = cos.shape[1];
     Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
@@ -328,7 +323,7 @@ class CpuBackend final : public Backend {
   }
 
   BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
-    require(cap > 0, "soft_cap wants a positive cap", a);
+    check::soft_cap(kName, a, cap);
     const auto n = element_count(a.shape);
     Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* src = host(a).data();
@@ -340,7 +335,7 @@ class CpuBackend final : public Backend {
   }
 
   BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) override {
-    require(slopes.shape.size() == 1, "distance_bias wants slopes (H)", slopes);
+    check::distance_bias(kName, slopes);
     const auto H = slopes.shape[0];
     Tensor out = Tensor::uninitialized({H, T, S});
     const Scalar* m = host(slopes).data();
@@ -355,7 +350,7 @@ class CpuBackend final : public Backend {
   BackendTensor append_rows(const BackendTensor& a, const BackendTensor& b) override {
     // (..., L, h) and (..., M, h), the same leading axes: n matrices
     const auto r = a.shape.size();
-    require(r >= 2 && b.shape.size() == r && a.shape.back() == b.shape.back() && b.shape[r - 2] > 0, "append_rows wants (N, L, h) and (N, M, h)", a);
+    check::append_rows(kName, a, b);
     const auto h = a.shape.back(), L = a.shape[r - 2], M = b.shape[r - 2];
     const std::int64_t n = element_count(b.shape) / (M * h);
     Shape shape = b.shape;
@@ -372,7 +367,7 @@ class CpuBackend final : public Backend {
   }
 
   BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
-    require(a.shape.size() == 4 && n >= 1, "repeat_heads wants (B, G, L, h) and n >= 1", a);
+    check::repeat_heads(kName, a, n);
     const auto B = a.shape[0], G = a.shape[1], plane = a.shape[2] * a.shape[3];
     Tensor out = Tensor::uninitialized({B, G * n, a.shape[2], a.shape[3]});
     const Scalar* src = host(a).data();
@@ -388,7 +383,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor transpose_last2(const BackendTensor& a) override {
     // a (N, m, n) -> (N, n, m)
-    require(a.shape.size() == 3, "transpose_last2 wants (N, m, n)", a);
+    check::transpose_last2(kName, a);
     const auto n_batch = a.shape[0], m = a.shape[1], n = a.shape[2];
     const bool defer = deferral() && n_batch * m * n >= kDeferMin && !deferred(a) && !buffer(a).slice;
     // a's matrices where they are (k's heads inside qkv), or a's values
@@ -415,7 +410,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor swap_axes_1_2(const BackendTensor& a) override {
     // a (A, B, C, D) -> (A, C, B, D): rows of D contiguous values move as blocks.
-    require(a.shape.size() == 4, "swap_axes_1_2 wants (A, B, C, D)", a);
+    check::swap_axes_1_2(kName, a);
     const auto d0 = a.shape[0], d1 = a.shape[1], d2 = a.shape[2], d3 = a.shape[3];
     // a itself swaps a held tensor's axes (a context written in merged order): that tensor
     if (const auto& held = buffer(a).swap_of; held && held->shape() == Shape{d0, d2, d1, d3}) return wrap(*held);
@@ -450,8 +445,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) override {
     // a (N, n) -> (N, width)
-    require(a.shape.size() == 2 && offset >= 0 && width >= 0 && offset + width <= a.shape[1],
-            "slice_columns out of range", a);
+    check::slice_columns(kName, a, offset, width);
     const auto rows = a.shape[0], n = a.shape[1];
     auto slice = std::make_shared<const ColumnSlice>(ColumnSlice{host(a), n, offset, width});
     auto copy = [slice, rows, width](Scalar* out) {
@@ -488,10 +482,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) override {
     // scores (B, G, T, S), keep (B, T, S)
-    require(scores.shape.size() == 4, "masked_fill wants scores (B, G, T, S)", scores);
-    require(keep.shape.size() == 3 && keep.shape[0] == scores.shape[0] && keep.shape[1] == scores.shape[2] &&
-                keep.shape[2] == scores.shape[3],
-            "masked_fill wants keep (B, T, S)", keep);
+    check::masked_fill(kName, scores, keep);
     const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
     const auto& lazy = buffer(scores).lazy;
     if (deferral() && element_count(scores.shape) >= kDeferMin && !buffer(scores).softmax && (!lazy || !lazy->keep.has_data())) {
@@ -515,7 +506,7 @@ class CpuBackend final : public Backend {
   BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty) override {
     // a (N, n). The row max is subtracted before exp so that large logits cannot overflow;
     // a -inf entry becomes exp(-inf) = 0 exactly.
-    require(a.shape.size() == 2, "softmax_rows wants (N, n)", a);
+    check::softmax_rows(kName, a);
     const auto rows = a.shape[0], n = a.shape[1];
     if (deferral() && (buffer(a).lazy || buffer(a).product) && rows * n >= kDeferMin) {
       // over deferred scores: weights deferred too, computed row block by row block when the context
@@ -559,6 +550,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset, std::int64_t window,
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
+    check::mask_keep(kName, B, T, S, lengths);
     auto rule = std::make_shared<const cpu::KeepRule>(cpu::KeepRule{causal, offset, window, lengths, flipped});
     auto pattern = [rule, B, T, S](Scalar* k) {
 #pragma omp parallel for collapse(2) schedule(static) if (parallel(static_cast<double>(B * T * S)))
@@ -580,9 +572,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor keep_and(const BackendTensor& keep, const BackendTensor& other) override {
     // keep (B, T, S), other (1 or B, T, S)
-    require(keep.shape.size() == 3 && other.shape.size() == 3 && other.shape[1] == keep.shape[1] && other.shape[2] == keep.shape[2] &&
-                (other.shape[0] == 1 || other.shape[0] == keep.shape[0]),
-            "keep_and wants (B, T, S) and (1 or B, T, S)", other);
+    check::keep_and(kName, keep, other);
     const auto plane = keep.shape[1] * keep.shape[2];
     Tensor out = Tensor::uninitialized(keep.shape);
     const Scalar* a = host(keep).data();
@@ -598,9 +588,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor add_mask(const BackendTensor& scores, const BackendTensor& add) override {
     // scores (B, G, T, S), add (1 or B, T, S)
-    require(scores.shape.size() == 4 && add.shape.size() == 3 && add.shape[1] == scores.shape[2] && add.shape[2] == scores.shape[3] &&
-                (add.shape[0] == 1 || add.shape[0] == scores.shape[0]),
-            "add_mask wants (B, G, T, S) and (1 or B, T, S)", add);
+    check::add_mask(kName, scores, add);
     const auto groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
     Tensor out = Tensor::uninitialized(scores.shape);
     const Scalar* src = host(scores).data();
@@ -616,7 +604,7 @@ class CpuBackend final : public Backend {
   }
 
   BackendTensor row_sums(const BackendTensor& a) override {
-    require(a.shape.size() == 2, "row_sums wants (N, n)", a);
+    check::row_sums(kName, a);
     if (const auto sm = buffer(a).softmax) {
       // the sums the softmax recorded for each row (the context product computes every row)
       const auto rows = a.shape[0];

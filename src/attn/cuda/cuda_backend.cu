@@ -5,55 +5,136 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "attn/backend_checks.hpp"
 #include "attn/cuda/cuda_backend.hpp"
 #include "attn/error.hpp"
 
 namespace attn {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw InternalError(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
+namespace checks = backend_checks;
+constexpr std::string_view kName = "cuda";
+
+// "1.5 GB" (powers of 1000, as attn's other messages)
+std::string bytes_text(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (b >= 1000 && u < 5) b /= 1000, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return text;
 }
 
-void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw InternalError(std::string("cublas: ") + what + " failed (status " + std::to_string(static_cast<int>(s)) + ")");
-}
-
-void launched(const char* kernel) { check(cudaGetLastError(), kernel); }
-
-struct CudaBuffer final : BackendBuffer {
-  explicit CudaBuffer(std::size_t count) : n(count) {
-    if (n > 0) check(cudaMalloc(&p, n * sizeof(Scalar)), "cudaMalloc");
+// "12.0 GB free of 80.0 GB": the device's memory now, or what went wrong asking
+std::string device_memory_text() {
+  std::size_t free = 0, total = 0;
+  const cudaError_t e = cudaMemGetInfo(&free, &total);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("free memory unknown: cudaMemGetInfo: ") + cudaGetErrorName(e);
   }
-  ~CudaBuffer() override {
+  return bytes_text(static_cast<double>(free)) + " free of " + bytes_text(static_cast<double>(total));
+}
+
+// "cudaErrorIllegalAddress: an illegal memory access was encountered"
+std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+// ATTN_CUDA_SYNC=1: wait for every primitive's work and check it there, so a fault is reported
+// under the primitive that made it (slower; for finding a fault, not for timing).
+bool sync_mode() {
+  const char* v = std::getenv("ATTN_CUDA_SYNC");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+[[noreturn]] void out_of_memory(const char* primitive, const std::string& what) {
+  cudaGetLastError();  // (an allocation failure is not sticky: clear it, the device stays usable)
+  throw DeviceError(std::string("--backend cuda: out of GPU memory in ") + primitive + ": " + what + " (the device has " + device_memory_text() +
+                    "). Use a smaller T (attn cost shows how the size grows), or --backend cpu");
+}
+
+// A failed CUDA call. Running out of memory is the device's limit (DeviceError, exit 2); anything
+// else (an illegal address, a bad launch) a bug in attn. Work runs asynchronously: without
+// ATTN_CUDA_SYNC=1 a fault surfaces at a later call than the primitive that made it.
+void check(cudaError_t e, const char* primitive, const char* call) {
+  if (e == cudaSuccess) return;
+  if (e == cudaErrorMemoryAllocation) out_of_memory(primitive, call);
+  std::string message = std::string("cuda: ") + primitive + ": " + call + ": " + error_text(e);
+  if (!sync_mode()) message += " (work runs asynchronously: the fault may be an earlier primitive's; ATTN_CUDA_SYNC=1 checks after each)";
+  throw InternalError(message);
+}
+
+void check(cublasStatus_t s, const char* primitive, const char* call) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) out_of_memory(primitive, std::string(call) + ": cuBLAS could not allocate its workspace");
+  throw InternalError(std::string("cublas: ") + primitive + ": " + call + " failed (status " + std::to_string(static_cast<int>(s)) + ")");
+}
+
+// Device memory for n values of T, freed with the object.
+template <typename T>
+struct DeviceArray {
+  DeviceArray() = default;
+  // `primitive` and `shape` name the allocation when the device has no room for it
+  DeviceArray(std::size_t count, const char* primitive, const Shape& shape) : n(count) {
+    if (n == 0) return;
+    const cudaError_t e = cudaMalloc(&p, n * sizeof(T));
+    if (e == cudaErrorMemoryAllocation) {
+      p = nullptr;
+      out_of_memory(primitive, "its result " + shape_string(shape) + " needs " + bytes_text(static_cast<double>(n * sizeof(T))));
+    }
+    check(e, primitive, "cudaMalloc");
+  }
+  ~DeviceArray() {
     if (p != nullptr) cudaFree(p);
   }
-  CudaBuffer(const CudaBuffer&) = delete;
-  CudaBuffer& operator=(const CudaBuffer&) = delete;
-  Scalar* p = nullptr;
-  std::size_t n;
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    std::swap(p, o.p);
+    std::swap(n, o.n);
+    return *this;
+  }
+  T* p = nullptr;
+  std::size_t n = 0;
+};
+
+struct CudaBuffer final : BackendBuffer {
+  CudaBuffer(std::size_t count, const char* primitive, const Shape& shape) : values(count, primitive, shape) {}
+  DeviceArray<Scalar> values;
 };
 
 Scalar* dev(const BackendTensor& t) {
   const auto* b = dynamic_cast<const CudaBuffer*>(t.buffer.get());
   if (b == nullptr) throw InternalError("cuda backend given a tensor from another backend");
-  return b->p;
+  return b->values.p;
 }
 
-BackendTensor make(Shape shape) {
+// A new tensor of `shape` for `primitive`'s result.
+BackendTensor make(Shape shape, const char* primitive) {
   const auto n = static_cast<std::size_t>(element_count(shape));
-  return BackendTensor{std::move(shape), std::make_shared<CudaBuffer>(n)};
+  auto buffer = std::make_shared<CudaBuffer>(n, primitive, shape);
+  return BackendTensor{std::move(shape), std::move(buffer)};
 }
 
 constexpr int kThreads = 256;
+constexpr std::int64_t kMaxBlocks = 65535;
 unsigned grid(std::int64_t n) {
   const std::int64_t g = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(g < 65535 ? (g > 0 ? g : 1) : 65535);  // grid-stride loops cover the rest
+  return static_cast<unsigned>(g < kMaxBlocks ? (g > 0 ? g : 1) : kMaxBlocks);  // grid-stride loops cover the rest
 }
+// Blocks for a kernel with one block per row at a time: at most kMaxBlocks, each taking every
+// gridDim.x-th row (row counts past 32 bits included).
+unsigned row_grid(std::int64_t rows) { return static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, kMaxBlocks)); }
 
 #define GRID_STRIDE(i, n) for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
                                i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
@@ -176,38 +257,44 @@ __device__ T block_reduce(T v, T* shared, Op op) {
   return r;
 }
 
-// One block per row: pass 1 the row max, pass 2 the sum of exp(x - max) (in double, as the CPU),
-// pass 3 the normalised values. A row of all -inf gets the empty-row policy's value.
-__global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t n, int empty) {
+// A block per row, each block taking every gridDim.x-th row: pass 1 the row max, pass 2 the sum of
+// exp(x - max) (in double, as the CPU), pass 3 the normalised values. A row of all -inf gets the
+// empty-row policy's value. (Every thread of a block walks the same rows: the reductions' barriers
+// are reached by all of them.)
+__global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n, int empty) {
   __shared__ Scalar smax[kThreads];
   __shared__ double ssum[kThreads];
-  const Scalar* x = a + blockIdx.x * n;
-  Scalar* y = out + blockIdx.x * n;
-  Scalar mx = -INFINITY;
-  for (std::int64_t j = threadIdx.x; j < n; j += kThreads) mx = fmaxf(mx, x[j]);
-  mx = block_reduce(mx, smax, [](Scalar l, Scalar r) { return fmaxf(l, r); });
-  if (mx == -INFINITY) {
-    const Scalar fill = empty == 1 ? 0.0f : empty == 2 ? static_cast<Scalar>(1.0 / static_cast<double>(n)) : NAN;
-    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill;
-    return;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const Scalar* x = a + row * n;
+    Scalar* y = out + row * n;
+    Scalar mx = -INFINITY;
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) mx = fmaxf(mx, x[j]);
+    mx = block_reduce(mx, smax, [](Scalar l, Scalar r) { return fmaxf(l, r); });
+    if (mx == -INFINITY) {
+      const Scalar fill = empty == 1 ? 0.0f : empty == 2 ? static_cast<Scalar>(1.0 / static_cast<double>(n)) : NAN;
+      for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill;
+      continue;
+    }
+    double sum = 0;
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) {
+      const Scalar e = expf(x[j] - mx);
+      y[j] = e;
+      sum += e;
+    }
+    sum = block_reduce(sum, ssum, [](double l, double r) { return l + r; });
+    const Scalar inv = static_cast<Scalar>(1.0 / sum);
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] *= inv;
   }
-  double sum = 0;
-  for (std::int64_t j = threadIdx.x; j < n; j += kThreads) {
-    const Scalar e = expf(x[j] - mx);
-    y[j] = e;
-    sum += e;
-  }
-  sum = block_reduce(sum, ssum, [](double l, double r) { return l + r; });
-  const Scalar inv = static_cast<Scalar>(1.0 / sum);
-  for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] *= inv;
 }
 
-__global__ void k_row_sums(const Scalar* a, Scalar* out, std::int64_t n) {
+__global__ void k_row_sums(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n) {
   __shared__ double ssum[kThreads];
-  double sum = 0;
-  for (std::int64_t j = threadIdx.x; j < n; j += kThreads) sum += a[blockIdx.x * n + j];
-  sum = block_reduce(sum, ssum, [](double l, double r) { return l + r; });
-  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<Scalar>(sum);
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    double sum = 0;
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) sum += a[row * n + j];
+    sum = block_reduce(sum, ssum, [](double l, double r) { return l + r; });
+    if (threadIdx.x == 0) out[row] = static_cast<Scalar>(sum);
+  }
 }
 
 int as_int(std::int64_t v, const char* what) {
@@ -218,194 +305,277 @@ int as_int(std::int64_t v, const char* what) {
 class CudaBackend final : public Backend {
  public:
   CudaBackend() {
-    check(cublasCreate(&handle_), "cublasCreate");
+    check_usable(cublasCreate(&handle_), "cublasCreate");
     // Plain FP32 products: no TF32 tensor-core shortcut, whose 10-bit mantissa would not match the CPU.
-    check(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check_usable(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    const cudaError_t e = cudaEventCreateWithFlags(&lengths_copied_, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      cublasDestroy(handle_);
+      check(e, "the backend's setup", "cudaEventCreate");
+    }
   }
-  ~CudaBackend() override { cublasDestroy(handle_); }
+  ~CudaBackend() override {
+    cudaEventDestroy(lengths_copied_);
+    cublasDestroy(handle_);
+  }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
 
-  std::string_view name() const override { return "cuda"; }
-  void synchronize() override { check(cudaDeviceSynchronize(), "synchronize"); }
+  std::string_view name() const override { return kName; }
+  void synchronize() override { check(cudaDeviceSynchronize(), "synchronize", "cudaDeviceSynchronize"); }
+  Memory memory() override {
+    std::size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "memory", "cudaMemGetInfo");
+    return {static_cast<std::int64_t>(free), static_cast<std::int64_t>(total)};
+  }
 
   BackendTensor upload(const Tensor& t) override {
-    auto d = make(t.shape());
-    if (t.size() > 0) check(cudaMemcpy(dev(d), t.data(), static_cast<std::size_t>(t.size()) * sizeof(Scalar), cudaMemcpyHostToDevice), "upload");
+    auto d = make(t.shape(), "upload");
+    if (t.size() > 0) check(cudaMemcpy(dev(d), t.data(), static_cast<std::size_t>(t.size()) * sizeof(Scalar), cudaMemcpyHostToDevice), "upload", "cudaMemcpy");
     return d;
   }
 
   Tensor download(const BackendTensor& t) override {
     Tensor h = Tensor::uninitialized(t.shape);
     if (h.size() > 0) {
-      check(cudaMemcpy(h.mutable_data(), dev(t), static_cast<std::size_t>(h.size()) * sizeof(Scalar), cudaMemcpyDeviceToHost), "download");
+      check(cudaMemcpy(h.mutable_data(), dev(t), static_cast<std::size_t>(h.size()) * sizeof(Scalar), cudaMemcpyDeviceToHost), "download", "cudaMemcpy");
     }
     return h;
   }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
+    checks::matmul(kName, a, b);
     // Row-major C (m, n) = A (m, k) · B (k, n) is column-major Cᵀ = Bᵀ · Aᵀ: cuBLAS gets B first.
     const auto N = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape.back();
-    auto c = make({N, m, n});
+    auto c = make({N, m, n}, "matmul");
+    if (N * m * n == 0) return c;
+    if (k == 0) {  // (cuBLAS leaves C alone when k = 0: a product over nothing is 0)
+      check(cudaMemsetAsync(dev(c), 0, static_cast<std::size_t>(N * m * n) * sizeof(Scalar)), "matmul", "cudaMemsetAsync");
+      done("matmul");
+      return c;
+    }
     const Scalar one = 1, zero = 0;
     if (b.shape.size() == 2) {
       check(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"), as_int(N * m, "rows"), as_int(k, "k"), &one, dev(b), as_int(n, "n"),
                         dev(a), as_int(k, "k"), &zero, dev(c), as_int(n, "n")),
-            "sgemm");
+            "matmul", "cublasSgemm");
     } else {
       check(cublasSgemmStridedBatched(handle_, CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &one, dev(b),
                                       as_int(n, "n"), k * n, dev(a), as_int(k, "k"), m * k, &zero, dev(c), as_int(n, "n"), m * n,
                                       as_int(N, "batch")),
-            "sgemm strided batched");
+            "matmul", "cublasSgemmStridedBatched");
     }
+    done("matmul");
     return c;
   }
 
   BackendTensor add_bias(const BackendTensor& a, const BackendTensor& bias) override {
-    auto out = make(a.shape);
+    checks::add_bias(kName, a, bias);
+    auto out = make(a.shape, "add_bias");
     const auto total = element_count(a.shape);
     k_add_bias<<<grid(total), kThreads>>>(dev(a), dev(bias), dev(out), total, bias.shape[0]);
-    launched("add_bias");
+    done("add_bias");
     return out;
   }
 
   BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
                              bool interleaved) override {
-    auto out = make(a.shape);
+    checks::rotate_pairs(kName, a, cos, sin, first);
+    auto out = make(a.shape, "rotate_pairs");
     const auto rows = a.shape[0] * a.shape[1], h = a.shape[2], pairs = cos.shape[1];
     const std::int64_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : pairs;
     k_rotate_pairs<<<grid(rows * h), kThreads>>>(dev(a), dev(cos), dev(sin), dev(out), rows, a.shape[1], h, pairs, first, stride, partner);
-    launched("rotate_pairs");
+    done("rotate_pairs");
     return out;
   }
 
   BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
-    auto out = make(a.shape);
+    checks::soft_cap(kName, a, cap);
+    auto out = make(a.shape, "soft_cap");
     k_soft_cap<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), element_count(a.shape), cap);
-    launched("soft_cap");
+    done("soft_cap");
     return out;
   }
 
   BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) override {
+    checks::distance_bias(kName, slopes);
     const auto H = slopes.shape[0];
-    auto out = make({H, T, S});
+    auto out = make({H, T, S}, "distance_bias");
     k_distance_bias<<<grid(H * T * S), kThreads>>>(dev(slopes), dev(out), H, T, S, offset);
-    launched("distance_bias");
+    done("distance_bias");
     return out;
   }
 
   BackendTensor append_rows(const BackendTensor& a, const BackendTensor& b) override {
+    checks::append_rows(kName, a, b);
     const auto r = b.shape.size();
     const auto h = b.shape[r - 1], L = a.shape[r - 2], M = b.shape[r - 2];
     Shape shape = b.shape;
     shape[r - 2] = L + M;
-    auto out = make(shape);
-    const auto N = element_count(b.shape) / (M * h);
+    auto out = make(shape, "append_rows");
+    const auto N = h > 0 ? element_count(b.shape) / (M * h) : 0;
     k_append_rows<<<grid(element_count(shape)), kThreads>>>(L > 0 ? dev(a) : nullptr, dev(b), dev(out), N, L, M, h);
-    launched("append_rows");
+    done("append_rows");
     return out;
   }
 
   BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
-    auto out = make({a.shape[0], a.shape[1] * n, a.shape[2], a.shape[3]});
+    checks::repeat_heads(kName, a, n);
+    auto out = make({a.shape[0], a.shape[1] * n, a.shape[2], a.shape[3]}, "repeat_heads");
     k_repeat_heads<<<grid(element_count(out.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], n, a.shape[2] * a.shape[3], tiled);
-    launched("repeat_heads");
+    done("repeat_heads");
     return out;
   }
 
   BackendTensor transpose_last2(const BackendTensor& a) override {
-    auto out = make({a.shape[0], a.shape[2], a.shape[1]});
+    checks::transpose_last2(kName, a);
+    auto out = make({a.shape[0], a.shape[2], a.shape[1]}, "transpose_last2");
     k_transpose_last2<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2]);
-    launched("transpose_last2");
+    done("transpose_last2");
     return out;
   }
 
   BackendTensor swap_axes_1_2(const BackendTensor& a) override {
-    auto out = make({a.shape[0], a.shape[2], a.shape[1], a.shape[3]});
+    checks::swap_axes_1_2(kName, a);
+    auto out = make({a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, "swap_axes_1_2");
     k_swap12<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2], a.shape[3]);
-    launched("swap_axes_1_2");
+    done("swap_axes_1_2");
     return out;
   }
 
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) override {
-    auto out = make({a.shape[0], width});
+    checks::slice_columns(kName, a, offset, width);
+    auto out = make({a.shape[0], width}, "slice_columns");
     k_slice_columns<<<grid(a.shape[0] * width), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], offset, width);
-    launched("slice_columns");
+    done("slice_columns");
     return out;
   }
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
-    auto out = make(a.shape);
+    auto out = make(a.shape, "scale");
     k_scale<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), element_count(a.shape), factor);
-    launched("scale");
+    done("scale");
     return out;
   }
 
   BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) override {
-    auto out = make(scores.shape);
+    checks::masked_fill(kName, scores, keep);
+    auto out = make(scores.shape, "masked_fill");
     const auto plane = scores.shape[2] * scores.shape[3];
     k_masked_fill<<<grid(element_count(scores.shape)), kThreads>>>(dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane, fill);
-    launched("masked_fill");
+    done("masked_fill");
     return out;
   }
 
   BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty) override {
-    auto out = make(a.shape);
+    checks::softmax_rows(kName, a);
+    auto out = make(a.shape, "softmax_rows");
     const int policy = empty == EmptyRow::Zeros ? 1 : empty == EmptyRow::Uniform ? 2 : 0;
-    if (a.shape[0] > 0) k_softmax_rows<<<static_cast<unsigned>(a.shape[0]), kThreads>>>(dev(a), dev(out), a.shape[1], policy);
-    launched("softmax_rows");
+    const auto rows = a.shape[0];
+    if (rows > 0) {
+      k_softmax_rows<<<row_grid(rows), kThreads>>>(dev(a), dev(out), rows, a.shape[1], policy);
+      done("softmax_rows");
+    }
     return out;
   }
 
   BackendTensor row_sums(const BackendTensor& a) override {
-    auto out = make({a.shape[0]});
-    if (a.shape[0] > 0) k_row_sums<<<static_cast<unsigned>(a.shape[0]), kThreads>>>(dev(a), dev(out), a.shape[1]);
-    launched("row_sums");
+    checks::row_sums(kName, a);
+    const auto rows = a.shape[0];
+    auto out = make({rows}, "row_sums");
+    if (rows > 0) {
+      k_row_sums<<<row_grid(rows), kThreads>>>(dev(a), dev(out), rows, a.shape[1]);
+      done("row_sums");
+    }
     return out;
   }
 
   BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset, std::int64_t window,
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
-    auto out = make({B, T, S});
-    std::int64_t* d_lengths = nullptr;
-    if (!lengths.empty()) {
-      check(cudaMalloc(&d_lengths, lengths.size() * sizeof(std::int64_t)), "cudaMalloc lengths");
-      check(cudaMemcpy(d_lengths, lengths.data(), lengths.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice), "upload lengths");
-    }
+    checks::mask_keep(kName, B, T, S, lengths);
+    auto out = make({B, T, S}, "mask_keep");
+    const std::int64_t* d_lengths = lengths.empty() ? nullptr : device_lengths(lengths);
     k_mask_keep<<<grid(B * T * S), kThreads>>>(dev(out), B, T, S, causal, offset, window, d_lengths, flipped);
-    const auto e = cudaGetLastError();
-    if (d_lengths != nullptr) cudaFree(d_lengths);
-    check(e, "mask_keep");
+    done("mask_keep");
     return out;
   }
 
   BackendTensor keep_and(const BackendTensor& keep, const BackendTensor& other) override {
-    auto out = make(keep.shape);
+    checks::keep_and(kName, keep, other);
+    auto out = make(keep.shape, "keep_and");
     const auto total = element_count(keep.shape), plane = keep.shape[1] * keep.shape[2];
     k_keep_and<<<grid(total), kThreads>>>(dev(keep), dev(other), dev(out), total, plane, other.shape[0] == 1);
-    launched("keep_and");
+    done("keep_and");
     return out;
   }
 
   BackendTensor add_mask(const BackendTensor& scores, const BackendTensor& add) override {
-    auto out = make(scores.shape);
+    checks::add_mask(kName, scores, add);
+    auto out = make(scores.shape, "add_mask");
     const auto total = element_count(scores.shape), plane = scores.shape[2] * scores.shape[3];
     k_add_mask<<<grid(total), kThreads>>>(dev(scores), dev(add), dev(out), total, scores.shape[1], plane, add.shape[0] == 1);
-    launched("add_mask");
+    done("add_mask");
     return out;
   }
 
  private:
+  // After a primitive's launches: a launch that failed is reported now; with ATTN_CUDA_SYNC=1 its
+  // work is also waited for, so that a fault in it is reported under its name.
+  void done(const char* primitive) const {
+    check(cudaGetLastError(), primitive, "launch");
+    if (sync_) check(cudaDeviceSynchronize(), primitive, "its work (ATTN_CUDA_SYNC=1)");
+  }
+
+  // cuBLAS's setup failing is the device's state (busy, unusable, full), not a bug
+  void check_usable(cublasStatus_t s, const char* call) {
+    if (s == CUBLAS_STATUS_SUCCESS) return;
+    if (handle_ != nullptr) cublasDestroy(handle_);
+    throw DeviceError(std::string("--backend cuda: no usable CUDA device (") + call + " failed, cuBLAS status " + std::to_string(static_cast<int>(s)) +
+                      "; the device has " + device_memory_text() + ")");
+  }
+
+  // The padding lengths on the device. Kept while they stay the same (a run asks for the same
+  // lengths at every step, a decode at every token): no copy then. New lengths are copied
+  // asynchronously from lengths_ (which is left alone until that copy is done), after any kernel
+  // still reading the old ones (the same stream).
+  const std::int64_t* device_lengths(const std::vector<std::int64_t>& lengths) {
+    if (lengths_dev_.p != nullptr && lengths == lengths_) return lengths_dev_.p;
+    if (lengths_dev_.n < lengths.size()) {
+      lengths_dev_ = DeviceArray<std::int64_t>(lengths.size(), "mask_keep", Shape{static_cast<std::int64_t>(lengths.size())});
+    }
+    check(cudaEventSynchronize(lengths_copied_), "mask_keep", "waiting for the last copy of the lengths");  // (done long ago, as a rule)
+    lengths_ = lengths;
+    check(cudaMemcpyAsync(lengths_dev_.p, lengths_.data(), lengths_.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice), "mask_keep",
+          "cudaMemcpyAsync lengths");
+    check(cudaEventRecord(lengths_copied_), "mask_keep", "cudaEventRecord");
+    return lengths_dev_.p;
+  }
+
   cublasHandle_t handle_ = nullptr;
+  bool sync_ = sync_mode();
+  std::vector<std::int64_t> lengths_;         // the host copy the device's lengths were copied from
+  DeviceArray<std::int64_t> lengths_dev_;     // (capacity lengths_dev_.n)
+  cudaEvent_t lengths_copied_ = nullptr;      // recorded after the last copy from lengths_
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend() {
   int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
+  cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    throw InputError(std::string("--backend cuda: no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")");
+    cudaGetLastError();
+    throw InputError("--backend cuda: no usable CUDA device (cudaGetDeviceCount: " + error_text(e) + ")");
   }
   if (count == 0) throw InputError("--backend cuda: no CUDA device on this machine");
+  // Create the device's context now: a device that is busy (exclusive mode, taken), unusable or
+  // full is refused here, with the CUDA error, not as a fault of the first primitive.
+  e = cudaSetDevice(0);
+  if (e == cudaSuccess) e = cudaFree(nullptr);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw DeviceError("--backend cuda: no usable CUDA device (creating its context: " + error_text(e) + ")");
+  }
   return std::make_unique<CudaBackend>();
 }
 

@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "attn/error.hpp"
+#include "attn/module_path.hpp"
 #include "attn/model/byte_bpe.hpp"
 
 namespace attn::model {
@@ -489,45 +490,31 @@ const SentencePieceApi* sentencepiece_api(std::string& tried) {
   static std::string attempts;
   std::lock_guard lock(mutex);
   if (api.library != nullptr) return &api;
-  std::vector<std::string> candidates;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back((exe.parent_path() / "attn_sentencepiece.so").string());
-    candidates.push_back((exe.parent_path() / ".." / "lib" / "attn" / "attn_sentencepiece.so").lexically_normal().string());
-  }
 #ifdef ATTN_SENTENCEPIECE_MODULE
-  candidates.emplace_back(ATTN_SENTENCEPIECE_MODULE);
+  const std::string_view build_path = ATTN_SENTENCEPIECE_MODULE;
+#else
+  const std::string_view build_path;
 #endif
-  attempts.clear();
-  for (const auto& c : candidates) {
-    if (!fs::exists(c, ec)) {
-      attempts += fmt::format("; {}: not there", c);
-      continue;
-    }
-    void* lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* e = dlerror();
-      attempts += fmt::format("; {}: {}", c, e != nullptr ? e : "dlopen failed");
-      continue;
-    }
-    SentencePieceApi a;
-    a.library = lib;
-    a.abi_version = reinterpret_cast<int (*)()>(dlsym(lib, "attn_spm_abi_version"));
-    a.load = reinterpret_cast<void* (*)(const char*, char*, std::size_t)>(dlsym(lib, "attn_spm_load"));
-    a.encode = reinterpret_cast<decltype(a.encode)>(dlsym(lib, "attn_spm_encode"));
-    a.vocab_size = reinterpret_cast<decltype(a.vocab_size)>(dlsym(lib, "attn_spm_vocab_size"));
-    a.piece = reinterpret_cast<decltype(a.piece)>(dlsym(lib, "attn_spm_piece"));
-    a.release = reinterpret_cast<decltype(a.release)>(dlsym(lib, "attn_spm_free"));
+  SentencePieceApi a;
+  void* lib = open_module("attn_sentencepiece.so", build_path, attempts, [&a](void* l) -> std::string {
+    a = SentencePieceApi{};
+    a.library = l;
+    a.abi_version = reinterpret_cast<int (*)()>(dlsym(l, "attn_spm_abi_version"));
+    a.load = reinterpret_cast<void* (*)(const char*, char*, std::size_t)>(dlsym(l, "attn_spm_load"));
+    a.encode = reinterpret_cast<decltype(a.encode)>(dlsym(l, "attn_spm_encode"));
+    a.vocab_size = reinterpret_cast<decltype(a.vocab_size)>(dlsym(l, "attn_spm_vocab_size"));
+    a.piece = reinterpret_cast<decltype(a.piece)>(dlsym(l, "attn_spm_piece"));
+    a.release = reinterpret_cast<decltype(a.release)>(dlsym(l, "attn_spm_free"));
     if (!a.abi_version || !a.load || !a.encode || !a.vocab_size || !a.piece || !a.release || a.abi_version() != sentencepiece_abi) {
-      attempts += fmt::format("; {}: not attn's SentencePiece module (ABI {})", c, sentencepiece_abi);
-      dlclose(lib);
-      continue;
+      return fmt::format("not attn's SentencePiece module (ABI {})", sentencepiece_abi);
     }
+    return "";
+  });
+  if (lib != nullptr) {
     api = a;
     return &api;
   }
-  tried = attempts.empty() ? "" : attempts.substr(2);
+  tried = attempts;
   return nullptr;
 }
 

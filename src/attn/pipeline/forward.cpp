@@ -145,7 +145,8 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
 
   // 4. softmax over the keys (row max subtracted), each row's sum shown
   BT weights = m.softmax(be, logits, empty_row_policy(s.masked_row));  // (B, H, T, S)
-  if (s.masking() && m.mask_after_softmax) weights = be.masked_fill(weights, keep.value_or(BT{}), 0);
+  // (blocked weights zeroed: an additive mask alone blocks none, and require_applicable refuses it)
+  if (keep && m.mask_after_softmax) weights = be.masked_fill(weights, *keep, 0);
   const BT sums = be.row_sums(weights.view({B * H * T, S})).view({B, H, T});
   r.emit(StepId::Weights, weights);
   r.attach_row_sums(sums);

@@ -185,6 +185,12 @@ void require_applicable(Mistake m, const Spec& s) {
     case Mistake::RopeBeforeSplit: need(s.rope && s.H > 1, "\"rope\" and more than one head: with one head the split changes nothing"); break;
     case Mistake::KvTiled: need(s.Hkv > 1 && s.grouped(), "\"kv_heads\" of at least 2 and fewer than H: with one kv head, or H of them, tiling and interleaving agree"); break;
     case Mistake::WindowOffByOne: need(s.window > 0, "a sliding \"window\""); break;
+    case Mistake::MaskAfterSoftmax:
+      // without a mask the mistake changes nothing; with an additive mask alone there is no blocked weight to zero
+      need(!s.masking() || s.blocking(),
+           "a mask that blocks keys (causal, padding, or attn_mask \"block\" / \"keep\"): an additive attn_mask alone blocks none, "
+           "so no weight is zeroed after softmax");
+      break;
     case Mistake::AlibiSignFlipped: need(!s.alibi_slopes.shape().empty(), "\"alibi\""); break;
     default: break;
   }
