@@ -54,6 +54,8 @@ More:
   attn run examples/masked_4x4.json              causal mask on given scores
   attn run examples/shape_flow_2x4x512.json --shapes-only
   attn run examples/the_cat_sat.json --format json
+  attn run examples/tiny_gpt2.json               a layer of a (tiny) GPT-2 checkpoint on a sentence
+  attn heads examples/tiny_llama.json            every layer and head of a checkpoint at a glance
   attn decode examples/llama_like.json --prefill 3   generation with a KV cache, a token at a time
   echo '{"sentence": "cat sat", "embeddings": [[1,0,1],[0,1,1]],
          "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}' | attn run -
@@ -121,7 +123,7 @@ struct RunOptions {
 
 void setup_run(CLI::App& app, RunOptions& o) {
   auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
-  run->add_option("file", o.file, "input JSON file (- reads standard input)")->required();
+  run->add_option("file", o.file, "input JSON file (- reads standard input); it may name a checkpoint: {\"checkpoint\": {\"path\": \"DIR\", \"layer\": 5}, \"sentence\": \"...\"}")->required();
   run->add_option("--format", o.format,
                   "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
                   "at a time, head and batch selectors, each number's computation on hover)")
@@ -321,6 +323,7 @@ void setup_tokenize(CLI::App& app, TokenizeOptions& o) {
   auto* tok = app.add_subcommand("tokenize", "The token ids and pieces a checkpoint's tokenizer makes of a text (no special tokens added)");
   tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, or tokenizer.model)")->required();
   tok->add_option("text", o.text, "the text")->required();
+  tok->footer("Example:\n  $ attn tokenize examples/checkpoints/tiny-gpt2 \"The cat sat\"\n    byte-level BPE from vocab.json + merges.txt (457 tokens)\n    3 tokens\n       0       268  The\n       1       279  Ġcat\n       2       332  Ġsat");
   tok->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
 }
 
@@ -343,6 +346,7 @@ attn::ColorMode color_mode(const std::string& choice) {
 int run_run(const RunOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_backend(o.backend);
+  attn::require_fits_on(*backend, spec);  // the device's memory, as load_checked did the host's
   attn::PipelineOptions options;
   if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
   const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
@@ -400,6 +404,7 @@ int run_run(const RunOptions& o) {
 int run_decode(const DecodeOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_backend(o.backend);
+  attn::require_fits_on(*backend, spec);  // the device's memory, as load_checked did the host's
   const attn::Decode d = attn::run_decode(spec, *backend, o.prefill);
   attn::TextOptions t;
   t.precision = o.precision;

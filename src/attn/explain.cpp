@@ -148,6 +148,11 @@ std::string explain_step(const Trace& t, const Step& s) {
   const bool cross = c.mode == Mode::Cross;
   const auto tok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, 0)); };
   const auto& id = s.id;
+  if (id == "x" && !s.note.empty()) {
+    return fmt::format("Each row is one token's vector as it enters this layer's attention ({}): C = {} numbers. Attention will replace "
+                       "each row by a mixture of rows, weighted by how relevant the other tokens are.",
+                       s.note, c.C);
+  }
   if (id == "x") {
     return fmt::format("Each row is one token's embedding: C = {} numbers that stand for that token. Attention will replace each row "
                        "by a mixture of rows, weighted by how relevant the other tokens are.",

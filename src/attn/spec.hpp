@@ -102,6 +102,7 @@ struct Spec {
   Tensor position_table;  // (T, C): added to x before the projections (positions 0 .. T − 1)
 
   Tensor x;       // (B, T, C)   Entry::Embeddings
+  std::string x_note;  // what x is when it is not given embeddings (a checkpoint layer's norm output)
   Tensor source;  // (B, S, Cs)  cross with embeddings
   Weights w;      //             Entry::Embeddings
   Tensor q;       // (B, T, dk)  Entry::QKV

@@ -98,5 +98,6 @@ TEST_CASE("config.json refusals name the file, the key and what was expected", "
   c["hidden_act"] = "gelu";
   CHECK_THAT(refusal(c), Catch::Contains("\"hidden_act\": attn computes the Llama family's \"silu\""));
   CHECK(refusal(json::array()) == "ckpt/config.json: expected a JSON object (config.json's content), got array");
-  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"");
+  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"");
+  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"");
 }

@@ -322,3 +322,20 @@ TEST_CASE("heads html: self-contained, one button per head", "[heads]") {
   for (auto at = s.find("</script>"); at != std::string::npos; at = s.find("</script>", at + 1)) ++closes;
   CHECK(closes == 2);
 }
+
+TEST_CASE("a sliding window bounds a head's uniform entropy and what is drawn as masked", "[heads]") {
+  using namespace attn::model;
+  // T = 4, window 2: query i sees keys i − 1 and i; uniform over them
+  const std::vector<float> w = {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0, 0.5f, 0.5f};
+  const HeadSummary s = summarise_head(w.data(), 4, 2);
+  CHECK(s.max_entropy == Approx(0.75));  // (log2 1 + 3 · log2 2) / 4
+  CHECK(s.entropy == Approx(0.75));
+  CHECK(s.pattern == HeadPattern::PreviousToken);  // mean w[i][i−1] = 0.5 wins over same token's tie
+  CHECK(summarise_head(w.data(), 4).max_entropy == Approx((0 + 1 + std::log2(3.0) + 2) / 4));
+  HeadsView v;
+  v.T = 4, v.window = 2;
+  CHECK(v.visible(3, 2));
+  CHECK_FALSE(v.visible(3, 1));
+  CHECK_FALSE(v.visible(1, 2));
+  CHECK(v.masked_text() == "masked (a query sees itself and the token before it: sliding window 2)");
+}

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/spec/json_read.hpp"
 #include "attn/suggest.hpp"
 
 namespace attn::model {
@@ -45,9 +46,19 @@ double positive_number(const json& c, const std::string& origin, const char* key
 json read_json_file(const fs::path& path, const std::string& shown) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the file", shown));
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw InputError(fmt::format("{}: invalid JSON", shown));
-  return j;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_json(text, shown).root;  // syntax errors name the line and column
+}
+
+// A weight holding NaN or ±inf would surface steps later as a value out of range in some step;
+// named here, with the file, the tensor and the first such element.
+void require_finite(const StoredTensor& t, const float* values, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(values[i])) {
+      throw InputError(fmt::format("{}: tensor \"{}\" holds {} at flat index {}: a checkpoint's weights must be finite", t.file, t.name,
+                                   std::isnan(values[i]) ? "nan" : values[i] > 0 ? "inf" : "-inf", i));
+    }
+  }
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -66,7 +77,8 @@ std::string Architecture::name() const {
 Architecture read_architecture(const json& c, const std::string& origin) {
   if (!c.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, c.type_name()));
   if (!c.contains("model_type") || !c["model_type"].is_string()) {
-    throw InputError(fmt::format("{}: \"model_type\" is required: \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"", origin));
+    throw InputError(fmt::format("{}: \"model_type\" is {}: expected \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"", origin,
+                                 c.contains("model_type") ? "not a string (" + c["model_type"].dump() + ")" : "required"));
   }
   Architecture a;
   a.model_type = c["model_type"].get<std::string>();
@@ -141,6 +153,10 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
   std::optional<TensorStore> store;
   if (fs::is_directory(status)) {
     const fs::path dir(path);
+    if (config && fs::exists(dir / "config.json")) {
+      throw InputError(fmt::format("checkpoint.config: {} has its own config.json; \"config\" is for a lone .safetensors file (or a directory "
+                                   "without config.json)", shown));
+    }
     if (config) {
       arch = read_architecture(*config, "checkpoint.config");
     } else {
@@ -153,8 +169,12 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
     else if (fs::exists(dir / "model.safetensors.index.json")) store = TensorStore::open_index((dir / "model.safetensors.index.json").string());
     else throw InputError(fmt::format("{}: neither model.safetensors nor model.safetensors.index.json is in the directory", shown));
   } else {
-    if (!config) {
+    if (!config && (path.ends_with(".safetensors") || path.ends_with(".safetensors.index.json"))) {
       throw InputError(fmt::format("{}: a single weights file carries no architecture: give \"checkpoint\": {{\"path\": ..., \"config\": {{config.json's keys}}}}", shown));
+    }
+    if (!path.ends_with(".safetensors") && !path.ends_with(".safetensors.index.json")) {
+      throw InputError(fmt::format("checkpoint.path: expected a checkpoint directory, a .safetensors file or a model.safetensors.index.json, got {}",
+                                   shown));
     }
     arch = read_architecture(*config, "checkpoint.config");
     store = path.ends_with(".json") ? TensorStore::open_index(path) : TensorStore::open_file(path);
@@ -179,7 +199,12 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
     const fs::path tc = fs::path(path) / "tokenizer_config.json";
     if (c.arch_.bos && fs::exists(tc)) {
       const json t = read_json_file(tc, shown + "/tokenizer_config.json");
-      if (t.is_object() && t.contains("add_bos_token") && t["add_bos_token"].is_boolean()) c.adds_bos_ = t["add_bos_token"].get<bool>();
+      if (t.is_object() && t.contains("add_bos_token")) {
+        if (!t["add_bos_token"].is_boolean()) {
+          throw InputError(fmt::format("{}/tokenizer_config.json: \"add_bos_token\": expected true or false, got {}", shown, t["add_bos_token"].dump()));
+        }
+        c.adds_bos_ = t["add_bos_token"].get<bool>();
+      }
     }
   }
   return c;
@@ -192,7 +217,7 @@ std::string Checkpoint::describe() const {
 
 const StoredTensor& Checkpoint::stored(const std::string& name) const {
   const StoredTensor* t = store_.find(prefix_ + name);
-  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing (a {} checkpoint's; the file holds {})", store_.path(), prefix_ + name, arch_.name(), store_.describe()));
+  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing: a {} checkpoint has it ({} in all)", store_.path(), prefix_ + name, arch_.name(), store_.describe()));
   return *t;
 }
 
@@ -203,6 +228,7 @@ Tensor Checkpoint::tensor(const std::string& name, const Shape& shape, const cha
   }
   Tensor out = Tensor::uninitialized(shape);
   convert_to_f32(t, out.mutable_data());
+  require_finite(t, out.data(), out.size());
   return out;
 }
 
@@ -225,6 +251,7 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
   }
   Tensor x = Tensor::uninitialized({1, T, C});
   convert_rows_to_f32(wte, ids, x.mutable_data());
+  require_finite(wte, x.data(), x.size());
   if (arch_.family == Family::Gpt2) {
     if (T > arch_.positions) {
       throw InputError(fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", T, arch_.positions));
@@ -237,6 +264,7 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
     for (std::int64_t i = 0; i < T; ++i) rows[static_cast<std::size_t>(i)] = i;
     Tensor pos = Tensor::uninitialized({T, C});
     convert_rows_to_f32(wpe, rows, pos.mutable_data());
+    require_finite(wpe, pos.data(), pos.size());
     for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] += pos.data()[i];
   }
   return x;
@@ -282,7 +310,9 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
 }
 
 void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json) {
-  if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: expected a checkpoint directory with tokenizer files", dir));
+  if (!fs::is_directory(dir)) {
+    throw InputError(fmt::format("{}: {}", dir, fs::exists(dir) ? "expected a checkpoint directory with tokenizer files, got a file" : "no such directory"));
+  }
   const auto tokenizer = load_tokenizer(dir);
   if (!tokenizer) throw InputError(fmt::format("{}: no tokenizer.json, vocab.json + merges.txt or tokenizer.model in the directory", dir));
   const auto ids = tokenizer->encode(text);

@@ -45,7 +45,14 @@ const char* pattern_name(HeadPattern p) {
   return "mixed";
 }
 
-HeadSummary summarise_head(const float* weights, std::int64_t T) {
+std::string HeadsView::masked_text() const {
+  if (window == 1) return "masked (a query sees only itself: sliding window 1)";
+  return window > 0 ? fmt::format("masked (a query sees itself and the {} before it: sliding window {})",
+                                  window == 2 ? std::string("token") : fmt::format("{} tokens", window - 1), window)
+                    : "masked (a query sees only itself and earlier tokens)";
+}
+
+HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window) {
   HeadSummary s;
   if (T <= 0) return s;
   auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
@@ -64,7 +71,7 @@ HeadSummary summarise_head(const float* weights, std::int64_t T) {
       }
     }
     entropy += h;
-    max_entropy += std::log2(static_cast<double>(i + 1));
+    max_entropy += std::log2(static_cast<double>(window > 0 ? std::min(i + 1, window) : i + 1));
   }
   s.entropy = entropy / static_cast<double>(T);
   s.max_entropy = max_entropy / static_cast<double>(T);
@@ -119,7 +126,7 @@ void render_heads_json(const HeadsView& view, std::ostream& out) {
     return s + "]";
   };
   out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(view.model) << ",\n  \"tokens\": " << strings(view.tokens)
-      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"notes\": " << strings(view.notes)
+      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"window\": " << view.window << ",\n  \"notes\": " << strings(view.notes)
       << ",\n  \"weights\": [";
   // [L][H][T][T], one query's row a line
   for (std::int64_t l = 0; l < view.layers; ++l) {

@@ -171,10 +171,11 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
   v.model = ckpt.describe();
   v.tokens = tokens;
   v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
+  if (a.window > 0 && a.window < v.T) v.window = a.window;  // as attention_spec applies it
   Tensor h = ckpt.embed(ids);
   for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
   for (std::int64_t l = 0; l < v.layers; ++l)
-    for (std::int64_t hd = 0; hd < v.heads; ++hd) v.summaries.push_back(summarise_head(v.weights.data() + (l * v.heads + hd) * v.T * v.T, v.T));
+    for (std::int64_t hd = 0; hd < v.heads; ++hd) v.summaries.push_back(summarise_head(v.weights.data() + (l * v.heads + hd) * v.T * v.T, v.T, v.window));
   return v;
 }
 

@@ -233,7 +233,9 @@ StepText weights_text(const Spec& s, const TextFacts& f) {
 StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextFacts& f) {
   const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
   switch (step) {
-    case StepId::X: return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
+    case StepId::X:
+      if (!s.x_note.empty()) return {"Layer input", "x", s.x_note, Dims{Dim::B, Dim::T, Dim::C}};
+      return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
     case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
     case StepId::Positions:
       if (s.positions == Positions::Learned) {

@@ -58,12 +58,13 @@ constexpr const char* kScript = R"js(
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('heads-data').textContent);
-  var L = D.layers, H = D.heads, T = D.T, W = D.weights, P = D.palette;
+  var L = D.layers, H = D.heads, T = D.T, W = D.weights, P = D.palette, WIN = D.window;
+  function visible(i, j) { return j <= i && (WIN === 0 || j > i - WIN); }
   function w(l, h, i, j) { return W[((l * H + h) * T + i) * T + j]; }
   function colour(x) { return P[Math.max(0, Math.min(255, Math.round(x * 255)))]; }
   function paint(ctx, l, h, cell, x0, y0) {
     for (var i = 0; i < T; i++) for (var j = 0; j < T; j++) {
-      ctx.fillStyle = j > i ? '#e6e6e6' : colour(w(l, h, i, j));
+      ctx.fillStyle = visible(i, j) ? colour(w(l, h, i, j)) : '#e6e6e6';
       ctx.fillRect(x0 + j * cell, y0 + i * cell, cell, cell);
     }
   }
@@ -112,7 +113,7 @@ constexpr const char* kScript = R"js(
     var i = Math.floor(y / cell), j = Math.floor(x / cell);
     if (x < 0 || y < 0 || i < 0 || j < 0 || i >= T || j >= T) { at.textContent = 'hover a cell for its weight'; return; }
     var q = 'query ' + i + ' ' + D.tokens[i] + ' → key ' + j + ' ' + D.tokens[j] + ': ';
-    at.textContent = q + (j > i ? 'masked (a later token)' : w(cur[0], cur[1], i, j).toFixed(4));
+    at.textContent = q + (visible(i, j) ? w(cur[0], cur[1], i, j).toFixed(4) : j > i ? 'masked (a later token)' : 'masked (outside the window)');
   });
   big.addEventListener('mouseleave', function () { at.textContent = 'hover a cell for its weight'; });
   document.addEventListener('keydown', function (e) {
@@ -156,7 +157,7 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
   const auto lines = summary_lines(view, labels);
   // the data for the script; "</" never appears inside the <script> element
   std::ostringstream d;
-  d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"tokens\": [";
+  d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"window\": " << view.window << ", \"tokens\": [";
   for (std::size_t i = 0; i < labels.size(); ++i) d << (i ? ", " : "") << json_quote(labels[i]);
   d << "],\n\"summaries\": [";
   for (std::size_t i = 0; i < lines.size(); ++i) d << (i ? ", " : "") << json_quote(lines[i]);
@@ -174,9 +175,8 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
       << "<title>" << esc("attn heads · " + view.model) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
   out << "<header class=\"top\">\n<h1>" << esc("attn heads · " + view.model) << "</h1>\n<div class=\"meta\">"
-      << esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; grey: masked (a query sees "
-                         "only itself and earlier tokens)",
-                         view.layers, view.heads, view.T));
+      << esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; grey: {}",
+                         view.layers, view.heads, view.T, view.masked_text()));
   for (const auto& n : view.notes) out << "<br>note: " << esc(n);
   out << "</div>\n<div class=\"tokens\">";
   for (std::size_t i = 0; i < labels.size(); ++i) out << (i ? " · " : "") << "<span>" << i << "&nbsp;" << esc(labels[i]) << "</span>";

@@ -38,7 +38,7 @@ void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, 
   o << fmt::format("   <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{0}\" fill=\"{1}\"/>\n", T, kMasked);
   std::map<std::string, std::string> paths;  // colour -> path data
   for (std::int64_t i = 0; i < T; ++i) {
-    std::int64_t j = 0;
+    std::int64_t j = v.window > 0 ? std::max<std::int64_t>(0, i - v.window + 1) : 0;
     while (j <= i) {
       const std::string c = svg_hex(viridis(static_cast<double>(v.weight(l, h, i, j))));
       std::int64_t e = j + 1;
@@ -133,7 +133,7 @@ void render_heads_svg(const HeadsView& view, std::ostream& out) {
     b << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"18\" height=\"14\" fill=\"{}\"/>\n", 66 + k * 18, ly, svg_hex(viridis(k / 9.0)));
   b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"11\">1</text>\n", 66 + 180 + 6, ly + 11);
   b << fmt::format("  <rect x=\"276\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", ly, kMasked);
-  b << fmt::format("  <text x=\"296\" y=\"{}\" font-size=\"11\">masked (a query sees only itself and earlier tokens)</text>\n", ly + 11);
+  b << fmt::format("  <text x=\"296\" y=\"{}\" font-size=\"11\">{}</text>\n", ly + 11, esc(view.masked_text()));
   ly += 30;
   std::string foot = "under each head: its pattern and the mean weight behind it (broad: entropy ÷ uniform entropy)";
   if (step > 1) foot += fmt::format("; one token in {} labelled, with its position", step);

@@ -8,11 +8,18 @@
 namespace attn {
 namespace {
 
+// A label in a table cell: Markdown's own characters escaped, and < > & as entities, so that a
+// token such as Llama's "<s>" is shown rather than read as an HTML tag.
 std::string cell_text(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out += '\\';
-    out += c;
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else {
+      if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\') out += '\\';
+      out += c;
+    }
   }
   return out;
 }

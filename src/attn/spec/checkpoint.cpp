@@ -95,7 +95,11 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   layer.notes = std::move(in.notes);
   const bool gpt2 = a.family == model::Family::Gpt2;
   const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
-  layer.notes.push_back(fmt::format("x: layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", gpt2 ? " (wte + wpe)" : "", below));
+  layer.x_note = fmt::format("layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", gpt2 ? " (wte + wpe)" : "", below);
+  if (a.family == model::Family::Llama && a.positions > 0 && static_cast<std::int64_t>(in.ids.size()) > a.positions) {
+    layer.notes.push_back(fmt::format("{} tokens, more than the {} positions the model was trained for (max_position_embeddings); RoPE "
+                                      "computes them all the same", in.ids.size(), a.positions));
+  }
   if (layer.window > 0) layer.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
   s = std::move(layer);
 }
@@ -119,6 +123,7 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   }
   HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.pieces);
   view.notes = in.notes;
+  if (view.window > 0) view.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
   return view;
 }
 
