@@ -136,14 +136,16 @@ void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& 
   add_into(h, down.data());
 }
 
-// One layer on the residual stream h (1, T, C): attention, then the MLP; weights (H, T, T) appended when asked for.
+// One layer on the residual stream h (1, T, C): attention, then the MLP (unless the stream ends
+// here); weights (H, T, T) appended when asked for.
 void run_layer(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, const Labels& tokens, std::vector<float>* weights) {
+  const bool last = i + 1 == ckpt.arch().layers;
   const auto& a = ckpt.arch();
   LayerWeights w = ckpt.layer(i);
   const Spec s = attention_spec(a, w, normalise(h, w.norm1_w, w.norm1_b, a.eps), tokens);
   const Tensor attn_out = attend(s, be, weights);
   add_into(h, attn_out.data());
-  add_mlp(a, w, be, h);
+  if (!last) add_mlp(a, w, be, h);  // nothing reads the stream after the last layer's attention
 }
 
 void check_layer(const Architecture& a, std::int64_t layer) {
