@@ -104,6 +104,12 @@ class Backend {
     std::int64_t free = -1, total = -1;
   };
   virtual Memory memory() { return {}; }
+  // (optional) Bytes copied to and from the backend's memory so far (a device's: over PCIe); 0 for
+  // a backend whose tensors are the host's.
+  struct Traffic {
+    std::int64_t uploaded = 0, downloaded = 0;
+  };
+  virtual Traffic traffic() const { return {}; }
 };
 
 // Throws DeviceError (exit 2) with the estimate and the largest step when the spec's trace (its

@@ -8,7 +8,7 @@
   masked_row nan   = nn.MultiheadAttention(need_weights=True) on a fully masked row
   masked_row uniform / mask_fill -1e9 = masked_fill(-1e9) then softmax (the course notes' code)
   masked_row zeros = scaled_dot_product_attention's safe softmax (PyTorch 2.5+): NaN rows as 0
-torch 1.13 has SDPA as F._scaled_dot_product_attention (same mask conventions).
+torch 1.13 has SDPA as F._scaled_dot_product_attention (same mask conventions); torch 2 as F.scaled_dot_product_attention.
 
 Usage: torch_masks.py PATH_TO_ATTN. Exit 0 all agree within 1e-5, 1 a difference, 77 skipped.
 """
@@ -44,6 +44,20 @@ def attn(exe, spec):
         walk(s["data"])
         out[s["id"]] = torch.tensor(flat, dtype=torch.float32).reshape(s["shape"])
     return out
+
+
+def sdpa(F, torch, q, k, v, attn_mask=None, is_causal=False):
+    """SDPA's output and weights. torch 1.13's private form returns both; torch 2's public one returns
+    the output only, so the weights are its formula written out (the output still torch's own)."""
+    if hasattr(F, "_scaled_dot_product_attention"):
+        return F._scaled_dot_product_attention(q, k, v, attn_mask, 0.0, True, is_causal)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if is_causal:
+        attn_mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, -math.inf)
+    return o, torch.softmax(s, dim=-1)
 
 
 def same(a, b):
@@ -88,7 +102,7 @@ def main():
 
     # keep: SDPA's boolean mask (True = may attend)
     keep = ~block
-    o, w = F._scaled_dot_product_attention(q[None], kq[None], vq[None], attn_mask=keep[None], need_attn_weights=True)
+    o, w = sdpa(F, torch, q[None], kq[None], vq[None], attn_mask=keep[None])
     got = attn(exe, {"q": q.tolist(), "k": kq.tolist(), "v": vq.tolist(), "attn_mask": {"keep": keep.tolist()}})
     record("keep = scaled_dot_product_attention attn_mask (bool): weights", got["weights"], w[0])
     record("keep = scaled_dot_product_attention attn_mask (bool): context", got["context"], o[0])
@@ -104,7 +118,7 @@ def main():
     record("add = nn.MultiheadAttention attn_mask (float): output", got["output"], out)
 
     # causal, T != S, top-left: SDPA is_causal
-    o, w = F._scaled_dot_product_attention(q[None], k[None], v[None], None, 0.0, True, True)
+    o, w = sdpa(F, torch, q[None], k[None], v[None], is_causal=True)
     got = attn(exe, {"mode": "causal", "q": q.tolist(), "k": k.tolist(), "v": v.tolist()})
     record("causal top-left (T=4, S=6) = SDPA is_causal: weights", got["weights"], w[0])
     record("causal top-left (T=4, S=6) = SDPA is_causal: context", got["context"], o[0])

@@ -331,12 +331,14 @@ class CudaBackend final : public Backend {
 
   BackendTensor upload(const Tensor& t) override {
     auto d = make(t.shape(), "upload");
+    traffic_.uploaded += t.size() * static_cast<std::int64_t>(sizeof(Scalar));
     if (t.size() > 0) check(cudaMemcpy(dev(d), t.data(), static_cast<std::size_t>(t.size()) * sizeof(Scalar), cudaMemcpyHostToDevice), "upload", "cudaMemcpy");
     return d;
   }
 
   Tensor download(const BackendTensor& t) override {
     Tensor h = Tensor::uninitialized(t.shape);
+    traffic_.downloaded += h.size() * static_cast<std::int64_t>(sizeof(Scalar));
     if (h.size() > 0) {
       check(cudaMemcpy(h.mutable_data(), dev(t), static_cast<std::size_t>(h.size()) * sizeof(Scalar), cudaMemcpyDeviceToHost), "download", "cudaMemcpy");
     }
@@ -551,6 +553,8 @@ class CudaBackend final : public Backend {
     return lengths_dev_.p;
   }
 
+  Traffic traffic() const override { return traffic_; }
+  Traffic traffic_;
   cublasHandle_t handle_ = nullptr;
   bool sync_ = sync_mode();
   std::vector<std::int64_t> lengths_;         // the host copy the device's lengths were copied from
