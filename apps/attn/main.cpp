@@ -87,11 +87,12 @@ void add_resources(CLI::App* cmd, Resources& r) {
 }
 
 // Reads the spec and refuses it, with the estimate, when its trace would not fit in memory.
-attn::Spec load_checked(const std::string& file, const Resources& r) {
+// fused: the trace of attn run --fused, which holds no [T, S] step.
+attn::Spec load_checked(const std::string& file, const Resources& r, bool fused = false) {
   r.apply();
   const auto max = r.max_bytes();
   attn::Spec spec = attn::load_spec(file, max);
-  attn::require_fits(attn::plan_trace(spec), max, r.why());
+  attn::require_fits(attn::plan_trace(spec, fused), max, r.why());
   return spec;
 }
 
@@ -119,6 +120,7 @@ struct RunOptions {
   std::string check_against;
   std::string flash;
   bool flash_given = false;
+  bool fused = false;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -132,6 +134,8 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_option("--flash", o.flash, "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context")
       ->each([&o](const std::string&) { o.flash_given = true; });
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
+  run->add_flag("--fused", o.fused, "the context straight from q, k and v in one pass (FlashAttention's running max and sum): no "
+                                    "[T, S] step (kT, scores, scaled, masked, weights) is computed or kept");
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
                   "without colour heatmaps use the shades ' ░▒▓█'")
@@ -153,7 +157,8 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_option("--summary-threshold", o.summary_threshold, "summarise tensors with more values than this (default 1000)")
       ->check(CLI::PositiveNumber);
   run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
-  run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output)");
+  run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output), and with --backend cuda the bytes copied "
+                                        "to and from the GPU");
   run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   add_resources(run, o.resources);
@@ -344,11 +349,19 @@ attn::ColorMode color_mode(const std::string& choice) {
 }
 
 int run_run(const RunOptions& o) {
-  const attn::Spec spec = load_checked(o.file, o.resources);
+  const attn::Spec spec = load_checked(o.file, o.resources, o.fused);
   auto backend = attn::make_backend(o.backend);
-  attn::require_fits_on(*backend, spec);  // the device's memory, as load_checked did the host's
+  attn::require_fits_on(*backend, spec, o.fused);  // the device's memory, as load_checked did the host's
   attn::PipelineOptions options;
   if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
+  options.fused = o.fused;
+  // text output of some steps shows only those: the others stay on a device unless read
+  if (o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
+      (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
+    const attn::Trace plan = attn::plan_trace(spec);
+    for (const auto i : attn::select_steps(plan, o.steps, o.from, o.to)) options.shown.push_back(plan.steps[i].id);
+    if (options.shown.empty()) options.shown.push_back("");  // (none: an id no step has)
+  }
   const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
   if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir, o.force);
   attn::TextOptions t;
@@ -359,7 +372,8 @@ int run_run(const RunOptions& o) {
   t.view.batch = o.batch;
   attn::check_view(trace, t.view);
   t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
-  t.heatmaps = attn::heatmap_steps(trace, o.heatmaps);
+  // (a fused trace has no weights to draw by default)
+  t.heatmaps = attn::heatmap_steps(trace, o.fused && o.heatmaps == std::vector<std::string>{"weights"} ? std::vector<std::string>{} : o.heatmaps);
   t.color = color_mode(o.color);
   t.explain = o.explain;
   t.fit_range = o.heat_range == "fit";
@@ -390,6 +404,14 @@ int run_run(const RunOptions& o) {
   } else {
     attn::render_text(trace, std::cout, t);
     if (flash) attn::render_flash_text(*flash, trace, std::cout, t);
+  }
+  if (o.timings && o.format == "text") {
+    const auto moved = backend->traffic();  // rendering included: what it read from the device moved too
+    if (moved.uploaded + moved.downloaded > 0) {
+      std::cout << fmt::format("{}: {} copied to the device, {} copied back ({} and {} bytes)\n", o.backend,
+                               attn::human_bytes(static_cast<double>(moved.uploaded)), attn::human_bytes(static_cast<double>(moved.downloaded)),
+                               moved.uploaded, moved.downloaded);
+    }
   }
   if (flash && flash->max_diff > 1e-5) return kExitDiffers;
   if (!o.check_against.empty()) {

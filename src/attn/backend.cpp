@@ -13,14 +13,10 @@
 
 namespace attn {
 
-void BackendTensor::throw_bad_view(const Shape& from, const Shape& to) {
-  throw InternalError("backend view " + shape_string(from) + " -> " + shape_string(to) + " changes the size");
-}
-
-void require_fits_on(Backend& backend, const Spec& spec) {
+void require_fits_on(Backend& backend, const Spec& spec, bool fused) {
   const Backend::Memory memory = backend.memory();
   if (memory.free < 0) return;
-  const Trace plan = plan_trace(spec);
+  const Trace plan = plan_trace(spec, fused);
   const double total = kept_bytes(plan);
   if (total <= static_cast<double>(memory.free)) return;
   const Step* largest = nullptr;

@@ -35,7 +35,10 @@ struct BackendTensor {
     if (element_count(new_shape) != element_count(shape)) throw_bad_view(shape, new_shape);
     return BackendTensor{std::move(new_shape), buffer};
   }
-  [[noreturn]] static void throw_bad_view(const Shape& from, const Shape& to);
+  // (inline: the CUDA module, which does not link backend.cpp, makes views too)
+  [[noreturn]] static void throw_bad_view(const Shape& from, const Shape& to) {
+    throw InternalError("backend view " + shape_string(from) + " -> " + shape_string(to) + " changes the size");
+  }
 };
 
 class Backend {
@@ -44,7 +47,13 @@ class Backend {
   virtual std::string_view name() const = 0;
 
   virtual BackendTensor upload(const Tensor& host) = 0;
-  virtual Tensor download(const BackendTensor& t) = 0;
+  // When a device's tensor is copied to the host. Soon: the copy starts now (pinned, asynchronous,
+  // beside the primitives that follow) and a reader waits for it; OnRead: nothing moves until the
+  // values are first read (a step the run does not show stays on the device).
+  enum class Fetch { Soon, OnRead };
+  // The host's view of t: the same values, shape t.shape. A host backend returns its own tensor.
+  virtual Tensor fetch(const BackendTensor& t, Fetch when) = 0;
+  Tensor download(const BackendTensor& t) { return fetch(t, Fetch::Soon); }
 
   // a (N, m, k) · b (N, k, n) -> (N, m, n); b may also be (k, n), shared by all N.
   virtual BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) = 0;
@@ -66,6 +75,12 @@ class Backend {
   virtual BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty = EmptyRow::Nan) = 0;
   // a (N, n) -> (N): each row's sum
   virtual BackendTensor row_sums(const BackendTensor& a) = 0;
+  // a (N, n) -> how many rows hold -inf in every entry (a query with every key masked), and the
+  // first of them (-1 when none). n = 0 counts no row. A dry run (the shape backend) has none.
+  struct EmptyRows {
+    std::int64_t count = 0, first = -1;
+  };
+  virtual EmptyRows empty_rows(const BackendTensor& a) = 0;
   // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i + offset when causal, and
   // j > i + offset − window as well with a sliding window (window > 0), j < lengths[b] when lengths
   // are given; flipped inverts it (the mask-flipped mistake).
@@ -94,6 +109,19 @@ class Backend {
   // slopes (H) -> (H, T, S): −slopes[h] · (i + offset − j), ALiBi's bias (one product, rounded once)
   virtual BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) = 0;
 
+  // q (B, H, T, hs), k (B, Hkv, S, hs), v (B, Hkv, S, hv) -> the context (B, H, T, hv), as
+  // softmax_rows(masked_fill(scale(q·kᵀ), mask_keep(...), -inf), empty) · v, without holding any
+  // [T, S] matrix: FlashAttention's pass over the keys with a running row max and sum (Dao et al.
+  // 2022). Query head h reads kv head h / (H / Hkv) (grouped-query; Hkv divides H). Key j is kept for
+  // query i as mask_keep's rule (causal with offset, the window, j < lengths[b]; no flip).
+  struct FusedMask {
+    bool causal = false;
+    std::int64_t offset = 0, window = 0;
+    std::vector<std::int64_t> lengths;
+  };
+  virtual BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale,
+                                        const FusedMask& mask, EmptyRow empty) = 0;
+
   // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
   virtual double take_flops() { return 0; }
   // (optional) Waits until all queued work is done, so a host clock can time it (a GPU queues work).
@@ -115,7 +143,7 @@ class Backend {
 // Throws DeviceError (exit 2) with the estimate and the largest step when the spec's trace (its
 // dry run, plan_trace) would keep more than the backend's free memory; nothing where the backend
 // does not say how much it has (the CPU). Call it after make_backend, before run_pipeline.
-void require_fits_on(Backend& backend, const Spec& spec);
+void require_fits_on(Backend& backend, const Spec& spec, bool fused = false);
 
 // A backend that computes nothing: shapes only, and the floating-point operations each primitive
 // would do. The pipeline run on it is a dry run: every step's shape and cost, no allocation.

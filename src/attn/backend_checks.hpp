@@ -96,4 +96,18 @@ inline void add_mask(std::string_view be, const BackendTensor& scores, const Bac
           be, "add_mask wants (B, G, T, S) and (1 or B, T, S)", add);
 }
 
+// a (N, n)
+inline void empty_rows(std::string_view be, const BackendTensor& a) { require(a.shape.size() == 2, be, "empty_rows wants (N, n)", a); }
+
+// q (B, H, T, hs), k (B, Hkv, S, hs), v (B, Hkv, S, hv), Hkv dividing H, lengths none or B of them
+inline void fused_attention(std::string_view be, const BackendTensor& q, const BackendTensor& k, const BackendTensor& v,
+                            const Backend::FusedMask& mask) {
+  require(q.shape.size() == 4, be, "fused_attention wants q (B, H, T, hs)", q);
+  require(k.shape.size() == 4 && k.shape[0] == q.shape[0] && k.shape[1] > 0 && q.shape[1] % k.shape[1] == 0 && k.shape[3] == q.shape[3], be,
+          "fused_attention wants k (B, Hkv, S, hs) with Hkv dividing H", k);
+  require(v.shape.size() == 4 && v.shape[0] == k.shape[0] && v.shape[1] == k.shape[1] && v.shape[2] == k.shape[2], be,
+          "fused_attention wants v (B, Hkv, S, hv)", v);
+  require(mask.lengths.empty() || static_cast<std::int64_t>(mask.lengths.size()) == q.shape[0], be, "fused_attention wants B lengths", q);
+}
+
 }  // namespace attn::backend_checks

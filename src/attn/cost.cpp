@@ -12,9 +12,11 @@
 
 namespace attn {
 
-Trace plan_trace(const Spec& spec) {
+Trace plan_trace(const Spec& spec, bool fused) {
   auto backend = make_shape_backend();
-  return run_pipeline(spec, *backend);
+  PipelineOptions options;
+  options.fused = fused;
+  return run_pipeline(spec, *backend, options);
 }
 
 double step_bytes(const Step& s) {

@@ -15,7 +15,8 @@
 
 namespace attn {
 
-Trace plan_trace(const Spec& spec);  // every step's shape and flops; no values
+// every step's shape and flops; no values (fused: the trace of attn run --fused, with no [T, S] step)
+Trace plan_trace(const Spec& spec, bool fused = false);
 
 // Bytes the trace keeps: every step's values once (views share them) plus the row sums.
 double kept_bytes(const Trace& trace);

@@ -96,7 +96,9 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
   for (const auto& m : all_mistakes()) {
     Trace t;
     try {
-      t = run_pipeline(spec, *backend, PipelineOptions{m.mistake});
+      PipelineOptions options;
+      options.mistake = m.mistake;
+      t = run_pipeline(spec, *backend, options);
     } catch (const InputError&) {
       continue;  // the mistake cannot happen on this input (say, qk-swapped with T != S)
     }

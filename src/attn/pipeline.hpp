@@ -2,6 +2,9 @@
 // The step order itself is attention_forward in pipeline/forward.cpp.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "attn/backend.hpp"
 #include "attn/pipeline/mistakes.hpp"
 #include "attn/spec.hpp"
@@ -11,6 +14,13 @@ namespace attn {
 
 struct PipelineOptions {
   Mistake mistake = Mistake::None;
+  // The steps the run will show (by id); none given: every step. A device's backend starts copying
+  // these to the host as they are made; the others stay on the device until something reads them.
+  std::vector<std::string> shown;
+  bool shows_all() const { return shown.empty(); }
+  // FlashAttention's fused pass (attn run --fused): the context straight from q, k and v, with no
+  // [T, S] step (kᵀ, scores, scaled, masked, weights) in the trace.
+  bool fused = false;
 };
 
 // Under a mistake the trace keeps non-finite values and fully masked rows (a student's tensors can

@@ -16,7 +16,7 @@ class ShapeBackend final : public Backend {
  public:
   std::string_view name() const override { return kName; }
   BackendTensor upload(const Tensor& t) override { return {t.shape(), nullptr}; }
-  Tensor download(const BackendTensor& t) override { return Tensor::shape_only(t.shape); }
+  Tensor fetch(const BackendTensor& t, Fetch) override { return Tensor::shape_only(t.shape); }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
     check::matmul(kName, a, b);
@@ -97,6 +97,17 @@ class ShapeBackend final : public Backend {
     check::add_mask(kName, scores, add);
     flops_ += static_cast<double>(element_count(scores.shape));
     return {scores.shape, nullptr};
+  }
+  EmptyRows empty_rows(const BackendTensor& a) override {
+    check::empty_rows(kName, a);
+    return {};
+  }
+  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar, const FusedMask& mask,
+                                EmptyRow) override {
+    check::fused_attention(kName, q, k, v, mask);
+    // per query row and key: a dot product of hs, a scale, exp and sum, and a product of hv
+    flops_ += static_cast<double>(q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]) * (2.0 * static_cast<double>(q.shape[3] + v.shape[3]) + 4.0);
+    return {{q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, nullptr};
   }
   double take_flops() override {
     const double f = flops_;

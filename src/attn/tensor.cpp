@@ -115,7 +115,7 @@ std::int64_t Tensor::dim(int axis) const {
 }
 
 Tensor Tensor::deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element,
-                        std::function<std::int64_t()> nonfinite) {
+                        FindNonfinite nonfinite) {
   Tensor t;
   t.shape_ = std::move(shape);
   t.deferred_ = std::make_shared<Deferred>();

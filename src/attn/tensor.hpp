@@ -66,9 +66,11 @@ class Tensor {
   // others (scores × factor, a mask applied): shown, dumped or compared exactly as if kept, never
   // held unless asked for. Both must give the same bits.
   // `nonfinite`, when given, finds the first flat index whose value is not finite (or -1) without
-  // filling: for a deferred step that could overflow where its inputs did not (a product).
+  // filling: for a deferred step that could overflow where its inputs did not (a product), or a
+  // device's tensor (searched there). Its argument: -inf counts as finite (a masked step's blocks).
+  using FindNonfinite = std::function<std::int64_t(bool minus_inf_allowed)>;
   static Tensor deferred(Shape shape, std::function<void(Scalar*)> fill, std::function<Scalar(std::int64_t)> element,
-                         std::function<std::int64_t()> nonfinite = {});
+                         FindNonfinite nonfinite = {});
   // Values generated in order from any position, never held unless a reader needs them all (the
   // seeded weights: a random stream that skips ahead). `open(first)` returns a reader whose calls
   // write the next values from flat index `first` on (or, given a null `out`, skip them). data()
@@ -80,7 +82,11 @@ class Tensor {
   // The generated tensor's open(), while its values are not held; else null.
   const OpenAt* reader() const { return deferred_ && deferred_->open && !deferred_->storage ? &deferred_->open : nullptr; }
   // The deferred tensor's first non-finite entry, or -1 (also when held, or when no check was given).
-  std::int64_t deferred_nonfinite() const { return deferred_ && deferred_->nonfinite ? deferred_->nonfinite() : -1; }
+  std::int64_t deferred_nonfinite(bool minus_inf_allowed = false) const {
+    return deferred_ && deferred_->nonfinite ? deferred_->nonfinite(minus_inf_allowed) : -1;
+  }
+  // Whether a deferred tensor can say where its first non-finite entry is without being filled.
+  bool finds_nonfinite() const { return deferred_ && deferred_->nonfinite && !deferred_->storage; }
   bool has_data() const { return storage_ != nullptr || deferred_ != nullptr; }
   // Whether the values are held (false for a deferred tensor not yet filled).
   bool held() const { return storage_ != nullptr || (deferred_ && deferred_->storage); }
@@ -108,7 +114,7 @@ class Tensor {
     std::once_flag once;
     std::function<void(Scalar*)> fill;
     std::function<Scalar(std::int64_t)> element;
-    std::function<std::int64_t()> nonfinite;
+    FindNonfinite nonfinite;
     OpenAt open;                       // a generated tensor's values in order
     std::shared_ptr<Storage> storage;  // set once filled
   };

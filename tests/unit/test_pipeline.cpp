@@ -535,3 +535,69 @@ TEST_CASE("kᵀ is a deferred transpose the scores product reads through k", "[p
       for (std::int64_t j = 0; j < T; ++j)
         if (all[(h * hs + r) * T + j] != k.value.at((h * T + j) * hs + r)) FAIL("k.T row " << r);
 }
+
+// ---- --fused: the context in one pass, the same bits as the materialised steps on the CPU ----------
+
+namespace {
+
+Trace fused_trace_of(const std::string& json_text) {
+  auto backend = make_cpu_backend();
+  PipelineOptions options;
+  options.fused = true;
+  return run_pipeline(parse_spec(json_text, "test.json"), *backend, options);
+}
+
+// Equal bits, NaN included.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const Scalar x = a.data()[i], y = b.data()[i];
+    if (!(x == y || (std::isnan(x) && std::isnan(y)))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the fused pass (--fused) gives the materialised context's bits on the CPU, with no [T, S] step", "[pipeline][fused]") {
+  const std::vector<std::string> specs = {
+      R"({"mode": "causal", "heads": 4, "random": {"seed": 3, "B": 2, "T": 77, "C": 32, "output_projection": true}})",
+      R"({"mode": "causal", "heads": 8, "kv_heads": 2, "window": 9, "rope": {}, "random": {"seed": 4, "B": 2, "T": 50, "C": 64}})",
+      R"({"mode": "self", "heads": 2, "padding": {"lengths": [6, 3]}, "random": {"seed": 5, "B": 2, "T": 6, "C": 8}})",
+      R"({"mode": "cross", "heads": 2, "random": {"seed": 9, "T": 5, "S": 3, "C": 8, "Cs": 3, "dk": 4, "dv": 2, "output_projection": true}})",
+      R"({"mode": "causal", "scale": "none", "random": {"seed": 2, "T": 1, "C": 4}})",
+      // a query with no key (bottom-right, T > S) under each policy that lets it through
+      R"({"mode": "causal", "causal_align": "bottom-right", "masked_row": "zeros", "q": [[1, 0], [0, 1], [1, 1]], "k": [[1, 0], [0, 1]], "v": [[1, 2], [3, 4]]})",
+      R"({"mode": "causal", "causal_align": "bottom-right", "masked_row": "uniform", "q": [[1, 0], [0, 1], [1, 1]], "k": [[1, 0], [0, 1]], "v": [[1, 2], [3, 4]]})",
+      R"({"mode": "causal", "causal_align": "bottom-right", "masked_row": "nan", "q": [[1, 0], [0, 1], [1, 1]], "k": [[1, 0], [0, 1]], "v": [[1, 2], [3, 4]]})",
+  };
+  for (const auto& text : specs) {
+    INFO(text);
+    const Trace full = trace_of(text), fused = fused_trace_of(text);
+    CHECK(same_bits(step(full, "context").value, step(fused, "context").value));
+    if (full.find("output") != nullptr) CHECK(same_bits(step(full, "output").value, step(fused, "output").value));
+    for (const char* id : {"k.T", "scores", "scaled", "mask", "masked", "weights", "k.repeat", "v.repeat"}) CHECK(fused.find(id) == nullptr);
+    CHECK(step(fused, "context").title == "Context vectors (fused)");
+  }
+  // the empty row's policies, as numbers: zeros gives 0, uniform the mean of the value rows, nan NaN
+  CHECK(values(step(fused_trace_of(specs[5]), "context"))[0] == 0.0f);
+  CHECK(values(step(fused_trace_of(specs[6]), "context"))[0] == 2.0f);
+  CHECK(std::isnan(values(step(fused_trace_of(specs[7]), "context"))[0]));
+}
+
+TEST_CASE("the fused pass (--fused) names what it cannot fuse", "[pipeline][fused]") {
+  auto refusal = [](const std::string& text) {
+    try {
+      fused_trace_of(text);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal(R"({"mode": "causal", "softcap": 30, "random": {"seed": 1, "T": 4, "C": 8}})") ==
+        "--fused: soft-capping is a step of its own; run without --fused to see every step");
+  CHECK(refusal(R"({"mode": "causal", "causal_align": "bottom-right", "tokens": ["a", "b", "c"], "q": [[1, 0], [0, 1], [1, 1]], "k": [[1, 0], [0, 1]], "v": [[1, 2], [3, 4]]})") ==
+        "masked: query row 0 \"a\" (batch 0, head 0) has every key masked; its softmax is undefined");
+  // the window leaves every row a key: accepted
+  CHECK(refusal(R"({"mode": "causal", "window": 1, "random": {"seed": 1, "T": 4, "C": 8}})").empty());
+}

@@ -100,7 +100,7 @@ cpu::Operand operand(const BackendTensor& t, std::int64_t batches, std::int64_t 
 }
 
 // A deferred re-layout: (batches, rows, cols) values read from `op`, held only when asked for.
-Tensor relayout(Shape shape, std::shared_ptr<const cpu::Operand> op, std::function<std::int64_t()> nonfinite = {}) {
+Tensor relayout(Shape shape, std::shared_ptr<const cpu::Operand> op, Tensor::FindNonfinite nonfinite = {}) {
   const std::int64_t rows = op->rows, cols = op->cols;
   return Tensor::deferred(
       std::move(shape),
@@ -138,7 +138,7 @@ BackendTensor defer_product(Shape shape, std::shared_ptr<const cpu::Product> p, 
         p->values(i, 1, &v);
         return v;
       },
-      [p] { return p->first_nonfinite(); });
+      [p](bool minus_inf_allowed) { return p->first_nonfinite(minus_inf_allowed); });
   auto b = std::make_shared<CpuBuffer>(std::move(t));
   b->product = std::move(p);
   return BackendTensor{std::move(shape), std::move(b)};
@@ -189,7 +189,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return kName; }
 
   BackendTensor upload(const Tensor& t) override { return wrap(t); }
-  Tensor download(const BackendTensor& t) override { return host(t).reshaped(t.shape); }
+  Tensor fetch(const BackendTensor& t, Fetch) override { return host(t).reshaped(t.shape); }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
     // a (N, m, k), b (N, k, n) or (k, n) -> (N, m, n)
@@ -626,6 +626,62 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
+  EmptyRows empty_rows(const BackendTensor& a) override {
+    // read entry by entry, stopping at a row's first entry above -inf (usually its first): a
+    // deferred masked step is not computed for this
+    check::empty_rows(kName, a);
+    const auto rows = a.shape[0], n = a.shape[1];
+    const Tensor& t = host(a);
+    EmptyRows e;
+    for (std::int64_t r = 0; r < rows && n > 0; ++r) {
+      std::int64_t j = 0;
+      while (j < n && t.at(r * n + j) == -std::numeric_limits<Scalar>::infinity()) ++j;
+      if (j < n) continue;
+      if (e.count++ == 0) e.first = r;
+    }
+    return e;
+  }
+
+  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale, const FusedMask& mask,
+                                EmptyRow empty) override {
+    // One query row at a time, S scores in a row buffer: the materialised steps' own arithmetic
+    // (the products' fma chains, one multiply by the scale, the mask's select, the softmax's max,
+    // exp and double sum, weights · v as an fma chain over the keys), so the context has their bits.
+    check::fused_attention(kName, q, k, v, mask);
+    const auto B = q.shape[0], H = q.shape[1], T = q.shape[2], hs = q.shape[3], Hkv = k.shape[1], S = k.shape[2], hv = v.shape[3];
+    const auto group = H / Hkv;
+    const cpu::KeepRule rule{mask.causal, mask.offset, mask.window, mask.lengths, false};
+    Tensor out = Tensor::uninitialized({B, H, T, hv});
+    const Scalar *pq = host(q).data(), *pk = host(k).data(), *pv = host(v).data();
+    Scalar* po = out.mutable_data();
+    constexpr Scalar kMinusInf = -std::numeric_limits<Scalar>::infinity();
+#pragma omp parallel for schedule(static) if (parallel(2.0 * static_cast<double>(B * H * T * S * (hs + hv))))
+    for (std::int64_t row = 0; row < B * H * T; ++row) {
+      thread_local std::vector<Scalar> w;
+      w.resize(static_cast<std::size_t>(S));
+      const auto i = row % T, h = row / T % H, b = row / (T * H);
+      const Scalar* x = pq + row * hs;
+      const Scalar* keys = pk + (b * Hkv + h / group) * S * hs;
+      const Scalar* values = pv + (b * Hkv + h / group) * S * hv;
+      for (std::int64_t j = 0; j < S; ++j) w[static_cast<std::size_t>(j)] = rule.kept(b, i, j) ? cpu::fma_chain(x, keys + j * hs, 1, hs) * scale : kMinusInf;
+      Scalar* y = po + row * hv;
+      const Scalar mx = S > 0 ? cpu::row_max(w.data(), S) : kMinusInf;
+      if (mx == kMinusInf) {
+        // every key masked: the policy's row of weights (NaN, zeros or 1/S), times v
+        const Scalar fill = empty == EmptyRow::Zeros ? Scalar{0}
+                            : empty == EmptyRow::Uniform ? static_cast<Scalar>(1.0 / static_cast<double>(S))
+                                                         : std::numeric_limits<Scalar>::quiet_NaN();
+        std::fill(w.begin(), w.end(), fill);
+      } else {
+        cpu::exp_shifted(w.data(), S, mx);
+        const Scalar inv = static_cast<Scalar>(1.0 / cpu::row_sum(w.data(), S));
+        for (auto& e : w) e *= inv;
+      }
+      for (std::int64_t e = 0; e < hv; ++e) y[e] = cpu::fma_chain(w.data(), values + e, hv, S);
+    }
+    return wrap(std::move(out));
+  }
+
  private:
   // context (N, m, n) = weights (N, m, k), deferred, · v (N, k, n): weights rows are computed block
   // by block into scratch and multiplied at once, never held.
@@ -672,10 +728,12 @@ class CpuBackend final : public Backend {
     if (heads == 1) return wrap(std::move(out));
     auto op = std::make_shared<const cpu::Operand>(cpu::Operand{out, n_batch, m, n, 0, heads, m * ldc, n, ldc});
     // a value out of range is looked for in the merged order, and named at its place in this one
-    auto nonfinite = [op, m, n]() -> std::int64_t {
+    auto nonfinite = [op, m, n](bool minus_inf_allowed) -> std::int64_t {
       if (all_finite(op->src.data(), op->src.size())) return -1;
-      for (std::int64_t f = 0; f < op->batches * m * n; ++f)
-        if (!std::isfinite(op->at(f / (m * n), f % (m * n) / n, f % n))) return f;
+      for (std::int64_t f = 0; f < op->batches * m * n; ++f) {
+        const Scalar v = op->at(f / (m * n), f % (m * n) / n, f % n);
+        if (!std::isfinite(v) && !(minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) return f;
+      }
       return -1;
     };
     auto b = std::make_shared<CpuBuffer>(relayout({n_batch, m, n}, op, nonfinite));

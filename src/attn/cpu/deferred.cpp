@@ -47,17 +47,13 @@ const gemm::PackedB& Product::packed(std::int64_t batch) const {
   return packed_[i];
 }
 
-namespace {
-
-// One entry's fma chain. std::fma is correctly rounded everywhere; the clone for FMA hardware makes it
-// one instruction instead of a call into libm per term (the masked-row check reads an entry per row).
+// std::fma is correctly rounded everywhere; the clone for FMA hardware makes it one instruction
+// instead of a call into libm per term (the masked-row check reads an entry per row).
 __attribute__((target_clones("fma", "default"))) float fma_chain(const float* a, const float* b, std::int64_t step, std::int64_t k) {
   float c = 0.0f;
   for (std::int64_t kk = 0; kk < k; ++kk) c = std::fma(a[kk], b[kk * step], c);
   return c;
 }
-
-}  // namespace
 
 Scalar Product::entry(std::int64_t batch, std::int64_t row, std::int64_t col) const {
   const Scalar* a = a_.matrix(batch) + row * a_.ld;
@@ -141,7 +137,7 @@ bool Product::cannot_overflow() const {
   return k_ < 100000 && bound < 1e38;  // false for NaN or inf inputs
 }
 
-std::int64_t Product::first_nonfinite() const {
+std::int64_t Product::first_nonfinite(bool minus_inf_allowed) const {
   std::call_once(bounded_once_, [&] { bounded_ = cannot_overflow(); });
   if (bounded_) return -1;
   // the columns no pass has computed yet, 32 rows at a time; then the first row found not finite
@@ -157,8 +153,10 @@ std::int64_t Product::first_nonfinite() const {
   for (std::int64_t r = 0; r < batches_ * m_; ++r) {
     if (bad_[static_cast<std::size_t>(r)].load() == 0) continue;
     values(r * n_, n_, buf.data());
-    for (std::int64_t j = 0; j < n_; ++j)
-      if (!std::isfinite(buf[static_cast<std::size_t>(j)])) return r * n_ + j;
+    for (std::int64_t j = 0; j < n_; ++j) {
+      const Scalar v = buf[static_cast<std::size_t>(j)];
+      if (!std::isfinite(v) && !(minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) return r * n_ + j;
+    }
   }
   return -1;
 }

@@ -46,7 +46,7 @@ class Product {
   void rows(std::int64_t row0, std::int64_t count, std::int64_t col1, Scalar* out, std::int64_t ld) const;
   // The first flat index whose value is not finite, or -1: from the rows computed so far, and the
   // rest computed now.
-  std::int64_t first_nonfinite() const;
+  std::int64_t first_nonfinite(bool minus_inf_allowed = false) const;  // -inf counts as finite when allowed
   // True when no entry can leave float32's range (a bound from the inputs' largest magnitudes), so
   // that first_nonfinite need not compute the columns no pass has needed.
   bool cannot_overflow() const;
@@ -73,6 +73,9 @@ class Product {
 // The keep pattern of causal and padding masks as a rule, so that it need not be held: key j is
 // kept for query i of batch row b iff not (causal and j > i + offset) and not (lengths given and
 // j >= lengths[b]); the other way round when flipped.
+// One product entry as the products compute it: c = fma(a[kk], b[kk·step], c) for kk = 0 .. k−1, from 0.
+float fma_chain(const float* a, const float* b, std::int64_t step, std::int64_t k);
+
 struct KeepRule {
   bool causal = false;
   std::int64_t offset = 0;

@@ -9,18 +9,24 @@
 
 namespace attn::cpu {
 
-// The largest entry (NaN entries ignored, as std::max(largest, x) ignores them): exact in any order.
+// The largest entry, exact in any order; NaN when any entry is NaN (a row holding a NaN has no
+// distribution: its softmax is NaN throughout, never an empty row's policy).
 inline float row_max(const float* x, std::int64_t n) {
   constexpr int kLanes = 16;
   float lane[kLanes];
+  bool nan[kLanes] = {};
   std::fill(lane, lane + kLanes, -std::numeric_limits<float>::infinity());
   std::int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], x[j + l]);
+    for (int l = 0; l < kLanes; ++l) {
+      lane[l] = std::max(lane[l], x[j + l]);
+      nan[l] = nan[l] || x[j + l] != x[j + l];
+    }
   float m = -std::numeric_limits<float>::infinity();
-  for (int l = 0; l < kLanes; ++l) m = std::max(m, lane[l]);
-  for (; j < n; ++j) m = std::max(m, x[j]);
-  return m;
+  bool any_nan = false;
+  for (int l = 0; l < kLanes; ++l) m = std::max(m, lane[l]), any_nan = any_nan || nan[l];
+  for (; j < n; ++j) m = std::max(m, x[j]), any_nan = any_nan || x[j] != x[j];
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
 // The sum in double: 8 running sums (entry j goes to sum j mod 8 while whole groups of 8 last),

@@ -2,6 +2,11 @@
 // FP32 without TF32, so the numbers stay comparable with the CPU's); everything else in small
 // kernels with grid-stride loops. Only the backend interface and tensor headers are included:
 // no Eigen, fmt or JSON under nvcc.
+//
+// A trace stays on the device: every primitive runs on one stream and allocates from one
+// stream-ordered pool (cudaMallocAsync, nothing given back to the driver during the run), and
+// fetch() hands the host a deferred tensor. A step the run shows is copied at once on a second
+// stream, into pinned memory, while the next primitives run; any other step moves only when read.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -11,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,23 +115,140 @@ struct DeviceArray {
   std::size_t n = 0;
 };
 
+// What every tensor of a backend shares, and outlives the backend while a tensor does: the streams,
+// the pool the tensors come from, pinned staging for copies to the host, and the byte counts.
+struct Context {
+  cudaStream_t compute = nullptr;  // every primitive, in order
+  cudaStream_t copy = nullptr;     // copies to the host, after the compute stream's event
+
+  Context() {
+    check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
+    // one pool for the run: what a freed tensor held is kept for the next, not returned to the driver
+    cudaMemPool_t pool = nullptr;
+    int device = 0;
+    check(cudaGetDevice(&device), "the backend's setup", "cudaGetDevice");
+    check(cudaDeviceGetDefaultMemPool(&pool, device), "the backend's setup", "cudaDeviceGetDefaultMemPool");
+    std::uint64_t keep_all = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "the backend's setup", "cudaMemPoolSetAttribute");
+  }
+  ~Context() {
+    cudaStreamSynchronize(compute);
+    cudaStreamSynchronize(copy);
+    for (auto& [p, n] : sizes_) cudaFreeHost(p);
+    cudaStreamDestroy(copy);
+    cudaStreamDestroy(compute);
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Pinned host memory for n bytes: the smallest block given back earlier that is large enough, or
+  // a new one; null when none can be had (the caller then copies without staging).
+  void* take_pinned(std::size_t n) {
+    {
+      std::lock_guard lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
+        if (sizes_[*it] >= n && (best == free_.end() || sizes_[*it] < sizes_[*best])) best = it;
+      if (best != free_.end()) {
+        void* p = *best;
+        free_.erase(best);
+        return p;
+      }
+    }
+    void* p = nullptr;
+    if (cudaMallocHost(&p, n) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    std::lock_guard lock(mutex_);
+    sizes_[p] = n;
+    return p;
+  }
+  void give_pinned(void* p) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(p);
+  }
+  void count(std::int64_t up, std::int64_t down) {
+    std::lock_guard lock(mutex_);
+    traffic_.uploaded += up;
+    traffic_.downloaded += down;
+  }
+  Backend::Traffic traffic() {
+    std::lock_guard lock(mutex_);
+    return traffic_;
+  }
+
+ private:
+  std::mutex mutex_;  // the pinned blocks and the counts, from any host thread (renderers read in parallel)
+  std::map<void*, std::size_t> sizes_;  // every pinned block and its size
+  std::vector<void*> free_;             // the pinned blocks not in use
+  Backend::Traffic traffic_;
+};
+
+// A tensor's device memory, from the pool, given back in stream order when the last view goes.
 struct CudaBuffer final : BackendBuffer {
-  CudaBuffer(std::size_t count, const char* primitive, const Shape& shape) : values(count, primitive, shape) {}
-  DeviceArray<Scalar> values;
+  CudaBuffer(std::shared_ptr<Context> c, std::size_t count, const char* primitive, const Shape& shape) : ctx(std::move(c)), n(count) {
+    if (n == 0) return;
+    const cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&p), n * sizeof(Scalar), ctx->compute);
+    if (e == cudaErrorMemoryAllocation) {
+      p = nullptr;
+      out_of_memory(primitive, "its result " + shape_string(shape) + " needs " + bytes_text(static_cast<double>(n * sizeof(Scalar))));
+    }
+    check(e, primitive, "cudaMallocAsync");
+  }
+  ~CudaBuffer() override {
+    if (p != nullptr) cudaFreeAsync(p, ctx->compute);  // after every queued reader on the compute stream; copies wait (Fetched)
+  }
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+  std::shared_ptr<Context> ctx;
+  Scalar* p = nullptr;
+  std::size_t n = 0;
 };
 
 Scalar* dev(const BackendTensor& t) {
   const auto* b = dynamic_cast<const CudaBuffer*>(t.buffer.get());
   if (b == nullptr) throw InternalError("cuda backend given a tensor from another backend");
-  return b->values.p;
+  return b->p;
 }
 
-// A new tensor of `shape` for `primitive`'s result.
-BackendTensor make(Shape shape, const char* primitive) {
-  const auto n = static_cast<std::size_t>(element_count(shape));
-  auto buffer = std::make_shared<CudaBuffer>(n, primitive, shape);
-  return BackendTensor{std::move(shape), std::move(buffer)};
-}
+// A fetched tensor's way to the host: the device buffer (kept alive), the event after which its
+// values are final, and, when copied at once, the pinned block and the event of that copy.
+struct Fetched {
+  std::shared_ptr<const BackendBuffer> keep;  // the device memory, alive while the host may read it
+  std::shared_ptr<Context> ctx;
+  const Scalar* p = nullptr;
+  std::int64_t n = 0;
+  cudaEvent_t ready = nullptr;   // recorded on the compute stream after the producer
+  cudaEvent_t copied = nullptr;  // recorded on the copy stream after the pinned copy (staged only)
+  Scalar* pinned = nullptr;      // staged copy, or null
+  std::once_flag waited_once;
+
+  ~Fetched() {
+    if (copied != nullptr) cudaEventSynchronize(copied);  // the copy stream may still read p and write pinned
+    if (pinned != nullptr) ctx->give_pinned(pinned);
+    if (copied != nullptr) cudaEventDestroy(copied);
+    if (ready != nullptr) cudaEventDestroy(ready);
+  }
+  void wait_staged() {
+    std::call_once(waited_once, [this] { check(cudaEventSynchronize(copied), "fetch", "waiting for the copy to the host"); });
+  }
+  // n values from flat index `first` into out, from the staged copy or straight from the device
+  void read(std::int64_t first, std::int64_t count, Scalar* out) {
+    if (count == 0) return;
+    if (pinned != nullptr) {
+      wait_staged();
+      std::memcpy(out, pinned + first, static_cast<std::size_t>(count) * sizeof(Scalar));
+      return;
+    }
+    check(cudaStreamWaitEvent(ctx->copy, ready, 0), "fetch", "cudaStreamWaitEvent");
+    check(cudaMemcpyAsync(out, p + first, static_cast<std::size_t>(count) * sizeof(Scalar), cudaMemcpyDeviceToHost, ctx->copy), "fetch",
+          "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(ctx->copy), "fetch", "cudaStreamSynchronize");
+    ctx->count(0, count * static_cast<std::int64_t>(sizeof(Scalar)));
+  }
+};
 
 constexpr int kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 65535;
@@ -267,9 +391,10 @@ __global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, 
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const Scalar* x = a + row * n;
     Scalar* y = out + row * n;
-    Scalar mx = -INFINITY;
-    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) mx = fmaxf(mx, x[j]);
+    Scalar mx = -INFINITY, nan = 0;  // (fmaxf passes NaN by: a row holding one is NaN throughout, not empty)
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) mx = fmaxf(mx, x[j]), nan = isnan(x[j]) ? 1.0f : nan;
     mx = block_reduce(mx, smax, [](Scalar l, Scalar r) { return fmaxf(l, r); });
+    if (block_reduce(nan, smax, [](Scalar l, Scalar r) { return fmaxf(l, r); }) != 0) mx = NAN;
     if (mx == -INFINITY) {
       const Scalar fill = empty == 1 ? 0.0f : empty == 2 ? static_cast<Scalar>(1.0 / static_cast<double>(n)) : NAN;
       for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill;
@@ -297,6 +422,215 @@ __global__ void k_row_sums(const Scalar* a, Scalar* out, std::int64_t rows, std:
   }
 }
 
+// The first flat index whose value is not finite (-inf allowed where asked): each thread reports
+// the first of its own indices, the smallest of those wins.
+__global__ void k_first_nonfinite(const Scalar* a, std::int64_t n, bool allow_minus_inf, unsigned long long* first) {
+  GRID_STRIDE(i, n) {
+    const Scalar v = a[i];
+    if (!isfinite(v) && !(allow_minus_inf && v == -INFINITY)) {
+      atomicMin(first, static_cast<unsigned long long>(i));
+      return;
+    }
+  }
+}
+
+// A warp per row: a row is empty when every entry is -inf (most rows stop at their first 32).
+__global__ void k_empty_rows(const Scalar* a, std::int64_t rows, std::int64_t n, unsigned long long* count, unsigned long long* first) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = gridDim.x * static_cast<std::int64_t>(blockDim.x) / 32;
+  for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+    bool all = true;
+    for (std::int64_t j0 = 0; j0 < n && all; j0 += 32) {
+      const std::int64_t j = j0 + lane;
+      all = __all_sync(0xffffffffu, j >= n || a[r * n + j] == -INFINITY);
+    }
+    if (all && lane == 0) {
+      atomicAdd(count, 1ULL);
+      atomicMin(first, static_cast<unsigned long long>(r));
+    }
+  }
+}
+
+// The fused pass (FlashAttention's forward, Dao et al. 2022, in FP32 on the CUDA cores): a block of
+// kFusedRows threads takes kFusedRows query rows of one (batch, head), a thread per row holding its
+// query and its running output in registers. Keys and values come through shared memory BK at a
+// time; per tile each thread scores its row against the BK keys, moves its running max m to the
+// tile's, rescales what it has summed (l, o) by exp(m_old − m_new), and adds exp(s − m_new) · v.
+// At the end o / l is the context row; a row that saw no key follows the empty-row policy as
+// softmax_rows does (NaN, zeros, or the mean of all S value rows).
+constexpr int kFusedRows = 128;
+
+struct FusedArgs {
+  const Scalar *q, *k, *v;
+  Scalar* out;
+  std::int64_t B, H, Hkv, T, S, hs, hv;
+  Scalar scale;
+  bool causal;
+  std::int64_t offset, window;
+  const std::int64_t* lengths;
+  int empty;
+};
+
+__device__ inline bool fused_kept(const FusedArgs& a, std::int64_t i, std::int64_t j, std::int64_t len) {
+  return j < len && !(a.causal && j > i + a.offset) && !(a.window > 0 && j <= i + a.offset - a.window);
+}
+
+// The keys a tile of rows [i0, last] may see: [lo, hi].
+__device__ inline void fused_range(const FusedArgs& a, std::int64_t i0, std::int64_t last, std::int64_t len, std::int64_t& lo, std::int64_t& hi) {
+  hi = a.causal ? min(len - 1, last + a.offset) : len - 1;
+  lo = a.window > 0 ? max(std::int64_t{0}, i0 + a.offset - a.window + 1) : 0;
+}
+
+// A row that saw no key: the empty-row policy's weights (NaN, zeros, 1/S each) times all S value rows.
+__device__ void fused_empty_row(const FusedArgs& a, const Scalar* vh, Scalar* y) {
+  for (std::int64_t e = 0; e < a.hv; ++e) {
+    Scalar fill = a.empty == 1 ? 0.0f : NAN;
+    if (a.empty == 2) {
+      const Scalar w = static_cast<Scalar>(1.0 / static_cast<double>(a.S));
+      fill = 0;
+      for (std::int64_t j = 0; j < a.S; ++j) fill = fmaf(w, vh[j * a.hv + e], fill);
+    }
+    y[e] = fill;
+  }
+}
+
+template <int D, int BK>  // D: a multiple of 4, at least hs and hv
+__global__ void __launch_bounds__(kFusedRows) k_fused_attention(FusedArgs a) {
+  __shared__ float4 ks[BK][D / 4];
+  __shared__ float4 vs[BK][D / 4];
+  const std::int64_t per_head = (a.T + kFusedRows - 1) / kFusedRows, group = a.H / a.Hkv;
+  for (std::int64_t tile = blockIdx.x; tile < a.B * a.H * per_head; tile += gridDim.x) {
+    const std::int64_t bh = tile / per_head, b = bh / a.H, h = bh % a.H;
+    const std::int64_t i0 = tile % per_head * kFusedRows, i = i0 + threadIdx.x, last = min(a.T, i0 + kFusedRows) - 1;
+    const bool active = i < a.T;
+    const std::int64_t len = a.lengths != nullptr ? min(a.lengths[b], a.S) : a.S;
+    std::int64_t lo, hi;
+    fused_range(a, i0, last, len, lo, hi);
+    const Scalar* kh = a.k + (b * a.Hkv + h / group) * a.S * a.hs;
+    const Scalar* vh = a.v + (b * a.Hkv + h / group) * a.S * a.hv;
+    float q[D], o[D];
+#pragma unroll
+    for (int e = 0; e < D; ++e) {
+      q[e] = active && e < a.hs ? a.q[(bh * a.T + i) * a.hs + e] : 0.0f;
+      o[e] = 0.0f;
+    }
+    float m = -INFINITY, l = 0;
+    bool nan = false;  // a kept score that is NaN makes the row NaN (as the softmax of such a row)
+    for (std::int64_t j0 = lo; j0 <= hi; j0 += BK) {
+      __syncthreads();  // the last tile's readers are done
+      for (int x = threadIdx.x; x < BK * D; x += kFusedRows) {
+        const int r = x / D, e = x % D;
+        const std::int64_t j = j0 + r;
+        reinterpret_cast<float*>(&ks[r][0])[e] = j <= hi && e < a.hs ? kh[j * a.hs + e] : 0.0f;
+        reinterpret_cast<float*>(&vs[r][0])[e] = j <= hi && e < a.hv ? vh[j * a.hv + e] : 0.0f;
+      }
+      __syncthreads();
+      if (!active) continue;
+      float sc[BK];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int r = 0; r < BK; ++r) {
+        float d0 = 0, d1 = 0, d2 = 0, d3 = 0;  // four independent chains
+#pragma unroll
+        for (int c = 0; c < D / 4; ++c) {
+          const float4 kk = ks[r][c];
+          d0 = fmaf(q[4 * c], kk.x, d0);
+          d1 = fmaf(q[4 * c + 1], kk.y, d1);
+          d2 = fmaf(q[4 * c + 2], kk.z, d2);
+          d3 = fmaf(q[4 * c + 3], kk.w, d3);
+        }
+        const std::int64_t j = j0 + r;
+        sc[r] = j <= hi && fused_kept(a, i, j, len) ? ((d0 + d1) + (d2 + d3)) * a.scale : -INFINITY;
+        tile_max = fmaxf(tile_max, sc[r]);
+        nan = nan || isnan(sc[r]);
+      }
+      if (tile_max == -INFINITY) continue;  // no key of this tile for this row
+      const float m_new = fmaxf(m, tile_max), alpha = expf(m - m_new);
+      l *= alpha;
+#pragma unroll
+      for (int e = 0; e < D; ++e) o[e] *= alpha;
+#pragma unroll
+      for (int r = 0; r < BK; ++r) {
+        const float p = expf(sc[r] - m_new);
+        l += p;
+#pragma unroll
+        for (int c = 0; c < D / 4; ++c) {
+          const float4 vv = vs[r][c];
+          o[4 * c] = fmaf(p, vv.x, o[4 * c]);
+          o[4 * c + 1] = fmaf(p, vv.y, o[4 * c + 1]);
+          o[4 * c + 2] = fmaf(p, vv.z, o[4 * c + 2]);
+          o[4 * c + 3] = fmaf(p, vv.w, o[4 * c + 3]);
+        }
+      }
+      m = m_new;
+    }
+    if (!active) continue;
+    Scalar* y = a.out + (bh * a.T + i) * a.hv;
+    if (nan) {
+      for (std::int64_t e = 0; e < a.hv; ++e) y[e] = NAN;
+    } else if (m == -INFINITY) {
+      fused_empty_row(a, vh, y);
+    } else {
+#pragma unroll
+      for (int e = 0; e < D; ++e)
+        if (e < a.hv) y[e] = o[e] / l;
+    }
+  }
+}
+
+// Heads wider than 128: the same pass, a key at a time, the running output in `out` itself.
+__global__ void k_fused_attention_wide(FusedArgs a) {
+  const std::int64_t group = a.H / a.Hkv;
+  GRID_STRIDE(row, a.B * a.H * a.T) {
+    const std::int64_t i = row % a.T, bh = row / a.T, b = bh / a.H, h = bh % a.H;
+    const std::int64_t len = a.lengths != nullptr ? min(a.lengths[b], a.S) : a.S;
+    std::int64_t lo, hi;
+    fused_range(a, i, i, len, lo, hi);
+    const Scalar* qr = a.q + row * a.hs;
+    const Scalar* kh = a.k + (b * a.Hkv + h / group) * a.S * a.hs;
+    const Scalar* vh = a.v + (b * a.Hkv + h / group) * a.S * a.hv;
+    Scalar* y = a.out + row * a.hv;
+    for (std::int64_t e = 0; e < a.hv; ++e) y[e] = 0;
+    float m = -INFINITY, l = 0;
+    bool nan = false;
+    for (std::int64_t j = lo; j <= hi; ++j) {
+      if (!fused_kept(a, i, j, len)) continue;
+      float d = 0;
+      for (std::int64_t e = 0; e < a.hs; ++e) d = fmaf(qr[e], kh[j * a.hs + e], d);
+      const float s = d * a.scale;
+      nan = nan || isnan(s);
+      if (s == -INFINITY || isnan(s)) continue;
+      const float m_new = fmaxf(m, s), alpha = expf(m - m_new), p = expf(s - m_new);
+      l = l * alpha + p;
+      for (std::int64_t e = 0; e < a.hv; ++e) y[e] = fmaf(p, vh[j * a.hv + e], y[e] * alpha);
+      m = m_new;
+    }
+    if (nan) {
+      for (std::int64_t e = 0; e < a.hv; ++e) y[e] = NAN;
+    } else if (m == -INFINITY) {
+      fused_empty_row(a, vh, y);
+    } else {
+      for (std::int64_t e = 0; e < a.hv; ++e) y[e] /= l;
+    }
+  }
+}
+
+// The first non-finite entry of n values on the device (-inf allowed where asked), or -1: searched
+// there, after the work queued before it, so a step that stays on the device is checked where it is.
+std::int64_t first_nonfinite(Context& ctx, const Scalar* p, std::int64_t n, bool minus_inf_allowed) {
+  if (n == 0) return -1;
+  unsigned long long* d = nullptr;
+  check(cudaMallocAsync(reinterpret_cast<void**>(&d), sizeof *d, ctx.compute), "the range check", "cudaMallocAsync");
+  check(cudaMemsetAsync(d, 0xff, sizeof *d, ctx.compute), "the range check", "cudaMemsetAsync");
+  k_first_nonfinite<<<grid(n), kThreads, 0, ctx.compute>>>(p, n, minus_inf_allowed, d);
+  check(cudaGetLastError(), "the range check", "launch");
+  unsigned long long got = 0;
+  check(cudaMemcpyAsync(&got, d, sizeof got, cudaMemcpyDeviceToHost, ctx.compute), "the range check", "cudaMemcpyAsync");
+  check(cudaFreeAsync(d, ctx.compute), "the range check", "cudaFreeAsync");
+  check(cudaStreamSynchronize(ctx.compute), "the range check", "cudaStreamSynchronize");
+  return got == ~0ULL ? -1 : static_cast<std::int64_t>(got);
+}
+
 int as_int(std::int64_t v, const char* what) {
   if (v > std::numeric_limits<int>::max()) throw InputError(std::string("--backend cuda: ") + what + " exceeds cuBLAS's int range");
   return static_cast<int>(v);
@@ -304,17 +638,20 @@ int as_int(std::int64_t v, const char* what) {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() {
+  CudaBackend() : ctx_(std::make_shared<Context>()) {
     check_usable(cublasCreate(&handle_), "cublasCreate");
     // Plain FP32 products: no TF32 tensor-core shortcut, whose 10-bit mantissa would not match the CPU.
     check_usable(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check_usable(cublasSetStream(handle_, ctx_->compute), "cublasSetStream");
     const cudaError_t e = cudaEventCreateWithFlags(&lengths_copied_, cudaEventDisableTiming);
     if (e != cudaSuccess) {
       cublasDestroy(handle_);
       check(e, "the backend's setup", "cudaEventCreate");
     }
+    warm_up();
   }
   ~CudaBackend() override {
+    cudaStreamSynchronize(ctx_->compute);
     cudaEventDestroy(lengths_copied_);
     cublasDestroy(handle_);
   }
@@ -322,7 +659,9 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return kName; }
-  void synchronize() override { check(cudaDeviceSynchronize(), "synchronize", "cudaDeviceSynchronize"); }
+  // the primitives' work (copies to the host go on beside it)
+  void synchronize() override { check(cudaStreamSynchronize(stream()), "synchronize", "cudaStreamSynchronize"); }
+  Traffic traffic() const override { return ctx_->traffic(); }
   Memory memory() override {
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "memory", "cudaMemGetInfo");
@@ -331,18 +670,40 @@ class CudaBackend final : public Backend {
 
   BackendTensor upload(const Tensor& t) override {
     auto d = make(t.shape(), "upload");
-    traffic_.uploaded += t.size() * static_cast<std::int64_t>(sizeof(Scalar));
-    if (t.size() > 0) check(cudaMemcpy(dev(d), t.data(), static_cast<std::size_t>(t.size()) * sizeof(Scalar), cudaMemcpyHostToDevice), "upload", "cudaMemcpy");
+    const auto bytes = static_cast<std::size_t>(t.size()) * sizeof(Scalar);
+    if (bytes > 0) check(cudaMemcpyAsync(dev(d), t.data(), bytes, cudaMemcpyHostToDevice, stream()), "upload", "cudaMemcpyAsync");
+    ctx_->count(static_cast<std::int64_t>(bytes), 0);
     return d;
   }
 
-  Tensor download(const BackendTensor& t) override {
-    Tensor h = Tensor::uninitialized(t.shape);
-    traffic_.downloaded += h.size() * static_cast<std::int64_t>(sizeof(Scalar));
-    if (h.size() > 0) {
-      check(cudaMemcpy(h.mutable_data(), dev(t), static_cast<std::size_t>(h.size()) * sizeof(Scalar), cudaMemcpyDeviceToHost), "download", "cudaMemcpy");
+  // A deferred tensor over the device's values: Soon stages a copy now (pinned, on the copy stream,
+  // beside the next primitives); OnRead copies only what a reader asks for, when it asks.
+  Tensor fetch(const BackendTensor& t, Fetch when) override {
+    auto f = std::make_shared<Fetched>();
+    f->keep = t.buffer;
+    f->ctx = ctx_;
+    f->p = dev(t);
+    f->n = element_count(t.shape);
+    if (f->n == 0) return Tensor(t.shape);
+    check(cudaEventCreateWithFlags(&f->ready, cudaEventDisableTiming), "fetch", "cudaEventCreate");
+    check(cudaEventRecord(f->ready, stream()), "fetch", "cudaEventRecord");
+    const auto bytes = static_cast<std::size_t>(f->n) * sizeof(Scalar);
+    if (when == Fetch::Soon && (f->pinned = static_cast<Scalar*>(ctx_->take_pinned(bytes))) != nullptr) {
+      check(cudaEventCreateWithFlags(&f->copied, cudaEventDisableTiming), "fetch", "cudaEventCreate");
+      check(cudaStreamWaitEvent(ctx_->copy, f->ready, 0), "fetch", "cudaStreamWaitEvent");
+      check(cudaMemcpyAsync(f->pinned, f->p, bytes, cudaMemcpyDeviceToHost, ctx_->copy), "fetch", "cudaMemcpyAsync");
+      check(cudaEventRecord(f->copied, ctx_->copy), "fetch", "cudaEventRecord");
+      ctx_->count(0, static_cast<std::int64_t>(bytes));
     }
-    return h;
+    const std::int64_t n = f->n;
+    return Tensor::deferred(
+        t.shape, [f, n](Scalar* out) { f->read(0, n, out); },
+        [f](std::int64_t i) {
+          Scalar v;
+          f->read(i, 1, &v);
+          return v;
+        },
+        [this_ctx = ctx_, f](bool minus_inf_allowed) { return first_nonfinite(*this_ctx, f->p, f->n, minus_inf_allowed); });
   }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
@@ -352,7 +713,7 @@ class CudaBackend final : public Backend {
     auto c = make({N, m, n}, "matmul");
     if (N * m * n == 0) return c;
     if (k == 0) {  // (cuBLAS leaves C alone when k = 0: a product over nothing is 0)
-      check(cudaMemsetAsync(dev(c), 0, static_cast<std::size_t>(N * m * n) * sizeof(Scalar)), "matmul", "cudaMemsetAsync");
+      check(cudaMemsetAsync(dev(c), 0, static_cast<std::size_t>(N * m * n) * sizeof(Scalar), stream()), "matmul", "cudaMemsetAsync");
       done("matmul");
       return c;
     }
@@ -375,7 +736,7 @@ class CudaBackend final : public Backend {
     checks::add_bias(kName, a, bias);
     auto out = make(a.shape, "add_bias");
     const auto total = element_count(a.shape);
-    k_add_bias<<<grid(total), kThreads>>>(dev(a), dev(bias), dev(out), total, bias.shape[0]);
+    k_add_bias<<<grid(total), kThreads, 0, stream()>>>(dev(a), dev(bias), dev(out), total, bias.shape[0]);
     done("add_bias");
     return out;
   }
@@ -386,7 +747,7 @@ class CudaBackend final : public Backend {
     auto out = make(a.shape, "rotate_pairs");
     const auto rows = a.shape[0] * a.shape[1], h = a.shape[2], pairs = cos.shape[1];
     const std::int64_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : pairs;
-    k_rotate_pairs<<<grid(rows * h), kThreads>>>(dev(a), dev(cos), dev(sin), dev(out), rows, a.shape[1], h, pairs, first, stride, partner);
+    k_rotate_pairs<<<grid(rows * h), kThreads, 0, stream()>>>(dev(a), dev(cos), dev(sin), dev(out), rows, a.shape[1], h, pairs, first, stride, partner);
     done("rotate_pairs");
     return out;
   }
@@ -394,7 +755,7 @@ class CudaBackend final : public Backend {
   BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
     checks::soft_cap(kName, a, cap);
     auto out = make(a.shape, "soft_cap");
-    k_soft_cap<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), element_count(a.shape), cap);
+    k_soft_cap<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), element_count(a.shape), cap);
     done("soft_cap");
     return out;
   }
@@ -403,7 +764,7 @@ class CudaBackend final : public Backend {
     checks::distance_bias(kName, slopes);
     const auto H = slopes.shape[0];
     auto out = make({H, T, S}, "distance_bias");
-    k_distance_bias<<<grid(H * T * S), kThreads>>>(dev(slopes), dev(out), H, T, S, offset);
+    k_distance_bias<<<grid(H * T * S), kThreads, 0, stream()>>>(dev(slopes), dev(out), H, T, S, offset);
     done("distance_bias");
     return out;
   }
@@ -416,7 +777,7 @@ class CudaBackend final : public Backend {
     shape[r - 2] = L + M;
     auto out = make(shape, "append_rows");
     const auto N = h > 0 ? element_count(b.shape) / (M * h) : 0;
-    k_append_rows<<<grid(element_count(shape)), kThreads>>>(L > 0 ? dev(a) : nullptr, dev(b), dev(out), N, L, M, h);
+    k_append_rows<<<grid(element_count(shape)), kThreads, 0, stream()>>>(L > 0 ? dev(a) : nullptr, dev(b), dev(out), N, L, M, h);
     done("append_rows");
     return out;
   }
@@ -424,7 +785,7 @@ class CudaBackend final : public Backend {
   BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
     checks::repeat_heads(kName, a, n);
     auto out = make({a.shape[0], a.shape[1] * n, a.shape[2], a.shape[3]}, "repeat_heads");
-    k_repeat_heads<<<grid(element_count(out.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], n, a.shape[2] * a.shape[3], tiled);
+    k_repeat_heads<<<grid(element_count(out.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], n, a.shape[2] * a.shape[3], tiled);
     done("repeat_heads");
     return out;
   }
@@ -432,7 +793,7 @@ class CudaBackend final : public Backend {
   BackendTensor transpose_last2(const BackendTensor& a) override {
     checks::transpose_last2(kName, a);
     auto out = make({a.shape[0], a.shape[2], a.shape[1]}, "transpose_last2");
-    k_transpose_last2<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2]);
+    k_transpose_last2<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2]);
     done("transpose_last2");
     return out;
   }
@@ -440,7 +801,7 @@ class CudaBackend final : public Backend {
   BackendTensor swap_axes_1_2(const BackendTensor& a) override {
     checks::swap_axes_1_2(kName, a);
     auto out = make({a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, "swap_axes_1_2");
-    k_swap12<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2], a.shape[3]);
+    k_swap12<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2], a.shape[3]);
     done("swap_axes_1_2");
     return out;
   }
@@ -448,14 +809,14 @@ class CudaBackend final : public Backend {
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) override {
     checks::slice_columns(kName, a, offset, width);
     auto out = make({a.shape[0], width}, "slice_columns");
-    k_slice_columns<<<grid(a.shape[0] * width), kThreads>>>(dev(a), dev(out), a.shape[0], a.shape[1], offset, width);
+    k_slice_columns<<<grid(a.shape[0] * width), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], offset, width);
     done("slice_columns");
     return out;
   }
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
     auto out = make(a.shape, "scale");
-    k_scale<<<grid(element_count(a.shape)), kThreads>>>(dev(a), dev(out), element_count(a.shape), factor);
+    k_scale<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), element_count(a.shape), factor);
     done("scale");
     return out;
   }
@@ -464,7 +825,7 @@ class CudaBackend final : public Backend {
     checks::masked_fill(kName, scores, keep);
     auto out = make(scores.shape, "masked_fill");
     const auto plane = scores.shape[2] * scores.shape[3];
-    k_masked_fill<<<grid(element_count(scores.shape)), kThreads>>>(dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane, fill);
+    k_masked_fill<<<grid(element_count(scores.shape)), kThreads, 0, stream()>>>(dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane, fill);
     done("masked_fill");
     return out;
   }
@@ -475,7 +836,7 @@ class CudaBackend final : public Backend {
     const int policy = empty == EmptyRow::Zeros ? 1 : empty == EmptyRow::Uniform ? 2 : 0;
     const auto rows = a.shape[0];
     if (rows > 0) {
-      k_softmax_rows<<<row_grid(rows), kThreads>>>(dev(a), dev(out), rows, a.shape[1], policy);
+      k_softmax_rows<<<row_grid(rows), kThreads, 0, stream()>>>(dev(a), dev(out), rows, a.shape[1], policy);
       done("softmax_rows");
     }
     return out;
@@ -486,7 +847,7 @@ class CudaBackend final : public Backend {
     const auto rows = a.shape[0];
     auto out = make({rows}, "row_sums");
     if (rows > 0) {
-      k_row_sums<<<row_grid(rows), kThreads>>>(dev(a), dev(out), rows, a.shape[1]);
+      k_row_sums<<<row_grid(rows), kThreads, 0, stream()>>>(dev(a), dev(out), rows, a.shape[1]);
       done("row_sums");
     }
     return out;
@@ -497,7 +858,7 @@ class CudaBackend final : public Backend {
     checks::mask_keep(kName, B, T, S, lengths);
     auto out = make({B, T, S}, "mask_keep");
     const std::int64_t* d_lengths = lengths.empty() ? nullptr : device_lengths(lengths);
-    k_mask_keep<<<grid(B * T * S), kThreads>>>(dev(out), B, T, S, causal, offset, window, d_lengths, flipped);
+    k_mask_keep<<<grid(B * T * S), kThreads, 0, stream()>>>(dev(out), B, T, S, causal, offset, window, d_lengths, flipped);
     done("mask_keep");
     return out;
   }
@@ -506,7 +867,7 @@ class CudaBackend final : public Backend {
     checks::keep_and(kName, keep, other);
     auto out = make(keep.shape, "keep_and");
     const auto total = element_count(keep.shape), plane = keep.shape[1] * keep.shape[2];
-    k_keep_and<<<grid(total), kThreads>>>(dev(keep), dev(other), dev(out), total, plane, other.shape[0] == 1);
+    k_keep_and<<<grid(total), kThreads, 0, stream()>>>(dev(keep), dev(other), dev(out), total, plane, other.shape[0] == 1);
     done("keep_and");
     return out;
   }
@@ -515,8 +876,53 @@ class CudaBackend final : public Backend {
     checks::add_mask(kName, scores, add);
     auto out = make(scores.shape, "add_mask");
     const auto total = element_count(scores.shape), plane = scores.shape[2] * scores.shape[3];
-    k_add_mask<<<grid(total), kThreads>>>(dev(scores), dev(add), dev(out), total, scores.shape[1], plane, add.shape[0] == 1);
+    k_add_mask<<<grid(total), kThreads, 0, stream()>>>(dev(scores), dev(add), dev(out), total, scores.shape[1], plane, add.shape[0] == 1);
     done("add_mask");
+    return out;
+  }
+
+  EmptyRows empty_rows(const BackendTensor& a) override {
+    checks::empty_rows(kName, a);
+    const auto rows = a.shape[0], n = a.shape[1];
+    if (rows == 0 || n == 0) return {};
+    auto slots = make({4}, "empty_rows");  // (two 64-bit counters in four floats' room)
+    auto* c = reinterpret_cast<unsigned long long*>(dev(slots));
+    const unsigned long long init[2] = {0, ~0ULL};
+    check(cudaMemcpyAsync(c, init, sizeof init, cudaMemcpyHostToDevice, stream()), "empty_rows", "cudaMemcpyAsync");
+    k_empty_rows<<<grid(rows * 32), kThreads, 0, stream()>>>(dev(a), rows, n, c, c + 1);
+    done("empty_rows");
+    unsigned long long got[2];
+    check(cudaMemcpyAsync(got, c, sizeof got, cudaMemcpyDeviceToHost, stream()), "empty_rows", "cudaMemcpyAsync");
+    synchronize();
+    return {static_cast<std::int64_t>(got[0]), got[0] == 0 ? -1 : static_cast<std::int64_t>(got[1])};
+  }
+
+  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale, const FusedMask& mask,
+                                EmptyRow empty) override {
+    checks::fused_attention(kName, q, k, v, mask);
+    FusedArgs a{};
+    a.B = q.shape[0], a.H = q.shape[1], a.T = q.shape[2], a.hs = q.shape[3], a.Hkv = k.shape[1], a.S = k.shape[2], a.hv = v.shape[3];
+    auto out = make({a.B, a.H, a.T, a.hv}, "fused_attention");
+    const auto total = element_count(out.shape);
+    if (total == 0) return out;
+    if (a.S == 0) {  // a product over no key is 0, as weights · v with S = 0
+      check(cudaMemsetAsync(dev(out), 0, static_cast<std::size_t>(total) * sizeof(Scalar), stream()), "fused_attention", "cudaMemsetAsync");
+      done("fused_attention");
+      return out;
+    }
+    a.q = dev(q), a.k = dev(k), a.v = dev(v), a.out = dev(out);
+    a.scale = scale, a.causal = mask.causal, a.offset = mask.offset, a.window = mask.window;
+    a.lengths = mask.lengths.empty() ? nullptr : device_lengths(mask.lengths);
+    a.empty = empty == EmptyRow::Zeros ? 1 : empty == EmptyRow::Uniform ? 2 : 0;
+    const auto width = std::max(a.hs, a.hv);
+    const auto tiles = a.B * a.H * ((a.T + kFusedRows - 1) / kFusedRows);
+    const auto blocks = static_cast<unsigned>(std::min(tiles, kMaxBlocks));
+    if (width <= 16) k_fused_attention<16, 32><<<blocks, kFusedRows, 0, stream()>>>(a);
+    else if (width <= 32) k_fused_attention<32, 32><<<blocks, kFusedRows, 0, stream()>>>(a);
+    else if (width <= 64) k_fused_attention<64, 32><<<blocks, kFusedRows, 0, stream()>>>(a);
+    else if (width <= 128) k_fused_attention<128, 8><<<blocks, kFusedRows, 0, stream()>>>(a);
+    else k_fused_attention_wide<<<grid(a.B * a.H * a.T), kThreads, 0, stream()>>>(a);
+    done("fused_attention");
     return out;
   }
 
@@ -525,7 +931,7 @@ class CudaBackend final : public Backend {
   // work is also waited for, so that a fault in it is reported under its name.
   void done(const char* primitive) const {
     check(cudaGetLastError(), primitive, "launch");
-    if (sync_) check(cudaDeviceSynchronize(), primitive, "its work (ATTN_CUDA_SYNC=1)");
+    if (sync_) check(cudaStreamSynchronize(stream()), primitive, "its work (ATTN_CUDA_SYNC=1)");
   }
 
   // cuBLAS's setup failing is the device's state (busy, unusable, full), not a bug
@@ -547,14 +953,33 @@ class CudaBackend final : public Backend {
     }
     check(cudaEventSynchronize(lengths_copied_), "mask_keep", "waiting for the last copy of the lengths");  // (done long ago, as a rule)
     lengths_ = lengths;
-    check(cudaMemcpyAsync(lengths_dev_.p, lengths_.data(), lengths_.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice), "mask_keep",
-          "cudaMemcpyAsync lengths");
-    check(cudaEventRecord(lengths_copied_), "mask_keep", "cudaEventRecord");
+    check(cudaMemcpyAsync(lengths_dev_.p, lengths_.data(), lengths_.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice, stream()),
+          "mask_keep", "cudaMemcpyAsync lengths");
+    check(cudaEventRecord(lengths_copied_, stream()), "mask_keep", "cudaEventRecord");
     return lengths_dev_.p;
   }
 
-  Traffic traffic() const override { return traffic_; }
-  Traffic traffic_;
+  cudaStream_t stream() const { return ctx_->compute; }
+
+  // A new tensor of `shape` for `primitive`'s result, from the run's pool.
+  BackendTensor make(Shape shape, const char* primitive) {
+    const auto n = static_cast<std::size_t>(element_count(shape));
+    auto buffer = std::make_shared<CudaBuffer>(ctx_, n, primitive, shape);
+    return BackendTensor{std::move(shape), std::move(buffer)};
+  }
+
+  // cuBLAS's first product loads its kernels and workspace: done here, once, so that no step's
+  // time holds it.
+  void warm_up() {
+    auto a = make({2, 2, 2}, "the backend's warm-up");
+    check(cudaMemsetAsync(dev(a), 0, 8 * sizeof(Scalar), stream()), "the backend's warm-up", "cudaMemsetAsync");
+    matmul(a, a);
+    matmul(a, a.view({4, 2}).view({2, 2, 2}));
+    matmul(a, BackendTensor{{2, 2}, a.buffer});
+    synchronize();
+  }
+
+  std::shared_ptr<Context> ctx_;
   cublasHandle_t handle_ = nullptr;
   bool sync_ = sync_mode();
   std::vector<std::int64_t> lengths_;         // the host copy the device's lengths were copied from

@@ -111,6 +111,12 @@ Heads project_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
   return h;
 }
 
+// The context vectors onwards: the merged heads and the output projection (B, T, Co).
+void merge_and_project(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT& context) {
+  const BT merged = s.H > 1 ? r.emit(StepId::Merged, m.merge(be, context)) : context.view({s.B, s.T, s.dv});  // (B, T, dv)
+  if (s.w.W_o) r.emit(StepId::Output, m.output_missing ? merged : linear(be, m, merged, *s.w.W_o, s.w.b_o, Projection::Output));
+}
+
 // scores (B, H, T, S) -> the scaled, biased, capped and masked logits, the weights, and with v heads
 // (B, H, S, hv) the context, the merged heads and the output projection.
 void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const BT& scores, const std::optional<BT>& v_heads) {
@@ -139,7 +145,7 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
     if (!m.mask_after_softmax) {
       r.facts.fill = m.fill(s.mask_fill ? *s.mask_fill : -std::numeric_limits<Scalar>::infinity());
       logits = r.emit(StepId::Masked, keep ? be.masked_fill(base, *keep, r.facts.fill) : base);
-      r.check_masked_rows();
+      r.check_masked_rows(logits);
     }
   }
 
@@ -153,9 +159,45 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
   if (!v_heads) return;
 
   // 5. context: weights · v, heads merged back, the output projection (B, T, Co)
-  const BT context = r.emit(StepId::Context, be.matmul(weights.view({B * H, T, S}), v_heads->view({B * H, S, hv})).view({B, H, T, hv}));
-  const BT merged = H > 1 ? r.emit(StepId::Merged, m.merge(be, context)) : context.view({B, T, s.dv});  // (B, T, dv)
-  if (s.w.W_o) r.emit(StepId::Output, m.output_missing ? merged : linear(be, m, merged, *s.w.W_o, s.w.b_o, Projection::Output));
+  merge_and_project(s, be, m, r, r.emit(StepId::Context, be.matmul(weights.view({B * H, T, S}), v_heads->view({B * H, S, hv})).view({B, H, T, hv})));
+}
+
+// --fused: what FlashAttention covers, or exit 2 naming what it does not.
+void require_fusable(const Spec& s) {
+  auto refuse = [](const std::string& what) { throw InputError("--fused: " + what + "; run without --fused to see every step"); };
+  if (s.entry == Entry::Scores) refuse("the scores are given, so there is no q and k to fuse");
+  if (s.v.shape().empty() && s.entry == Entry::QKV) refuse("no v is given, so there is no context to compute");
+  if (!s.alibi_slopes.shape().empty()) refuse("ALiBi's bias is a step of its own");
+  if (s.softcap) refuse("soft-capping is a step of its own");
+  if (!s.user_add.shape().empty() || !s.user_keep.shape().empty()) refuse("a given attn_mask is a step of its own");
+  if (s.mask_fill) refuse("mask_fill: the fused pass blocks keys with -inf");
+}
+
+// The query rows (flat over B, H, T) with no key to attend under the fused pass's keep rule: counted
+// from the rule itself (the fused pass holds no masked step to count them in).
+Backend::EmptyRows empty_rows_of(const Spec& s, const Backend::FusedMask& mask) {
+  Backend::EmptyRows e;
+  for (std::int64_t b = 0; b < s.B; ++b) {
+    const std::int64_t len = mask.lengths.empty() ? s.S : mask.lengths[static_cast<std::size_t>(b)];
+    for (std::int64_t i = 0; i < s.T; ++i) {
+      const std::int64_t hi = std::min(len - 1, mask.causal ? i + mask.offset : s.S - 1);
+      const std::int64_t lo = mask.window > 0 ? std::max<std::int64_t>(0, i + mask.offset - mask.window + 1) : 0;
+      if (lo <= hi) continue;
+      if (e.count == 0) e.first = b * s.H * s.T + i;
+      e.count += s.H;  // every head's row
+    }
+  }
+  return e;
+}
+
+// --fused: q (B, H, T, hs), k and v (B, Hkv, S, ·) -> the context in one primitive, then the rest.
+void attend_fused(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const Heads& h) {
+  Backend::FusedMask mask;
+  if (s.blocking()) mask = {s.causal, s.causal_offset(), s.window, s.lengths};
+  r.check_empty_rows(empty_rows_of(s, mask));
+  const Scalar scale = s.scale_kind == ScaleKind::None ? Scalar{1} : r.config().scale_factor;
+  r.facts.fused = true;
+  merge_and_project(s, be, m, r, r.emit(StepId::Context, be.fused_attention(h.q, h.k, *h.v, scale, mask, empty_row_policy(s.masked_row))));
 }
 
 // q (B, H, T, hs), the keys and values (B, Hkv, S, ·) -> the scores, then the rest: the kv heads
@@ -175,8 +217,10 @@ void attend(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const Heads
 }
 
 // The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
-Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  if (s.entry == Entry::Scores) {
+Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r, bool fused) {
+  if (fused) {
+    attend_fused(s, be, m, r, project_heads(s, be, m, r));
+  } else if (s.entry == Entry::Scores) {
     // the scores, given (with the values, when given)
     const BT scores = r.emit(StepId::Scores, be.upload(s.scores));
     std::optional<BT> v_heads;  // (B, H, S, hv)
@@ -192,10 +236,14 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r)
 
 Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options) {
   if (options.mistake != Mistake::None) require_applicable(options.mistake, spec);
+  if (options.fused) {
+    if (options.mistake != Mistake::None) throw InputError("--fused: a --mistake changes steps the fused pass does not show; run without --fused");
+    require_fusable(spec);
+  }
   const Hooks hooks = hooks_for(options.mistake);
-  Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None);
+  Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None, options.shown);
   recorder.facts.mask_after_softmax = hooks.mask_after_softmax;
-  Trace t = attention_forward(spec, backend, hooks, recorder);
+  Trace t = attention_forward(spec, backend, hooks, recorder, options.fused);
   if (options.mistake != Mistake::None) {
     const auto& info = mistake_info(options.mistake);
     t.config.notes.push_back(fmt::format("simulated mistake {}: {}", info.name, info.description));

@@ -11,9 +11,23 @@
 
 namespace attn {
 
-Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient) : s_(spec), be_(backend), lenient_(lenient) {
+Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown)
+    : s_(spec), be_(backend), lenient_(lenient), shown_(std::move(shown)) {
   trace_.config = make_config(spec);
 }
+
+bool Recorder::shown(std::string_view id) const { return shown_.empty() || std::find(shown_.begin(), shown_.end(), id) != shown_.end(); }
+
+namespace {
+
+// Steps whose values are not checked for values out of range: re-layouts (an earlier step's
+// values, moved), the inputs (refused when not finite as they are read) and the 0/1 mask pattern.
+bool checked_for_range(StepId id) { return !step_info(id).relayout && id != StepId::X && id != StepId::Source && id != StepId::Mask; }
+
+// Steps where -inf is an answer, not an overflow: the blocked positions.
+bool minus_inf_allowed(std::string_view id) { return id == "masked" || id == "mask.add"; }
+
+}  // namespace
 
 // The shown dims: no B without a batch dimension in the input, no H with one head (nor Hkv with one
 // kv head), S written T when keys are the queries' own tokens; with every width equal to C the classic
@@ -65,17 +79,23 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   step.title = std::move(text.title);
   step.formula = std::move(text.formula);
   step.dims = display_dims(text.dims);
-  step.value = be_.download(t).reshaped(display_shape(text.dims, t.shape));
+  // a step that shares an earlier step's values (a view) shares its host copy too: nothing moves twice;
+  // a step the run does not show stays on a device until something reads it
+  const Shape shape = display_shape(text.dims, t.shape);
+  const Step* same = nullptr;
+  for (std::size_t k = trace_.steps.size(); k-- > 0 && t.buffer != nullptr && same == nullptr;)
+    if (!buffers_[k].owner_before(t.buffer) && !t.buffer.owner_before(buffers_[k]) && trace_.steps[k].value.size() == element_count(t.shape))
+      same = &trace_.steps[k];
+  step.value = same != nullptr ? same->value.reshaped(shape) : be_.fetch(t, shown(name) ? Backend::Fetch::Soon : Backend::Fetch::OnRead).reshaped(shape);
+  buffers_.push_back(t.buffer);
   step.kind = text.kind;
   step.note = std::move(text.note);
   step.flops = be_.take_flops();
   step.view = view;
-  // a deferred step is finite whenever its inputs are (the backend defers only such steps): its
-  // values are not computed just to be checked
-  // nor are re-layouts checked again: their values are an earlier step's, moved
-  // nor the inputs (refused when not finite as they are read) and the 0/1 mask pattern
-  const bool finite_by_construction = id == StepId::X || id == StepId::Source || id == StepId::Mask;
-  if (!lenient_ && nan_from_ == SIZE_MAX && step.value.held() && !step_info(id).relayout && !finite_by_construction) require_finite(step);
+  checked_.push_back(checked_for_range(id));
+  // held values are checked now; a deferred step (finite whenever its inputs are, or searched where
+  // it lives: a device's) when the trace is taken
+  if (!lenient_ && nan_from_ == SIZE_MAX && step.value.held() && checked_.back()) require_finite(step);
   trace_.steps.push_back(std::move(step));
   clock_ = std::chrono::steady_clock::now();  // the checks and the copy to the host are not the step's
   return t;
@@ -83,12 +103,13 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
 
 void Recorder::attach_row_sums(const BackendTensor& sums) {
   const Dims rows{Dim::B, Dim::H, Dim::T};
-  trace_.steps.back().row_sums = be_.download(sums).reshaped(display_shape(rows, sums.shape));
+  const auto when = shown(trace_.steps.back().id) ? Backend::Fetch::Soon : Backend::Fetch::OnRead;
+  trace_.steps.back().row_sums = be_.fetch(sums, when).reshaped(display_shape(rows, sums.shape));
 }
 
 // A number that left float32's range is reported, never printed as if it were an answer.
 void Recorder::require_finite(const Step& step) const {
-  const bool minus_inf_allowed = step.id == "masked" || step.id == "mask.add";  // blocked positions
+  const bool allow_minus_inf = minus_inf_allowed(step.id);  // blocked positions
   const auto values = step.value.values();
   // First a branch-free pass (exponent bits all ones: inf or nan), in parallel over fixed chunks;
   // only a step that has such a value is searched for its first offending entry.
@@ -101,7 +122,7 @@ void Recorder::require_finite(const Step& step) const {
   check_deferred();  // an earlier deferred step that overflowed is the one to name
   for (std::int64_t i = 0; i < n; ++i) {
     const Scalar v = p[i];
-    if (std::isfinite(v) || (minus_inf_allowed && v == -std::numeric_limits<Scalar>::infinity())) continue;
+    if (std::isfinite(v) || (allow_minus_inf && v == -std::numeric_limits<Scalar>::infinity())) continue;
     throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down", step.id,
                                  std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"), i));
   }
@@ -111,7 +132,8 @@ void Recorder::check_deferred() const {
   if (lenient_) return;
   for (std::size_t k = 0; k < std::min(nan_from_, trace_.steps.size()); ++k) {
     const Step& step = trace_.steps[k];
-    const auto i = step.value.deferred_nonfinite();
+    if (!checked_[k]) continue;
+    const auto i = step.value.deferred_nonfinite(minus_inf_allowed(step.id));
     if (i < 0) continue;
     const Scalar v = step.value.at(i);
     throw InputError(fmt::format("{}: the values leave float32's range ({} at flat index {}); scale the inputs down", step.id,
@@ -124,29 +146,24 @@ Trace Recorder::take() {
   return std::move(trace_);
 }
 
-void Recorder::check_masked_rows() {
-  // Flat indices of the masked step's query rows with every key at -inf (none in a dry run). Read
-  // entry by entry, stopping at a row's first finite entry (usually its first): a deferred masked
-  // step is not computed for this.
-  const Tensor& masked = trace_.steps.back().value;
-  std::vector<std::int64_t> empty;
-  const auto rows = masked.size() / s_.S;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::int64_t j = 0;
-    while (j < s_.S && masked.at(r * s_.S + j) == -std::numeric_limits<Scalar>::infinity()) ++j;
-    if (j == s_.S) empty.push_back(r);
-  }
-  facts.empty_rows = static_cast<std::int64_t>(empty.size());
-  if (!empty.empty() && !lenient_ && s_.masked_row == MaskedRow::Error) {
+void Recorder::check_masked_rows(const BackendTensor& masked) {
+  // The masked step's query rows with every key at -inf (none in a dry run), counted where the
+  // values are (a deferred masked step is not computed for this, a device's not copied).
+  check_empty_rows(be_.empty_rows(masked.view({element_count(masked.shape) / s_.S, s_.S})));
+}
+
+void Recorder::check_empty_rows(const Backend::EmptyRows& empty) {
+  facts.empty_rows = empty.count;
+  if (empty.count > 0 && !lenient_ && s_.masked_row == MaskedRow::Error) {
     // A query row with every key blocked has no softmax; name it rather than print NaN.
-    const auto r = empty.front();
+    const auto r = empty.first;
     const auto i = r % s_.T, h = (r / s_.T) % s_.H, b = r / (s_.T * s_.H);
     const auto& labels = s_.tokens[s_.tokens.size() == 1 ? 0 : static_cast<std::size_t>(b)];
     throw InputError(fmt::format("masked: query row {} \"{}\" (batch {}, head {}) has every key masked; its softmax is undefined", i,
                                  labels[static_cast<std::size_t>(i)], b, h));
   }
   // NaN weights are the stated policy from here on, not an overflow.
-  if (!empty.empty() && s_.masked_row == MaskedRow::Nan) nan_from_ = trace_.steps.size();
+  if (empty.count > 0 && s_.masked_row == MaskedRow::Nan) nan_from_ = trace_.steps.size();
 }
 
 }  // namespace attn

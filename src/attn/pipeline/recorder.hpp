@@ -5,6 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "attn/backend.hpp"
 #include "attn/pipeline/step_text.hpp"
@@ -16,7 +20,8 @@ namespace attn {
 class Recorder {
  public:
   // lenient: a mistaken trace keeps non-finite values and fully masked rows (a student's can hold them).
-  Recorder(const Spec& spec, Backend& backend, bool lenient);
+  // shown: the step ids the run shows (empty: all); the others are fetched from a device only when read.
+  Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown = {});
 
   // Records `t` as step `step`; returns it. `view`: shares the values of an earlier step.
   BackendTensor emit(StepId step, BackendTensor t, bool view = false);
@@ -24,7 +29,9 @@ class Recorder {
   void attach_row_sums(const BackendTensor& sums);
   // After the masked step: counts the query rows with every key blocked, and refuses them when
   // the policy is "error".
-  void check_masked_rows();
+  void check_masked_rows(const BackendTensor& masked);
+  // The same for query rows (flat over B, H, T) found to have no key some other way (the fused pass).
+  void check_empty_rows(const Backend::EmptyRows& empty);
 
   TextFacts facts;
   const TraceConfig& config() const { return trace_.config; }
@@ -41,6 +48,11 @@ class Recorder {
   const Spec& s_;
   Backend& be_;
   bool lenient_;
+  std::vector<std::string> shown_;
+  std::vector<bool> checked_;
+  // per step: the backend buffer its values came from (weak: a freed buffer's address may come back)
+  std::vector<std::weak_ptr<const BackendBuffer>> buffers_;  // per step: whether its values are checked for values out of range
+  bool shown(std::string_view id) const;
   std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;
   std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();

@@ -324,6 +324,13 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Masked: return masked_text(s, f);
     case StepId::Weights: return weights_text(s, f);
     case StepId::Context:
+      if (f.fused) {
+        return {"Context vectors (fused)",
+                fmt::format("context = softmax({}q · kᵀ{}) · v", s.scale_kind == ScaleKind::None ? "" : "scale · ", s.masking() ? ", masked" : ""),
+                std::string("one pass over the keys with a running row max and sum (FlashAttention); no [T, S] scores or weights are kept") +
+                    (s.grouped() ? "; query head h reads kv head h / (H / Hkv)" : ""),
+                Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+      }
       return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : s.cached ? "context = weights · v.cache" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
               Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
     case StepId::Merged:

@@ -16,6 +16,7 @@ struct TextFacts {
   Scalar fill = 0;                  // the value blocked scores got
   bool mask_after_softmax = false;  // the mask-after-softmax mistake: no masked step
   std::int64_t empty_rows = 0;      // query rows with every key masked
+  bool fused = false;               // --fused: the context from q, k and v in one pass, no [T, S] step
 };
 
 struct StepText {
