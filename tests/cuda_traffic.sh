@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The trace stays on the GPU: `attn run --backend cuda --steps weights --timings` copies back the
+# weights and their row sums and nothing else, and a run showing every step copies each step's values
+# once (views share them). Exit 77, saying so, where attn has no CUDA backend or no device.
+# Usage: cuda_traffic.sh ATTN WORK_DIR
+set -u
+attn=$1 work=$2
+mkdir -p "$work"
+spec=$work/traffic.json
+# B = 2, H = 4, T = 64, C = 32: weights [2, 4, 64, 64] = 131072 bytes, row sums [2, 4, 64] = 2048
+echo '{"mode": "causal", "heads": 4, "random": {"seed": 1, "B": 2, "T": 64, "C": 32}}' > "$spec"
+out=$("$attn" run "$spec" --backend cuda --steps weights --timings 2>&1)
+rc=$?
+if [[ $rc -eq 2 && $out == *"--backend cuda:"* ]]; then
+  echo "SKIPPED (no device): ${out#attn: }"
+  exit 77
+fi
+[[ $rc -eq 0 ]] || { echo "FAIL: attn exited $rc: $out"; exit 1; }
+line=$(grep '^cuda: ' <<<"$out")
+echo "--steps weights: $line"
+# x [2, 64, 32] and W_q, W_k, W_v [32, 32] up: 16384 + 3 · 4096 = 28672 bytes
+[[ $line == *"(28672 and 133120 bytes)" ]] || { echo "FAIL: expected 28672 bytes up and 133120 back (the weights and their row sums)"; exit 1; }
+# every step shown, each copied once: x, q, k, v, q.heads, k.heads, v.heads, k.T, context, merged
+# (16384 bytes each; q.view, k.view and v.view share q, k and v's copies), scores, scaled, masked,
+# weights (131072 each), the [T, S] mask pattern (16384) and the row sums (2048)
+all=$("$attn" run "$spec" --backend cuda --timings | grep '^cuda: ')
+echo "every step: $all"
+[[ $all == *"(28672 and 690176 bytes)" ]] || { echo "FAIL: expected 28672 bytes up and 690176 back"; exit 1; }
+echo "ok: only what is shown is copied back, each step once"
