@@ -4,7 +4,8 @@
 #   then side by side the whole test suite (ctest), the per-primitive test and the CPU/CUDA parity
 #   test, and compute-sanitizer's memcheck, racecheck and synccheck on every example with --backend cuda.
 # Usage: scripts/gpu-check.sh LOG_DIR [SECONDS]
-#   LOG_DIR receives build.log, bench.txt, ctest.log, primitives.log, parity.log, sanitizer.log and summary.txt;
+#   LOG_DIR receives build.log, bench.txt, ctest.log, primitives.log, parity.log, sanitizer.log and summary.txt
+#   (with the bytes attn run moves over PCIe at B = 8, T = 1024);
 #   SECONDS (default 570) is the whole run's budget: what has not finished by then is stopped, and said.
 # Environment: ATTN_DEPS_PREFIX, a folder holding the Debian packages' files (usr/include, usr/lib/...)
 # where the machine has no such packages installed (dpkg -x of libcli11-dev, libfmt-dev, nlohmann-json3-dev,
@@ -38,18 +39,31 @@ summary "bench: rc $? ($(( $(date +%s) - start )) s)"
 
 timeout 150 build-gpu/tests/attn_parity examples > "$log/parity.log" 2>&1
 summary "parity: rc $? ($(( $(date +%s) - start )) s): $(tail -1 "$log/parity.log")"
+timeout 100 build-gpu/tests/attn_primitives > "$log/primitives.log" 2>&1
+summary "primitives: rc $? ($(( $(date +%s) - start )) s): $(grep '^summary' "$log/primitives.log")"
+# what a run at B = 8, T = 1024, C = 768, H = 12 moves over PCIe, as attn run reports it
+big=$(mktemp --suffix .json)
+echo '{"mode": "causal", "heads": 12, "random": {"seed": 0, "B": 8, "T": 1024, "C": 768, "fused": true, "output_projection": true}}' > "$big"
+for args in "" "--steps weights" "--fused"; do
+  summary "pcie, attn run --backend cuda --timings $args: $(timeout 120 build-gpu/attn run "$big" --backend cuda --timings $args | tail -1)"
+done
 
 # side by side from here: the suite on most cores, the sanitizers on the rest
 t=$(( $(left) - 15 ))
 ( timeout $t ctest --test-dir build-gpu -j 10 --output-on-failure --timeout 300 > "$log/ctest.log" 2>&1; echo "ctest rc $?" >> "$log/ctest.log" ) &
+( out=$(timeout $(( t - 5 )) compute-sanitizer --tool memcheck --error-exitcode 99 build-gpu/tests/attn_primitives 2>&1)
+  echo "memcheck attn_primitives rc $? $(echo "$out" | grep -E 'ERROR SUMMARY|^summary' | tr '\n' ' ')"
+  echo "$out" | grep -B2 -A12 "Invalid\|FAIL" | head -60 ) > "$log/sanitizer-primitives.tmp" 2>&1 &
 for tool in memcheck racecheck synccheck; do
   (
     for ex in examples/*.json; do
       [[ $(left) -gt 30 ]] || { echo "$tool: out of time before $ex"; break; }
-      out=$(timeout 120 compute-sanitizer --tool $tool --error-exitcode 99 build-gpu/attn run "$ex" --backend cuda 2>&1 >/dev/null)
-      r=$?
-      echo "$tool $ex rc $r $(echo "$out" | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^attn:' | head -2 | tr '\n' ' ')"
-      [[ $r -eq 0 || $r -eq 2 ]] || echo "$out" | head -40
+      for fused in "" --fused; do
+        out=$(timeout 120 compute-sanitizer --tool $tool --error-exitcode 99 build-gpu/attn run "$ex" --backend cuda $fused 2>&1 >/dev/null)
+        r=$?
+        echo "$tool $ex $fused rc $r $(echo "$out" | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^attn:' | head -2 | tr '\n' ' ')"
+        [[ $r -eq 0 || $r -eq 2 ]] || echo "$out" | head -40
+      done
     done
   ) > "$log/sanitizer-$tool.tmp" 2>&1 &
 done
