@@ -355,6 +355,7 @@ int run_run(const RunOptions& o) {
   attn::PipelineOptions options;
   if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
   options.fused = o.fused;
+  options.timings = o.timings;
   // text output of some steps shows only those: the others stay on a device unless read
   if (o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
       (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {

@@ -21,6 +21,9 @@ struct PipelineOptions {
   // FlashAttention's fused pass (attn run --fused): the context straight from q, k and v, with no
   // [T, S] step (kᵀ, scores, scaled, masked, weights) in the trace.
   bool fused = false;
+  // Each step's time measured to the end of its work (--timings): the backend is waited for after
+  // every step. Without it a device runs ahead of the host, and a step's time is only the host's.
+  bool timings = false;
 };
 
 // Under a mistake the trace keeps non-finite values and fully masked rows (a student's tensors can

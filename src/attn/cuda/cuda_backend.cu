@@ -198,13 +198,18 @@ struct CudaBuffer final : BackendBuffer {
     check(e, primitive, "cudaMallocAsync");
   }
   ~CudaBuffer() override {
-    if (p != nullptr) cudaFreeAsync(p, ctx->compute);  // after every queued reader on the compute stream; copies wait (Fetched)
+    // after every queued reader on the compute stream; copies to the host wait for theirs (Fetched)
+    if (p != nullptr) cudaFreeAsync(p, ctx->compute);
+    if (flags != nullptr) cudaFreeAsync(flags, ctx->compute);
   }
   CudaBuffer(const CudaBuffer&) = delete;
   CudaBuffer& operator=(const CudaBuffer&) = delete;
   std::shared_ptr<Context> ctx;
   Scalar* p = nullptr;
   std::size_t n = 0;
+  // Set by the kernel that wrote the values, where it notes them (elementwise steps): flags[0] when
+  // some value is NaN or +inf, flags[1] when some is -inf. Null: unknown, a scan finds out.
+  unsigned* flags = nullptr;
 };
 
 Scalar* dev(const BackendTensor& t) {
@@ -224,12 +229,24 @@ struct Fetched {
   cudaEvent_t copied = nullptr;  // recorded on the copy stream after the pinned copy (staged only)
   Scalar* pinned = nullptr;      // staged copy, or null
   std::once_flag waited_once;
+  unsigned* range = nullptr;     // pinned: the range flags (NaN or +inf; -inf), copied at fetch time
+  cudaEvent_t ranged = nullptr;  // recorded after that copy
 
   ~Fetched() {
     if (copied != nullptr) cudaEventSynchronize(copied);  // the copy stream may still read p and write pinned
+    if (ranged != nullptr) cudaEventSynchronize(ranged);
     if (pinned != nullptr) ctx->give_pinned(pinned);
+    if (range != nullptr) ctx->give_pinned(range);
     if (copied != nullptr) cudaEventDestroy(copied);
+    if (ranged != nullptr) cudaEventDestroy(ranged);
     if (ready != nullptr) cudaEventDestroy(ready);
+  }
+  // Whether some value is out of range (-inf allowed where asked), from the flags: no scan, no copy
+  // of the values; true where the flags could not be had (the caller then searches).
+  bool maybe_out_of_range(bool minus_inf_allowed) {
+    if (range == nullptr) return true;
+    check(cudaEventSynchronize(ranged), "fetch", "waiting for the range flags");
+    return range[0] != 0 || (!minus_inf_allowed && range[1] != 0);
   }
   void wait_staged() {
     std::call_once(waited_once, [this] { check(cudaEventSynchronize(copied), "fetch", "waiting for the copy to the host"); });
@@ -335,15 +352,30 @@ __global__ void k_slice_columns(const Scalar* a, Scalar* out, std::int64_t rows,
   GRID_STRIDE(o, rows * width) out[o] = a[(o / width) * n + offset + o % width];
 }
 
-__global__ void k_scale(const Scalar* a, Scalar* out, std::int64_t n, Scalar f) {
-  GRID_STRIDE(i, n) out[i] = a[i] * f;
+// Notes a value out of range in the flags of the buffer being written (an atomic only then).
+__device__ inline void note_range(unsigned* flags, Scalar v) {
+  if (flags != nullptr && !isfinite(v)) atomicOr(&flags[v == -INFINITY ? 1 : 0], 1u);
+}
+
+// The same flags for values some other producer wrote (cuBLAS, an upload): one read of them all.
+__global__ void k_range_flags(const Scalar* a, std::int64_t n, unsigned* flags) {
+  GRID_STRIDE(i, n) note_range(flags, a[i]);
+}
+
+__global__ void k_scale(const Scalar* a, Scalar* out, std::int64_t n, Scalar f, unsigned* flags) {
+  GRID_STRIDE(i, n) {
+    out[i] = a[i] * f;
+    note_range(flags, out[i]);
+  }
 }
 
 // scores (B, G, T·S), keep (B, T·S)
-__global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, std::int64_t B, std::int64_t G, std::int64_t plane, Scalar fill) {
+__global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, std::int64_t B, std::int64_t G, std::int64_t plane, Scalar fill,
+                              unsigned* flags) {
   GRID_STRIDE(i, B * G * plane) {
     const std::int64_t b = i / (G * plane);
     out[i] = keep[b * plane + i % plane] != 0 ? s[i] : fill;
+    note_range(flags, out[i]);
   }
 }
 
@@ -381,11 +413,62 @@ __device__ T block_reduce(T v, T* shared, Op op) {
   return r;
 }
 
+// Rows of up to 32·kWarpCols entries: a warp per row, the row in registers (one read), reductions by
+// shuffles. Also writes each row's sum of the weights it wrote (in double, as row_sums adds them),
+// which row_sums then hands back instead of reading the weights again, and notes the range flags.
+constexpr int kWarpCols = 32;
+__global__ void k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::int64_t rows, std::int64_t n, int empty, unsigned* flags) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = gridDim.x * static_cast<std::int64_t>(blockDim.x) / 32;
+  for (std::int64_t row = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    const Scalar* x = a + row * n;
+    Scalar* y = out + row * n;
+    float v[kWarpCols];
+    float mx = -INFINITY;
+    bool nan = false;
+#pragma unroll
+    for (int c = 0; c < kWarpCols; ++c) {
+      const std::int64_t j = lane + 32 * c;
+      v[c] = j < n ? x[j] : -INFINITY;
+      mx = fmaxf(mx, v[c]);
+      nan = nan || isnan(v[c]);
+    }
+    for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (__any_sync(0xffffffffu, nan)) mx = NAN;  // (fmaxf passes NaN by: a row holding one is NaN throughout)
+    double sum = 0;
+    if (mx == -INFINITY) {
+      const Scalar fill = empty == 1 ? 0.0f : empty == 2 ? static_cast<Scalar>(1.0 / static_cast<double>(n)) : NAN;
+#pragma unroll
+      for (int c = 0; c < kWarpCols; ++c) v[c] = fill;
+    } else {
+#pragma unroll
+      for (int c = 0; c < kWarpCols; ++c)
+        if (lane + 32 * c < n) v[c] = expf(v[c] - mx), sum += v[c];
+      for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      const Scalar inv = static_cast<Scalar>(1.0 / sum);
+#pragma unroll
+      for (int c = 0; c < kWarpCols; ++c) v[c] *= inv;
+    }
+    double total = 0;
+#pragma unroll
+    for (int c = 0; c < kWarpCols; ++c) {
+      const std::int64_t j = lane + 32 * c;
+      if (j < n) {
+        y[j] = v[c];
+        total += v[c];
+        note_range(flags, v[c]);
+      }
+    }
+    for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
+    if (lane == 0) sums[row] = static_cast<Scalar>(total);
+  }
+}
+
 // A block per row, each block taking every gridDim.x-th row: pass 1 the row max, pass 2 the sum of
 // exp(x - max) (in double, as the CPU), pass 3 the normalised values. A row of all -inf gets the
 // empty-row policy's value. (Every thread of a block walks the same rows: the reductions' barriers
 // are reached by all of them.)
-__global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n, int empty) {
+__global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n, int empty, unsigned* flags) {
   __shared__ Scalar smax[kThreads];
   __shared__ double ssum[kThreads];
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -397,7 +480,7 @@ __global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, 
     if (block_reduce(nan, smax, [](Scalar l, Scalar r) { return fmaxf(l, r); }) != 0) mx = NAN;
     if (mx == -INFINITY) {
       const Scalar fill = empty == 1 ? 0.0f : empty == 2 ? static_cast<Scalar>(1.0 / static_cast<double>(n)) : NAN;
-      for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill;
+      for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill, note_range(flags, fill);
       continue;
     }
     double sum = 0;
@@ -408,7 +491,7 @@ __global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, 
     }
     sum = block_reduce(sum, ssum, [](double l, double r) { return l + r; });
     const Scalar inv = static_cast<Scalar>(1.0 / sum);
-    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] *= inv;
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] *= inv, note_range(flags, y[j]);
   }
 }
 
@@ -695,6 +778,24 @@ class CudaBackend final : public Backend {
       check(cudaEventRecord(f->copied, ctx_->copy), "fetch", "cudaEventRecord");
       ctx_->count(0, static_cast<std::int64_t>(bytes));
     }
+    // the range flags on their way now, beside the rest: the kernel that wrote the values noted
+    // them, or one read of the values does (the values themselves stay where they are)
+    if ((f->range = static_cast<unsigned*>(ctx_->take_pinned(2 * sizeof(unsigned)))) != nullptr) {
+      const auto* buffer = static_cast<const CudaBuffer*>(t.buffer.get());
+      unsigned* flags = buffer->flags;
+      unsigned* scratch = nullptr;
+      if (flags == nullptr) {
+        check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * sizeof(unsigned), stream()), "fetch", "cudaMallocAsync");
+        check(cudaMemsetAsync(scratch, 0, 2 * sizeof(unsigned), stream()), "fetch", "cudaMemsetAsync");
+        k_range_flags<<<grid(f->n), kThreads, 0, stream()>>>(f->p, f->n, scratch);
+        done("fetch");
+        flags = scratch;
+      }
+      check(cudaEventCreateWithFlags(&f->ranged, cudaEventDisableTiming), "fetch", "cudaEventCreate");
+      check(cudaMemcpyAsync(f->range, flags, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, stream()), "fetch", "cudaMemcpyAsync");
+      check(cudaEventRecord(f->ranged, stream()), "fetch", "cudaEventRecord");
+      if (scratch != nullptr) check(cudaFreeAsync(scratch, stream()), "fetch", "cudaFreeAsync");
+    }
     const std::int64_t n = f->n;
     return Tensor::deferred(
         t.shape, [f, n](Scalar* out) { f->read(0, n, out); },
@@ -703,7 +804,10 @@ class CudaBackend final : public Backend {
           f->read(i, 1, &v);
           return v;
         },
-        [this_ctx = ctx_, f](bool minus_inf_allowed) { return first_nonfinite(*this_ctx, f->p, f->n, minus_inf_allowed); });
+        [this_ctx = ctx_, f](bool minus_inf_allowed) -> std::int64_t {
+          if (!f->maybe_out_of_range(minus_inf_allowed)) return -1;
+          return first_nonfinite(*this_ctx, f->p, f->n, minus_inf_allowed);  // where: searched on the device
+        });
   }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
@@ -815,36 +919,48 @@ class CudaBackend final : public Backend {
   }
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
-    auto out = make(a.shape, "scale");
-    k_scale<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), element_count(a.shape), factor);
+    auto [out, flags] = make_flagged(a.shape, "scale");
+    k_scale<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), element_count(a.shape), factor, flags);
     done("scale");
     return out;
   }
 
   BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) override {
     checks::masked_fill(kName, scores, keep);
-    auto out = make(scores.shape, "masked_fill");
+    auto [out, flags] = make_flagged(scores.shape, "masked_fill");
     const auto plane = scores.shape[2] * scores.shape[3];
-    k_masked_fill<<<grid(element_count(scores.shape)), kThreads, 0, stream()>>>(dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane, fill);
+    k_masked_fill<<<grid(element_count(scores.shape)), kThreads, 0, stream()>>>(dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane,
+                                                                               fill, flags);
     done("masked_fill");
     return out;
   }
 
   BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty) override {
     checks::softmax_rows(kName, a);
-    auto out = make(a.shape, "softmax_rows");
+    auto [out, flags] = make_flagged(a.shape, "softmax_rows");
     const int policy = empty == EmptyRow::Zeros ? 1 : empty == EmptyRow::Uniform ? 2 : 0;
-    const auto rows = a.shape[0];
-    if (rows > 0) {
-      k_softmax_rows<<<row_grid(rows), kThreads, 0, stream()>>>(dev(a), dev(out), rows, a.shape[1], policy);
-      done("softmax_rows");
+    const auto rows = a.shape[0], n = a.shape[1];
+    if (rows == 0) return out;
+    if (n <= 32 * kWarpCols) {
+      // a warp per row, its sums written beside (row_sums hands them back)
+      auto sums = make({rows}, "softmax_rows");
+      k_softmax_warp<<<grid(rows * 32), kThreads, 0, stream()>>>(dev(a), dev(out), dev(sums), rows, n, policy, flags);
+      softmax_out_ = out.buffer;
+      softmax_sums_ = sums;
+    } else {
+      k_softmax_rows<<<row_grid(rows), kThreads, 0, stream()>>>(dev(a), dev(out), rows, n, policy, flags);
     }
+    done("softmax_rows");
     return out;
   }
 
   BackendTensor row_sums(const BackendTensor& a) override {
     checks::row_sums(kName, a);
     const auto rows = a.shape[0];
+    // the weights the last softmax wrote: their sums were written beside them
+    if (!softmax_out_.owner_before(a.buffer) && !a.buffer.owner_before(softmax_out_) && softmax_sums_.shape == Shape{rows} &&
+        !softmax_out_.expired())
+      return softmax_sums_;
     auto out = make({rows}, "row_sums");
     if (rows > 0) {
       k_row_sums<<<row_grid(rows), kThreads, 0, stream()>>>(dev(a), dev(out), rows, a.shape[1]);
@@ -967,6 +1083,19 @@ class CudaBackend final : public Backend {
     auto buffer = std::make_shared<CudaBuffer>(ctx_, n, primitive, shape);
     return BackendTensor{std::move(shape), std::move(buffer)};
   }
+  // The same, with range flags (cleared) for the kernel that writes it to note its values in.
+  std::pair<BackendTensor, unsigned*> make_flagged(Shape shape, const char* primitive) {
+    const auto n = static_cast<std::size_t>(element_count(shape));
+    auto buffer = std::make_shared<CudaBuffer>(ctx_, n, primitive, shape);
+    check(cudaMallocAsync(reinterpret_cast<void**>(&buffer->flags), 2 * sizeof(unsigned), stream()), primitive, "cudaMallocAsync");
+    check(cudaMemsetAsync(buffer->flags, 0, 2 * sizeof(unsigned), stream()), primitive, "cudaMemsetAsync");
+    unsigned* flags = buffer->flags;
+    return {BackendTensor{std::move(shape), std::move(buffer)}, flags};
+  }
+
+  // The row sums the last warp softmax wrote beside its weights (row_sums hands them back).
+  std::weak_ptr<const BackendBuffer> softmax_out_;
+  BackendTensor softmax_sums_;
 
   // cuBLAS's first product loads its kernels and workspace: done here, once, so that no step's
   // time holds it.

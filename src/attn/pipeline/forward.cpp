@@ -241,7 +241,7 @@ Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& op
     require_fusable(spec);
   }
   const Hooks hooks = hooks_for(options.mistake);
-  Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None, options.shown);
+  Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None, options.shown, options.timings);
   recorder.facts.mask_after_softmax = hooks.mask_after_softmax;
   Trace t = attention_forward(spec, backend, hooks, recorder, options.fused);
   if (options.mistake != Mistake::None) {

@@ -11,8 +11,8 @@
 
 namespace attn {
 
-Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown)
-    : s_(spec), be_(backend), lenient_(lenient), shown_(std::move(shown)) {
+Recorder::Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown, bool timings)
+    : s_(spec), be_(backend), lenient_(lenient), shown_(std::move(shown)), timings_(timings) {
   trace_.config = make_config(spec);
 }
 
@@ -70,8 +70,9 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   if (text.dims.size() != t.shape.size()) {
     throw InternalError(fmt::format("step {}: dims {} for shape {}", name, text.dims.size(), shape_string(t.shape)));
   }
-  // The step's time: from the previous step's end until the backend has finished this one.
-  be_.synchronize();
+  // The step's time: from the previous step's end until the backend has finished this one (with
+  // --timings; otherwise a device runs on while the host records).
+  if (timings_) be_.synchronize();
   const auto now = std::chrono::steady_clock::now();
   Step step;
   step.id = std::string(name);

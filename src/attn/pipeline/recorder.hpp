@@ -21,7 +21,8 @@ class Recorder {
  public:
   // lenient: a mistaken trace keeps non-finite values and fully masked rows (a student's can hold them).
   // shown: the step ids the run shows (empty: all); the others are fetched from a device only when read.
-  Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown = {});
+  // timings: wait for the backend after each step, so that its time is the step's (--timings).
+  Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown = {}, bool timings = false);
 
   // Records `t` as step `step`; returns it. `view`: shares the values of an earlier step.
   BackendTensor emit(StepId step, BackendTensor t, bool view = false);
@@ -49,6 +50,7 @@ class Recorder {
   Backend& be_;
   bool lenient_;
   std::vector<std::string> shown_;
+  bool timings_;
   std::vector<bool> checked_;
   // per step: the backend buffer its values came from (weak: a freed buffer's address may come back)
   std::vector<std::weak_ptr<const BackendBuffer>> buffers_;  // per step: whether its values are checked for values out of range
