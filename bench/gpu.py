@@ -80,6 +80,36 @@ def torch_side(reps):
             t0 = time.perf_counter(); out = fn(); torch.cuda.synchronize(); times.append(time.perf_counter() - t0); del out
         return times
 
+    # where eager's time goes: each step waited for (as attn's --breakdown), medians
+    def eager_steps():
+        marks = []
+        def mark(name, t):
+            torch.cuda.synchronize(); marks.append((name, time.perf_counter())); return t
+        t0 = time.perf_counter()
+        xd = mark("x", x.to(dev)); Wd = mark("W", Wqkv.to(dev)); Wod = mark("Wo", Wo.to(dev))
+        qkv = mark("qkv", xd @ Wd)
+        q, k, v = (t.contiguous() for t in qkv.split(C, dim=-1)); mark("q k v", q)
+        heads = lambda t: t.view(B, T, H, hs).transpose(1, 2).contiguous()
+        qh, kh, vh = heads(q), heads(k), heads(v); mark("heads", qh)
+        kT = mark("kT", kh.transpose(-2, -1).contiguous())
+        sc = mark("scores", qh @ kT)
+        scd = mark("scaled", sc * (1.0 / math.sqrt(hs)))
+        mask = mark("mask", torch.tril(torch.ones(T, T, device=dev)))
+        msk = mark("masked", scd.masked_fill(mask == 0, float("-inf")))
+        w = mark("weights", torch.softmax(msk, dim=-1)); mark("sums", w.sum(-1))
+        ctx = mark("context", w @ vh)
+        merged = mark("merged", ctx.transpose(1, 2).reshape(B, T, C))
+        mark("output", merged @ Wod)
+        out, prev = {}, t0
+        for name, t in marks:
+            out[name] = t - prev; prev = t
+        return out
+    eager_steps()
+    runs = [eager_steps() for _ in range(reps)]
+    print("PyTorch eager, each step's median time (waited for after every step):")
+    for name in runs[0]:
+        print(f"  {name:<10} {statistics.median(r[name] for r in runs) * 1000:8.3f} ms")
+
     return {"eager": timed(eager), "sdpa": timed(sdpa), "sdpa_alone": timed(sdpa_alone), "torch": torch.__version__,
             "device": torch.cuda.get_device_name(0)}
 
@@ -107,6 +137,9 @@ def main():
         fus = attn_side(bench, spec, args.reps, "--fused")
         ker = attn_side(bench, spec, args.reps, "--kernel")
         back = attn_side(bench, spec, args.reps, "--copy-back")
+        # where the materialised trace's time goes (each step waited for: not the total compared)
+        p = subprocess.run([bench, spec, "--reps", str(args.reps), "--breakdown"], capture_output=True, text=True)
+        print("attn materialised, each step's median time (the GPU waited for after every step):\n" + p.stderr, flush=True)
     th = torch_side(args.reps)
     ms = lambda ts: statistics.median(ts) * 1000
     rows = [("materialised: every step kept on the GPU", mat, th["eager"], "PyTorch eager, the same steps kept", 1.0),

@@ -352,9 +352,17 @@ __global__ void k_slice_columns(const Scalar* a, Scalar* out, std::int64_t rows,
   GRID_STRIDE(o, rows * width) out[o] = a[(o / width) * n + offset + o % width];
 }
 
-// Notes a value out of range in the flags of the buffer being written (an atomic only then).
+// Notes a value out of range in the flags of the buffer being written: one lane per warp, and only
+// while the flag is not yet set (a masked step holds millions of -inf: one atomic each would queue
+// them all on one address).
 __device__ inline void note_range(unsigned* flags, Scalar v) {
-  if (flags != nullptr && !isfinite(v)) atomicOr(&flags[v == -INFINITY ? 1 : 0], 1u);
+  if (flags == nullptr) return;
+  const unsigned active = __activemask();
+  const unsigned high = __ballot_sync(active, isnan(v) || v == INFINITY), low = __ballot_sync(active, v == -INFINITY);
+  if ((high | low) == 0 || static_cast<int>(threadIdx.x % 32) != __ffs(active) - 1) return;
+  volatile unsigned* f = flags;
+  if (high != 0 && f[0] == 0) atomicOr(&flags[0], 1u);
+  if (low != 0 && f[1] == 0) atomicOr(&flags[1], 1u);
 }
 
 // The same flags for values some other producer wrote (cuBLAS, an upload): one read of them all.
