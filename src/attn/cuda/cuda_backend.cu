@@ -279,6 +279,16 @@ unsigned row_grid(std::int64_t rows) { return static_cast<unsigned>(std::clamp<s
 
 #define GRID_STRIDE(i, n) for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
                                i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
+// The same with the index type I: 32-bit where every index fits (a 64-bit division costs several
+// times a 32-bit one, and the layout kernels divide per element).
+#define GRID_STRIDE_T(I, i, n) for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < static_cast<I>(n); \
+                                    i += static_cast<I>(blockDim.x) * static_cast<I>(gridDim.x))
+// Launches kernel<I> with I = 32 bits where `largest` (every index it forms) fits, 64 bits otherwise.
+#define LAUNCH_INDEXED(kernel, largest, blocks, stream, ...)                                                     \
+  do {                                                                                                         \
+    if ((largest) < (std::int64_t{1} << 31)) kernel<std::uint32_t><<<(blocks), kThreads, 0, (stream)>>>(__VA_ARGS__); \
+    else kernel<std::int64_t><<<(blocks), kThreads, 0, (stream)>>>(__VA_ARGS__);                                 \
+  } while (0)
 
 __global__ void k_add_bias(const Scalar* a, const Scalar* bias, Scalar* out, std::int64_t total, std::int64_t n) {
   GRID_STRIDE(i, total) out[i] = a[i] + bias[i % n];
@@ -333,58 +343,74 @@ __global__ void k_repeat_heads(const Scalar* a, Scalar* out, std::int64_t B, std
 }
 
 // out (N, n, m)[i][c][r] = a (N, m, n)[i][r][c]
-__global__ void k_transpose_last2(const Scalar* a, Scalar* out, std::int64_t N, std::int64_t m, std::int64_t n) {
-  GRID_STRIDE(o, N * m * n) {
-    const std::int64_t r = o % m, c = (o / m) % n, i = o / (m * n);
+template <typename I>
+__global__ void k_transpose_last2(const Scalar* a, Scalar* out, I N, I m, I n) {
+  GRID_STRIDE_T(I, o, N * m * n) {
+    const I r = o % m, c = (o / m) % n, i = o / (m * n);
     out[o] = a[(i * m + r) * n + c];
   }
 }
 
 // out (A, C, B, D) from a (A, B, C, D)
-__global__ void k_swap12(const Scalar* a, Scalar* out, std::int64_t A, std::int64_t B, std::int64_t C, std::int64_t D) {
-  GRID_STRIDE(o, A * B * C * D) {
-    const std::int64_t d = o % D, b = (o / D) % B, c = (o / (D * B)) % C, x = o / (D * B * C);
+template <typename I>
+__global__ void k_swap12(const Scalar* a, Scalar* out, I A, I B, I C, I D) {
+  GRID_STRIDE_T(I, o, A * B * C * D) {
+    const I d = o % D, b = (o / D) % B, c = (o / (D * B)) % C, x = o / (D * B * C);
     out[o] = a[((x * B + b) * C + c) * D + d];
   }
 }
 
-__global__ void k_slice_columns(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n, std::int64_t offset, std::int64_t width) {
-  GRID_STRIDE(o, rows * width) out[o] = a[(o / width) * n + offset + o % width];
+template <typename I>
+__global__ void k_slice_columns(const Scalar* a, Scalar* out, I rows, I n, I offset, I width) {
+  GRID_STRIDE_T(I, o, rows * width) out[o] = a[(o / width) * n + offset + o % width];
 }
 
-// Notes a value out of range in the flags of the buffer being written: one lane per warp, and only
-// while the flag is not yet set (a masked step holds millions of -inf: one atomic each would queue
-// them all on one address).
-__device__ inline void note_range(unsigned* flags, Scalar v) {
+// Whether v is NaN or +inf (high), or -inf (low): what the range flags record.
+__device__ inline void range_of(Scalar v, bool& high, bool& low) {
+  high = high || isnan(v) || v == INFINITY;
+  low = low || v == -INFINITY;
+}
+
+// Notes what a thread found (range_of over its values) in the flags of the buffer written: once per
+// warp, and only while the flag is unset. Called by every thread at the end of its loop.
+__device__ inline void note_flags(unsigned* flags, bool high, bool low) {
   if (flags == nullptr) return;
   const unsigned active = __activemask();
-  const unsigned high = __ballot_sync(active, isnan(v) || v == INFINITY), low = __ballot_sync(active, v == -INFINITY);
-  if ((high | low) == 0 || static_cast<int>(threadIdx.x % 32) != __ffs(active) - 1) return;
+  const unsigned h = __ballot_sync(active, high), l = __ballot_sync(active, low);
+  if ((h | l) == 0 || static_cast<int>(threadIdx.x % 32) != __ffs(active) - 1) return;
   volatile unsigned* f = flags;
-  if (high != 0 && f[0] == 0) atomicOr(&flags[0], 1u);
-  if (low != 0 && f[1] == 0) atomicOr(&flags[1], 1u);
+  if (h != 0 && f[0] == 0) atomicOr(&flags[0], 1u);
+  if (l != 0 && f[1] == 0) atomicOr(&flags[1], 1u);
 }
 
 // The same flags for values some other producer wrote (cuBLAS, an upload): one read of them all.
-__global__ void k_range_flags(const Scalar* a, std::int64_t n, unsigned* flags) {
-  GRID_STRIDE(i, n) note_range(flags, a[i]);
+template <typename I>
+__global__ void k_range_flags(const Scalar* a, I n, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, n) range_of(a[i], high, low);
+  note_flags(flags, high, low);
 }
 
-__global__ void k_scale(const Scalar* a, Scalar* out, std::int64_t n, Scalar f, unsigned* flags) {
-  GRID_STRIDE(i, n) {
+template <typename I>
+__global__ void k_scale(const Scalar* a, Scalar* out, I n, Scalar f, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, n) {
     out[i] = a[i] * f;
-    note_range(flags, out[i]);
+    range_of(out[i], high, low);
   }
+  note_flags(flags, high, low);
 }
 
 // scores (B, G, T·S), keep (B, T·S)
-__global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, std::int64_t B, std::int64_t G, std::int64_t plane, Scalar fill,
-                              unsigned* flags) {
-  GRID_STRIDE(i, B * G * plane) {
-    const std::int64_t b = i / (G * plane);
+template <typename I>
+__global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, I B, I G, I plane, Scalar fill, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, B * G * plane) {
+    const I b = i / (G * plane);
     out[i] = keep[b * plane + i % plane] != 0 ? s[i] : fill;
-    note_range(flags, out[i]);
+    range_of(out[i], high, low);
   }
+  note_flags(flags, high, low);
 }
 
 __global__ void k_mask_keep(Scalar* keep, std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
@@ -427,6 +453,7 @@ __device__ T block_reduce(T v, T* shared, Op op) {
 constexpr int kWarpCols = 32;
 __global__ void k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::int64_t rows, std::int64_t n, int empty, unsigned* flags) {
   const int lane = threadIdx.x % 32;
+  bool high = false, low = false;
   const std::int64_t warps = gridDim.x * static_cast<std::int64_t>(blockDim.x) / 32;
   for (std::int64_t row = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
     const Scalar* x = a + row * n;
@@ -464,12 +491,13 @@ __global__ void k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::
       if (j < n) {
         y[j] = v[c];
         total += v[c];
-        note_range(flags, v[c]);
+        range_of(v[c], high, low);
       }
     }
     for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
     if (lane == 0) sums[row] = static_cast<Scalar>(total);
   }
+  note_flags(flags, high, low);
 }
 
 // A block per row, each block taking every gridDim.x-th row: pass 1 the row max, pass 2 the sum of
@@ -477,6 +505,7 @@ __global__ void k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::
 // empty-row policy's value. (Every thread of a block walks the same rows: the reductions' barriers
 // are reached by all of them.)
 __global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n, int empty, unsigned* flags) {
+  bool high = false, low = false;
   __shared__ Scalar smax[kThreads];
   __shared__ double ssum[kThreads];
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -488,7 +517,7 @@ __global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, 
     if (block_reduce(nan, smax, [](Scalar l, Scalar r) { return fmaxf(l, r); }) != 0) mx = NAN;
     if (mx == -INFINITY) {
       const Scalar fill = empty == 1 ? 0.0f : empty == 2 ? static_cast<Scalar>(1.0 / static_cast<double>(n)) : NAN;
-      for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill, note_range(flags, fill);
+      for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] = fill, range_of(fill, high, low);
       continue;
     }
     double sum = 0;
@@ -499,8 +528,9 @@ __global__ void k_softmax_rows(const Scalar* a, Scalar* out, std::int64_t rows, 
     }
     sum = block_reduce(sum, ssum, [](double l, double r) { return l + r; });
     const Scalar inv = static_cast<Scalar>(1.0 / sum);
-    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] *= inv, note_range(flags, y[j]);
+    for (std::int64_t j = threadIdx.x; j < n; j += kThreads) y[j] *= inv, range_of(y[j], high, low);
   }
+  note_flags(flags, high, low);
 }
 
 __global__ void k_row_sums(const Scalar* a, Scalar* out, std::int64_t rows, std::int64_t n) {
@@ -795,7 +825,7 @@ class CudaBackend final : public Backend {
       if (flags == nullptr) {
         check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * sizeof(unsigned), stream()), "fetch", "cudaMallocAsync");
         check(cudaMemsetAsync(scratch, 0, 2 * sizeof(unsigned), stream()), "fetch", "cudaMemsetAsync");
-        k_range_flags<<<grid(f->n), kThreads, 0, stream()>>>(f->p, f->n, scratch);
+        LAUNCH_INDEXED(k_range_flags, f->n, grid(f->n), stream(), f->p, f->n, scratch);
         done("fetch");
         flags = scratch;
       }
@@ -905,7 +935,8 @@ class CudaBackend final : public Backend {
   BackendTensor transpose_last2(const BackendTensor& a) override {
     checks::transpose_last2(kName, a);
     auto out = make({a.shape[0], a.shape[2], a.shape[1]}, "transpose_last2");
-    k_transpose_last2<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2]);
+    LAUNCH_INDEXED(k_transpose_last2, element_count(a.shape), grid(element_count(a.shape)), stream(), dev(a), dev(out), a.shape[0], a.shape[1],
+                   a.shape[2]);
     done("transpose_last2");
     return out;
   }
@@ -913,7 +944,8 @@ class CudaBackend final : public Backend {
   BackendTensor swap_axes_1_2(const BackendTensor& a) override {
     checks::swap_axes_1_2(kName, a);
     auto out = make({a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, "swap_axes_1_2");
-    k_swap12<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2], a.shape[3]);
+    LAUNCH_INDEXED(k_swap12, element_count(a.shape), grid(element_count(a.shape)), stream(), dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2],
+                   a.shape[3]);
     done("swap_axes_1_2");
     return out;
   }
@@ -921,14 +953,15 @@ class CudaBackend final : public Backend {
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) override {
     checks::slice_columns(kName, a, offset, width);
     auto out = make({a.shape[0], width}, "slice_columns");
-    k_slice_columns<<<grid(a.shape[0] * width), kThreads, 0, stream()>>>(dev(a), dev(out), a.shape[0], a.shape[1], offset, width);
+    LAUNCH_INDEXED(k_slice_columns, element_count(a.shape), grid(a.shape[0] * width), stream(), dev(a), dev(out), a.shape[0], a.shape[1], offset,
+                   width);
     done("slice_columns");
     return out;
   }
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
     auto [out, flags] = make_flagged(a.shape, "scale");
-    k_scale<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), element_count(a.shape), factor, flags);
+    LAUNCH_INDEXED(k_scale, element_count(a.shape), grid(element_count(a.shape)), stream(), dev(a), dev(out), element_count(a.shape), factor, flags);
     done("scale");
     return out;
   }
@@ -937,8 +970,8 @@ class CudaBackend final : public Backend {
     checks::masked_fill(kName, scores, keep);
     auto [out, flags] = make_flagged(scores.shape, "masked_fill");
     const auto plane = scores.shape[2] * scores.shape[3];
-    k_masked_fill<<<grid(element_count(scores.shape)), kThreads, 0, stream()>>>(dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane,
-                                                                               fill, flags);
+    LAUNCH_INDEXED(k_masked_fill, element_count(scores.shape), grid(element_count(scores.shape)), stream(), dev(scores), dev(keep), dev(out),
+                   scores.shape[0], scores.shape[1], plane, fill, flags);
     done("masked_fill");
     return out;
   }
