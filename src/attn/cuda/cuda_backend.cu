@@ -402,6 +402,45 @@ __global__ void k_scale(const Scalar* a, Scalar* out, I n, Scalar f, unsigned* f
 }
 
 // scores (B, G, T·S), keep (B, T·S)
+// The same three, four values at a time (float4: every tensor starts a pool allocation, 256-byte
+// aligned), where the sizes are multiples of 4: the loads and stores then run at the memory's rate.
+__device__ inline void range_of4(const float4& v, bool& high, bool& low) {
+  range_of(v.x, high, low), range_of(v.y, high, low), range_of(v.z, high, low), range_of(v.w, high, low);
+}
+
+template <typename I>
+__global__ void k_range_flags4(const float4* a, I n4, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, n4) range_of4(a[i], high, low);
+  note_flags(flags, high, low);
+}
+
+template <typename I>
+__global__ void k_scale4(const float4* a, float4* out, I n4, Scalar f, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, n4) {
+    float4 v = a[i];
+    v.x *= f, v.y *= f, v.z *= f, v.w *= f;
+    out[i] = v;
+    range_of4(v, high, low);
+  }
+  note_flags(flags, high, low);
+}
+
+template <typename I>
+__global__ void k_masked_fill4(const float4* s, const float4* keep, float4* out, I B, I G, I plane4, Scalar fill, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, B * G * plane4) {
+    const I b = i / (G * plane4);
+    const float4 k = keep[b * plane4 + i % plane4];
+    float4 v = s[i];
+    v.x = k.x != 0 ? v.x : fill, v.y = k.y != 0 ? v.y : fill, v.z = k.z != 0 ? v.z : fill, v.w = k.w != 0 ? v.w : fill;
+    out[i] = v;
+    range_of4(v, high, low);
+  }
+  note_flags(flags, high, low);
+}
+
 template <typename I>
 __global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, I B, I G, I plane, Scalar fill, unsigned* flags) {
   bool high = false, low = false;
@@ -825,7 +864,11 @@ class CudaBackend final : public Backend {
       if (flags == nullptr) {
         check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * sizeof(unsigned), stream()), "fetch", "cudaMallocAsync");
         check(cudaMemsetAsync(scratch, 0, 2 * sizeof(unsigned), stream()), "fetch", "cudaMemsetAsync");
-        LAUNCH_INDEXED(k_range_flags, f->n, grid(f->n), stream(), f->p, f->n, scratch);
+        if (f->n % 4 == 0) {
+          LAUNCH_INDEXED(k_range_flags4, f->n, grid(f->n / 4), stream(), reinterpret_cast<const float4*>(f->p), f->n / 4, scratch);
+        } else {
+          LAUNCH_INDEXED(k_range_flags, f->n, grid(f->n), stream(), f->p, f->n, scratch);
+        }
         done("fetch");
         flags = scratch;
       }
@@ -961,7 +1004,13 @@ class CudaBackend final : public Backend {
 
   BackendTensor scale(const BackendTensor& a, Scalar factor) override {
     auto [out, flags] = make_flagged(a.shape, "scale");
-    LAUNCH_INDEXED(k_scale, element_count(a.shape), grid(element_count(a.shape)), stream(), dev(a), dev(out), element_count(a.shape), factor, flags);
+    const auto n = element_count(a.shape);
+    if (n % 4 == 0) {
+      LAUNCH_INDEXED(k_scale4, n, grid(n / 4), stream(), reinterpret_cast<const float4*>(dev(a)), reinterpret_cast<float4*>(dev(out)), n / 4, factor,
+                     flags);
+    } else {
+      LAUNCH_INDEXED(k_scale, n, grid(n), stream(), dev(a), dev(out), n, factor, flags);
+    }
     done("scale");
     return out;
   }
@@ -970,8 +1019,13 @@ class CudaBackend final : public Backend {
     checks::masked_fill(kName, scores, keep);
     auto [out, flags] = make_flagged(scores.shape, "masked_fill");
     const auto plane = scores.shape[2] * scores.shape[3];
-    LAUNCH_INDEXED(k_masked_fill, element_count(scores.shape), grid(element_count(scores.shape)), stream(), dev(scores), dev(keep), dev(out),
-                   scores.shape[0], scores.shape[1], plane, fill, flags);
+    const auto n = element_count(scores.shape);
+    if (plane % 4 == 0) {
+      LAUNCH_INDEXED(k_masked_fill4, n, grid(n / 4), stream(), reinterpret_cast<const float4*>(dev(scores)), reinterpret_cast<const float4*>(dev(keep)),
+                     reinterpret_cast<float4*>(dev(out)), scores.shape[0], scores.shape[1], plane / 4, fill, flags);
+    } else {
+      LAUNCH_INDEXED(k_masked_fill, n, grid(n), stream(), dev(scores), dev(keep), dev(out), scores.shape[0], scores.shape[1], plane, fill, flags);
+    }
     done("masked_fill");
     return out;
   }
