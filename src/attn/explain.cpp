@@ -170,8 +170,22 @@ std::string explain_step(const Trace& t, const Step& s) {
                        c.C, (c.C + 1) / 2, (c.C + 1) / 2 == 1 ? "" : "s");
   }
   if (id == "rope.cos" || id == "rope.sin") {
+    std::string scaled;
+    if (!c.rope_bands.empty()) {
+      const auto n = [&](char b) { return std::count(c.rope_bands.begin(), c.rope_bands.end(), b); };
+      scaled = fmt::format(" Here the frequencies are Llama 3's, {}: a model trained on short texts has seen the slow pairs turn only "
+                           "part of a circle, so for longer texts those are slowed by the factor, while the fast pairs, which have "
+                           "turned many times, keep theirs. {} pair{} keep{} its frequency (high band), {} {} smoothed between the two "
+                           "(middle band), {} {} divided by the factor (low band).",
+                           c.rope_scaling, n('h'), n('h') == 1 ? "" : "s", n('h') == 1 ? "s" : "", n('m'), n('m') == 1 ? "is" : "are", n('l'),
+                           n('l') == 1 ? "is" : "are");
+    } else if (!c.rope_scaling.empty()) {
+      scaled = fmt::format(" Here the frequencies are scaled, {}: every pair turns that many times slower, as if the positions were "
+                           "squeezed, so a longer text stays within the angles the model was trained on.",
+                           c.rope_scaling);
+    }
     return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
-           "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2].";
+           "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2]." + scaled;
   }
   if (id == "q.rope" || id == "k.rope") {
     if (id == "k.rope") {
@@ -538,6 +552,15 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   }
   if (id == "rope.cos" || id == "rope.sin") {
     const auto R = 2 * s.value.shape().back();
+    if (!c.rope_scaling.empty()) {
+      const char band = static_cast<std::size_t>(e.col) < c.rope_bands.size() ? c.rope_bands[static_cast<std::size_t>(e.col)] : ' ';
+      return fmt::format("{}\n= {}({} · θ_{}): position {}, pair {}{}", here, id == "rope.cos" ? "cos" : "sin", c.first_position + e.row, e.col,
+                         c.first_position + e.row, e.col,
+                         band == 'h'   ? ", in the high-frequency band: θ^(−2i/R) kept"
+                         : band == 'm' ? ", in the middle band: smoothed between θ^(−2i/R) and θ^(−2i/R) / factor"
+                         : band == 'l' ? ", in the low-frequency band: θ^(−2i/R) / factor"
+                                       : fmt::format(", θ_i scaled ({})", c.rope_scaling));
+    }
     return fmt::format("{}\n= {}({} · θ^(−2·{}/{})): position {}, pair {}", here, id == "rope.cos" ? "cos" : "sin", c.first_position + e.row,
                        e.col, R, c.first_position + e.row, e.col);
   }

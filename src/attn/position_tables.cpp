@@ -1,6 +1,8 @@
 // Position tables (see position_tables.hpp). Built with -ffp-contract=off, as fixed_math.hpp asks.
 #include "attn/position_tables.hpp"
 
+#include <fmt/format.h>
+
 #include "attn/error.hpp"
 #include "attn/fixed_math.hpp"
 
@@ -22,15 +24,68 @@ Tensor sinusoidal_positions(std::int64_t L, std::int64_t C) {
   return t;
 }
 
-RopeTables rope_tables(std::int64_t first, std::int64_t L, std::int64_t R, double theta) {
+std::string RopeScaling::describe() const {
+  switch (kind) {
+    case Kind::None: return "none";
+    case Kind::Linear: return fmt::format("linear (factor {})", factor);
+    case Kind::Llama3:
+      return fmt::format("llama3 (factor {}, low_freq_factor {}, high_freq_factor {}, original_max_position_embeddings {})", factor, low_freq_factor,
+                         high_freq_factor, original);
+  }
+  return "none";
+}
+
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+double unscaled_rate(std::int64_t i, std::int64_t R, double ln_theta) {
+  return fixed::exp(-static_cast<double>(2 * i) / static_cast<double>(R) * ln_theta);  // theta^(−2i/R)
+}
+
+}  // namespace
+
+RopeBand rope_band(std::int64_t i, std::int64_t R, double theta, const RopeScaling& sc) {
+  if (sc.kind != RopeScaling::Kind::Llama3) return RopeBand::High;
+  const double wavelength = kTwoPi / unscaled_rate(i, R, fixed::log(theta));
+  if (wavelength < sc.original / sc.high_freq_factor) return RopeBand::High;
+  if (wavelength > sc.original / sc.low_freq_factor) return RopeBand::Low;
+  return RopeBand::Middle;
+}
+
+std::vector<double> rope_rates(std::int64_t R, double theta, const RopeScaling& sc) {
+  const double ln_theta = fixed::log(theta);
+  std::vector<double> rates(static_cast<std::size_t>(R / 2));
+  for (std::int64_t i = 0; i < R / 2; ++i) {
+    const double rate = unscaled_rate(i, R, ln_theta);
+    double scaled = rate;
+    if (sc.kind == RopeScaling::Kind::Linear) {
+      scaled = rate / sc.factor;
+    } else if (sc.kind == RopeScaling::Kind::Llama3) {
+      switch (rope_band(i, R, theta, sc)) {
+        case RopeBand::High: break;
+        case RopeBand::Low: scaled = rate / sc.factor; break;
+        case RopeBand::Middle: {
+          const double s = (sc.original / (kTwoPi / rate) - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
+          scaled = (1 - s) * rate / sc.factor + s * rate;
+          break;
+        }
+      }
+    }
+    rates[static_cast<std::size_t>(i)] = scaled;
+  }
+  return rates;
+}
+
+RopeTables rope_tables(std::int64_t first, std::int64_t L, std::int64_t R, double theta, const RopeScaling& scaling) {
   if (first < 0 || first + L > kMaxPosition || R % 2 != 0 || !(theta > 0)) throw InternalError("rope_tables: bad arguments");
   const std::int64_t pairs = R / 2;
   RopeTables t{Tensor::uninitialized({L, pairs}), Tensor::uninitialized({L, pairs})};
   Scalar* c = t.cos.mutable_data();
   Scalar* s = t.sin.mutable_data();
-  const double ln_theta = fixed::log(theta);
+  const std::vector<double> rates = rope_rates(R, theta, scaling);
   for (std::int64_t i = 0; i < pairs; ++i) {
-    const double rate = fixed::exp(-static_cast<double>(2 * i) / static_cast<double>(R) * ln_theta);  // theta^(−2i/R)
+    const double rate = rates[static_cast<std::size_t>(i)];
     for (std::int64_t r = 0; r < L; ++r) {
       const fixed::SinCos sc = fixed::sincos(static_cast<double>(first + r) * rate);
       c[r * pairs + i] = static_cast<Scalar>(sc.c);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "attn/tensor.hpp"
 
@@ -12,12 +14,31 @@ namespace attn {
 // PE[p, 2i] = sin(p / 10000^(2i/C)) and PE[p, 2i+1] = cos(p / 10000^(2i/C)), in double, rounded once.
 Tensor sinusoidal_positions(std::int64_t L, std::int64_t C);
 
+// RoPE's frequency scaling, as the model hub's rope_type names it. None: θ_i = theta^(−2i/R).
+// Linear: θ_i / factor (positions squeezed by the factor). Llama3 (Llama 3.1's
+// _compute_llama3_parameters): a pair whose wavelength 2π/θ_i is shorter than original /
+// high_freq_factor keeps θ_i (high band), one longer than original / low_freq_factor gets
+// θ_i / factor (low band), and one between gets (1 − s)·θ_i/factor + s·θ_i with
+// s = (original / wavelength − low_freq_factor) / (high_freq_factor − low_freq_factor) (middle band).
+struct RopeScaling {
+  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+  double factor = 1, low_freq_factor = 1, high_freq_factor = 4, original = 8192;
+  // "llama3 (factor 32, low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192)"
+  std::string describe() const;
+};
+enum class RopeBand { High, Middle, Low };
+
+// Each pair's angle per position, θ_i, scaled; in double with attn's own exp and log.
+std::vector<double> rope_rates(std::int64_t R, double theta, const RopeScaling& scaling);
+// Which of Llama 3's bands pair i of R falls in (High for every pair without llama3 scaling).
+RopeBand rope_band(std::int64_t i, std::int64_t R, double theta, const RopeScaling& scaling);
+
 // RoPE's tables for positions first .. first + L − 1: (L, R/2) each, the angle of position p and
-// pair i being p · theta^(−2i/R) (RoFormer's θ_i), in double, rounded once.
+// pair i being p · θ_i (RoFormer's θ_i = theta^(−2i/R), scaled as asked), in double, rounded once.
 struct RopeTables {
   Tensor cos, sin;
 };
-RopeTables rope_tables(std::int64_t first, std::int64_t L, std::int64_t R, double theta);
+RopeTables rope_tables(std::int64_t first, std::int64_t L, std::int64_t R, double theta, const RopeScaling& scaling = {});
 
 // The largest position the tables take: their angles are reduced exactly below it.
 inline constexpr std::int64_t kMaxPosition = std::int64_t{1} << 19;

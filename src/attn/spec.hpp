@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attn/config.hpp"
+#include "attn/position_tables.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
@@ -80,7 +81,8 @@ struct Spec {
     std::int64_t offset = 0;      // the first query's position
     std::int64_t key_first = 0;   // the first key's position: 0 in cross mode, else where the keys end with the queries
     std::int64_t table_first = 0; // the tables' row 0: min(offset, key_first)
-    Tensor cos, sin;              // (P, R/2): cos and sin of p·theta^(−2i/R) for positions table_first ..
+    RopeScaling scaling;          // Llama 3's or linear frequency scaling (none by default)
+    Tensor cos, sin;              // (P, R/2): cos and sin of p·θ_i (θ_i = theta^(−2i/R), scaled) for positions table_first ..
     // Sets key_first and table_first for T queries and S keys; returns the tables' row count P. Keys
     // start at 0 in cross mode (another sequence); otherwise they end where the queries end, so with
     // S = T each token has one position, and with S > T the extra keys come before.

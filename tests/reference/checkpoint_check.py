@@ -126,6 +126,30 @@ def compare_layers(report, attn, work, label, checkpoint, config, tensors, ids, 
     return ok
 
 
+def scaling_matters(report, attn, work, name, checkpoint, config, tensors, ids):
+    """The RoPE scaling is visible in the weights: the reference without it (plain RoPE at the config's
+    theta, and for rope_parameters also at the 10000 a reader that misses that form would take) differs
+    from attn's weights by far more than the tolerance, so a reader that skipped it would fail."""
+    layer = model_reference.num_layers(config) - 1
+    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-scaling.json"), {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}))
+    if r.rc != 0:
+        report.fail(f"{name}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
+        return False
+    theta, _ = model_reference.rope_settings(config)
+    plain = {k: v for k, v in config.items() if k not in ("rope_scaling", "rope_parameters")}
+    variants = [("unscaled", dict(plain, rope_theta=theta))]
+    if "rope_parameters" in config:
+        variants.append(("theta 10000, unscaled", dict(plain, rope_theta=10000.0)))
+    ok = True
+    for what, c in variants:
+        d = float(np.abs(r.step("weights") - model_reference.forward(c, tensors, ids, torch.float64)[layer]["weights"].numpy()).max())
+        print(f"       {name}: the reference {what} differs from attn's weights by {d:.2g} (must be > 1e-3)")
+        if not d > 1e-3:
+            report.fail(f"{name}: the RoPE scaling changes the weights by only {d:.3g}: the check could not tell it was skipped")
+            ok = False
+    return ok
+
+
 def check_numbers(report, attn, work, made):
     print("== layers of each checkpoint against the reference (token ids, T = 1 and 7)")
     summary = []
@@ -141,6 +165,8 @@ def check_numbers(report, attn, work, made):
         worst, ok = {}, True
         for ids in token_sequences(name, config["vocab_size"]):
             ok &= compare_layers(report, attn, work, name, checkpoint, config, tensors, ids, range(L), worst)
+        if spec.get("rope"):
+            ok &= scaling_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, config["vocab_size"])[-1])
         figures = ", ".join(f"{k} {v:.2g}" for k, v in worst.items())
         line = f"  {'ok  ' if ok else 'FAIL'} {name} ({spec['dtype']}, {L} layers): largest |diff| {figures or '-'}"
         print(line)

@@ -67,6 +67,24 @@ CHECKPOINTS = {
                        theta=1000000.0, prefix="model.", shards=1, lm_head=False, qkv_bias=True,
                        tokenizer="gpt2-split-json",
                        what="Qwen2, BF16, q/k/v biases, use_sliding_window false, tied embeddings"),
+    # RoPE scaling as Llama 3.1 / 3.2 write it, with head_dim 16 and original_max_position_embeddings 64 so
+    # that the pairs fall in all three bands (wavelength 6 < 64/4: kept; 33: smoothed; 169 and up > 64/1: ÷ factor)
+    "llama3-rope-scaling": dict(kind="llama", model_type="llama", dtype="BF16", C=32, H=2, Hkv=1, hd=16, I=64, L=2,
+                                theta=500000.0, prefix="model.", shards=1, lm_head=False, tokenizer=None,
+                                rope={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                      "original_max_position_embeddings": 64},
+                                what="Llama 3.1-style rope_scaling (rope_type llama3), all three frequency bands"),
+    "llama3-rope-parameters": dict(kind="llama", model_type="llama", dtype="F32", C=32, H=2, Hkv=1, hd=16, I=64, L=2,
+                                   theta=500000.0, prefix="model.", shards=1, lm_head=False, tokenizer=None,
+                                   rope={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                         "original_max_position_embeddings": 64},
+                                   rope_form="parameters",
+                                   what="the newer config form: rope_parameters holds rope_theta and the llama3 keys, no "
+                                        "top-level rope_theta"),
+    "llama-linear-type": dict(kind="llama", model_type="llama", dtype="F32", C=32, H=2, Hkv=2, hd=16, I=64, L=1,
+                              theta=10000.0, prefix="model.", shards=1, lm_head=False, tokenizer=None,
+                              rope={"type": "linear", "factor": 4.0},
+                              what="linear RoPE scaling under the older key \"type\""),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -220,6 +238,13 @@ def llama_config(spec, vocab):
     }
     if mt == "llama":
         c.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1, "rope_scaling": None})
+    if spec.get("rope"):
+        if spec.get("rope_form") == "parameters":  # the model library's newer form: no top-level rope_theta
+            del c["rope_theta"]
+            c.pop("rope_scaling", None)
+            c["rope_parameters"] = dict(spec["rope"], rope_theta=spec["theta"])
+        else:
+            c["rope_scaling"] = dict(spec["rope"])
     if spec["hd"] is not None:
         c["head_dim"] = spec["hd"]
     if mt == "mistral":

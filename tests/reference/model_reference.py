@@ -10,7 +10,8 @@ h += out; h += c_proj2(gelu_new(LayerNorm_2(h) @ c_fc + b)). gelu_new is the tan
 Llama / Mistral / Qwen2 (transformers' modeling_llama, _mistral, _qwen2): h = embed_tokens[ids]; per
 layer a = RMSNorm(h) = h · rsqrt(mean(h²) + eps) · w (in float32); q, k, v = a Wᵀ (+ b: Qwen2),
 heads of head_dim (config "head_dim", else hidden / heads); RoPE "half" (rotate_half) with
-inv_freq_i = theta^(−2i/head_dim) at positions 0..T); the key/value heads repeated H / Hkv times
+inv_freq_i = theta^(−2i/head_dim) at positions 0..T), scaled as "rope_scaling" or "rope_parameters"
+say (linear, llama3; scaled_inv_freq); the key/value heads repeated H / Hkv times
 (repeat_kv); causal softmax(q kᵀ / √head_dim), Mistral's sliding window W: query i sees keys j with
 i − W < j ≤ i; out = merge(ctx) o_projᵀ; h += out; h += down(silu(gate(RMSNorm_2(h))) · up(...)).
 
@@ -79,8 +80,45 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rope_tables(T, head_dim, theta, dtype):
+def rope_settings(config):
+    """(theta, scaling or None) from either config form: top-level rope_theta + rope_scaling, or
+    rope_parameters holding rope_theta, rope_type and the scaling's keys."""
+    params = config.get("rope_parameters")
+    if params:
+        scaling = {k: v for k, v in params.items() if k != "rope_theta"}
+        return params.get("rope_theta", config.get("rope_theta", 10000.0)), scaling
+    return config.get("rope_theta", 10000.0), config.get("rope_scaling")
+
+
+def scaled_inv_freq(inv_freq, scaling):
+    """RoPE frequency scaling as transformers' rope utilities define it (linear: θ_i / factor; llama3:
+    by wavelength 2π/θ_i, above original/low_freq_factor divided by the factor, below
+    original/high_freq_factor kept, between the two a linear blend by
+    s = (original/wavelength − low)/(high − low) of θ_i/factor and θ_i)."""
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "default":
+        return inv_freq
+    factor = float(scaling["factor"])
+    if kind == "linear":
+        return inv_freq / factor
+    assert kind == "llama3", kind
+    low, high = float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+    original = float(scaling["original_max_position_embeddings"])
+    wavelength = 2 * math.pi / inv_freq
+    out = inv_freq.clone()
+    for i in range(len(inv_freq)):
+        w = float(wavelength[i])
+        if w > original / low:
+            out[i] = inv_freq[i] / factor
+        elif w >= original / high:
+            s = (original / w - low) / (high - low)
+            out[i] = (1 - s) * inv_freq[i] / factor + s * inv_freq[i]
+    return out
+
+
+def rope_tables(T, head_dim, theta, dtype, scaling=None):
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    inv_freq = scaled_inv_freq(inv_freq, scaling)
     freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -153,14 +191,14 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
     hd = config.get("head_dim") or C // H
     L = config["num_hidden_layers"]
     eps = config.get("rms_norm_eps", 1e-6)
-    theta = config.get("rope_theta", 10000.0)
+    theta, scaling = rope_settings(config)
     window = config.get("sliding_window") if mt == "mistral" else None
     if mt == "qwen2" and config.get("use_sliding_window"):
         window = config.get("sliding_window")  # (max_window_layers ignored: the tiny checkpoints leave it off)
     T = len(ids)
     W = lambda n: _t(t, n, dtype)  # noqa: E731
     h = W("embed_tokens.weight")[torch.tensor(ids, dtype=torch.long)]
-    cos, sin = rope_tables(T, hd, theta, dtype)
+    cos, sin = rope_tables(T, hd, theta, dtype, scaling)
     allowed = causal_mask(T, window)
     out = []
     for i in range(L if layers is None else layers):

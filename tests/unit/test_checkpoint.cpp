@@ -91,9 +91,23 @@ TEST_CASE("config.json refusals name the file, the key and what was expected", "
   c = kLlama;
   c["num_key_value_heads"] = 3;
   CHECK(refusal(c) == "ckpt/config.json: \"num_key_value_heads\" = 3 does not divide \"num_attention_heads\" = 4");
+  // RoPE scaling: the types attn does not compute are refused by name, and so is any key it does not read
   c = kLlama;
-  c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  CHECK_THAT(refusal(c), Catch::Contains("\"rope_scaling\": attn computes plain RoPE"));
+  c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 4096}};
+  CHECK(refusal(c) == "ckpt/config.json: \"rope_scaling.rope_type\": attn computes RoPE of type \"default\", \"linear\" and \"llama3\"; "
+                      "\"yarn\" is not computed");
+  c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  CHECK_THAT(refusal(c), Catch::Contains("\"dynamic\" is not computed"));
+  c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}, {"attention_factor", 0.5}};
+  CHECK(refusal(c) == "ckpt/config.json: \"rope_scaling.attention_factor\": not read with rope_type \"linear\" (it reads factor); attn refuses "
+                      "a key that could change the rotation rather than ignore it");
+  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}};
+  CHECK(refusal(c) == "ckpt/config.json: \"rope_scaling.original_max_position_embeddings\": required with rope_type \"llama3\"");
+  c = kLlama;
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  CHECK(refusal(c) == "ckpt/config.json: \"rope_theta\" = 500000.0 and \"rope_parameters.rope_theta\" = 10000.0 disagree");
+  c["rope_scaling"] = {{"rope_type", "default"}};
+  CHECK(refusal(c) == "ckpt/config.json: \"rope_scaling\" and \"rope_parameters\" are both given; one of them says how RoPE is scaled");
   c = kLlama;
   c["hidden_act"] = "gelu";
   CHECK_THAT(refusal(c), Catch::Contains("\"hidden_act\": attn computes the Llama family's \"silu\""));

@@ -12,6 +12,7 @@
 
 #include "attn/error.hpp"
 #include "attn/spec/json_read.hpp"
+#include "attn/spec/rope_scaling.hpp"
 #include "attn/suggest.hpp"
 
 namespace attn::model {
@@ -63,6 +64,35 @@ void require_finite(const StoredTensor& t, const float* values, std::int64_t n) 
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+// RoPE's base and scaling, in either of the forms config.json files have: top-level "rope_theta"
+// with "rope_scaling", or (the model library's newer form) "rope_parameters" holding "rope_theta",
+// "rope_type" and the scaling's keys. Given twice, they must agree; a theta read from neither is
+// Llama's 10000 (the older configs that leave it out mean that).
+void read_rope(const json& c, const std::string& origin, Architecture& a) {
+  const bool has_params = c.contains("rope_parameters") && !c["rope_parameters"].is_null();
+  const bool has_scaling = c.contains("rope_scaling") && !c["rope_scaling"].is_null();
+  auto key_name = [&origin](const std::string& base) {
+    return [&origin, base](const std::string& key) { return fmt::format("{}: \"{}{}\"", origin, base, key.empty() ? "" : "." + key); };
+  };
+  a.rope_theta = positive_number(c, origin, "rope_theta", 10000);
+  if (has_scaling && has_params) {
+    throw InputError(fmt::format("{}: \"rope_scaling\" and \"rope_parameters\" are both given; one of them says how RoPE is scaled", origin));
+  }
+  if (has_scaling) a.rope_scaling = read_rope_scaling(c["rope_scaling"], key_name("rope_scaling"));
+  if (has_params) {
+    const json& p = c["rope_parameters"];
+    a.rope_scaling = read_rope_scaling(p, key_name("rope_parameters"), {"rope_theta"});
+    if (p.contains("rope_theta")) {
+      const double theta = positive_number(p, origin + ": \"rope_parameters\"", "rope_theta", 10000);
+      if (c.contains("rope_theta") && !c["rope_theta"].is_null() && c["rope_theta"].get<double>() != theta) {
+        throw InputError(fmt::format("{}: \"rope_theta\" = {} and \"rope_parameters.rope_theta\" = {} disagree", origin, c["rope_theta"].dump(),
+                                     p["rope_theta"].dump()));
+      }
+      a.rope_theta = theta;
+    }
+  }
 }
 
 }  // namespace
@@ -118,10 +148,7 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     a.inner = positive(c, origin, "intermediate_size");
     a.positions = positive(c, origin, "max_position_embeddings", 0);
     a.eps = positive_number(c, origin, "rms_norm_eps", 1e-6);
-    a.rope_theta = positive_number(c, origin, "rope_theta", 10000);
-    if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) {
-      throw InputError(fmt::format("{}: \"rope_scaling\": attn computes plain RoPE; scaled RoPE ({}) is not read", origin, c["rope_scaling"].dump()));
-    }
+    read_rope(c, origin, a);
     if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
       throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
     }

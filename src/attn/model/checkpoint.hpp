@@ -34,7 +34,8 @@ struct Architecture {
   std::int64_t positions = 0;         // n_positions / max_position_embeddings (0: not given)
   std::int64_t inner = 0;             // MLP width I: n_inner (4C when null) / intermediate_size
   double eps = 1e-5;                  // layer_norm_epsilon / rms_norm_eps
-  double rope_theta = 10000;          // Llama family
+  double rope_theta = 10000;          // Llama family: rope_theta, or rope_parameters' rope_theta
+  RopeScaling rope_scaling;           // rope_scaling, or rope_parameters' rope_type and its keys
   std::int64_t window = 0;            // Mistral's sliding_window (0: none)
   bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
   std::optional<std::int64_t> bos;    // bos_token_id

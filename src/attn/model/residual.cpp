@@ -99,7 +99,8 @@ Spec attention_spec(const Architecture& a, LayerWeights& w, Tensor x, const Labe
     r.dims = a.hd;
     const std::int64_t rows = r.place(s.T, s.S, false);
     if (r.table_first + rows > kMaxPosition) throw InputError(fmt::format("sentence: {} tokens; attn's RoPE tables go up to {}", s.T, kMaxPosition));
-    RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta);
+    r.scaling = a.rope_scaling;
+    RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta, r.scaling);
     r.cos = std::move(t.cos), r.sin = std::move(t.sin);
     s.rope = std::move(r);
     if (a.window > 0 && a.window < s.T) s.window = a.window;

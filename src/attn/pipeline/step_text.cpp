@@ -146,6 +146,37 @@ StepText rope_text(StepId step, const Spec& s) {
   const std::string theta = compact_number(r.theta);
   const bool partial = r.dims < s.hs();
   const char* half = r.style == RopeStyle::Half ? "half" : "interleaved";
+  if ((step == StepId::RopeCos || step == StepId::RopeSin) && r.scaling.kind != RopeScaling::Kind::None) {
+    const bool cos = step == StepId::RopeCos;
+    const char* f = cos ? "cos" : "sin";
+    const std::string rows = r.table_first == 0 ? std::string("row p is position p") : fmt::format("row r is position r + {}", r.table_first);
+    const auto& sc = r.scaling;
+    std::string note;
+    if (sc.kind == RopeScaling::Kind::Linear) {
+      note = fmt::format("θ_i = {}^(−2i/{}) / {} (linear scaling: every pair turns {} times slower); {}", theta, r.dims, compact_number(sc.factor),
+                         compact_number(sc.factor), rows);
+    } else {
+      // the three bands as ranges of pairs (by wavelength 2π/θ_i, in positions)
+      std::vector<std::string> parts;
+      const auto pairs = r.dims / 2;
+      for (const auto [band, what] : {std::pair{RopeBand::High, "keep it (wavelength under {0} / {1} = {2} positions)"},
+                                      std::pair{RopeBand::Middle, "are smoothed between θ_i and θ_i / {5}"},
+                                      std::pair{RopeBand::Low, "get θ_i / {5} (wavelength over {0} / {3} = {4})"}}) {
+        std::int64_t lo = -1, hi = -1;
+        for (std::int64_t i = 0; i < pairs; ++i)
+          if (rope_band(i, r.dims, r.theta, sc) == band) hi = i, lo = lo < 0 ? i : lo;
+        if (lo < 0) continue;
+        const std::string range = lo == hi ? fmt::format("pair {}", lo) : fmt::format("pairs {} .. {}", lo, hi);
+        parts.push_back(range + " " + fmt::format(fmt::runtime(what), compact_number(sc.original), compact_number(sc.high_freq_factor),
+                                                  compact_number(sc.original / sc.high_freq_factor), compact_number(sc.low_freq_factor),
+                                                  compact_number(sc.original / sc.low_freq_factor), compact_number(sc.factor)));
+      }
+      note = fmt::format("θ_i = {}^(−2i/{}) with Llama 3's scaling: {}; {}", theta, r.dims, fmt::join(parts, ", "), rows);
+    }
+    return {cos ? "Rotary cosines (scaled)" : "Rotary sines (scaled)",
+            r.table_first == 0 ? fmt::format("rope.{0}[p, i] = {0}(p · θ_i)", f) : fmt::format("rope.{0}[r, i] = {0}((r + {1}) · θ_i)", f, r.table_first),
+            note, Dims{Dim::P, Dim::R2}};
+  }
   if (step == StepId::RopeCos || step == StepId::RopeSin) {
     const bool cos = step == StepId::RopeCos;
     const double slowest = std::pow(r.theta, -static_cast<double>(r.dims - 2) / static_cast<double>(r.dims));
@@ -369,6 +400,13 @@ TraceConfig make_config(const Spec& s) {
     c.query_first_position = s.rope->offset;
     c.key_first_position = s.rope->key_first;
     c.rope_interleaved = s.rope->style == RopeStyle::Interleaved;
+    if (s.rope->scaling.kind != RopeScaling::Kind::None) {
+      c.rope_scaling = s.rope->scaling.describe();
+      for (std::int64_t i = 0; i < s.rope->dims / 2; ++i) {
+        const RopeBand b = rope_band(i, s.rope->dims, s.rope->theta, s.rope->scaling);
+        c.rope_bands += b == RopeBand::High ? 'h' : b == RopeBand::Middle ? 'm' : 'l';
+      }
+    }
   }
   c.tokens = s.tokens;
   c.source_tokens = s.source_tokens;

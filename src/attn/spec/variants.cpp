@@ -9,6 +9,7 @@
 #include "attn/fixed_math.hpp"
 #include "attn/position_tables.hpp"
 #include "attn/spec/readers.hpp"
+#include "attn/spec/rope_scaling.hpp"
 
 namespace attn {
 
@@ -60,7 +61,7 @@ void read_rope(const json& root, Spec& s) {
                              "optional), got {}",
                              describe(j)));
   }
-  check_keys(j, "rope", {"theta", "style", "dims", "offset"});
+  check_keys(j, "rope", {"theta", "style", "dims", "offset", "scaling"});
   Spec::Rope r;
   const std::int64_t hs = s.hs();
   if (j.contains("theta")) {
@@ -91,7 +92,8 @@ void read_rope(const json& root, Spec& s) {
   }
   const std::int64_t end = r.table_first + rows;
   if (end > kMaxPosition) fail("rope.offset", fmt::format("positions reach {}; attn's tables go up to {}", end - 1, kMaxPosition - 1));
-  RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta);
+  if (j.contains("scaling")) r.scaling = read_rope_scaling(j["scaling"], [](const std::string& key) { return "rope.scaling" + (key.empty() ? "" : "." + key); });
+  RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta, r.scaling);
   r.cos = std::move(t.cos);
   r.sin = std::move(t.sin);
   s.rope = std::move(r);
