@@ -414,7 +414,10 @@ int main(int argc, char** argv) {
   std::map<std::string, int> mistake_runs;
   for (const auto& info : attn::all_mistakes()) {
     mistake_runs[info.name] = 0;
-    for (const auto& [spec_name, make] : mistake_specs) {
+    for (const auto& entry : mistake_specs) {
+      // (named copies, not structured bindings: clang 14, the hardening build's, cannot capture those)
+      const std::string spec_name = entry.first;
+      const auto make = entry.second;
       const attn::Mistake m = info.mistake;
       const std::string mistake = info.name;
       add("mistakes", fmt::format("{} on {}", mistake, spec_name), [=, &mistake_runs](Ctx& c, Outcome& o) {
@@ -569,7 +572,12 @@ int main(int argc, char** argv) {
          30},
         {"T=70 alibi H=4, kv 2, prefill 1", [=] { return text("d3", random_spec("causal", 1, 70, 70, 32, 4, R"("kv_heads": 2, "alibi": true)")); }, 1},
     };
-    for (const auto& [name, make, prefill] : decodes) add("decode", name, [=](Ctx& c, Outcome& o) { decode(c, o, make(), prefill); });
+    for (const auto& d : decodes) {
+      const std::string name = std::get<0>(d);
+      const auto make = std::get<1>(d);
+      const std::int64_t prefill = std::get<2>(d);
+      add("decode", name, [=](Ctx& c, Outcome& o) { decode(c, o, make(), prefill); });
+    }
 
     // the tiled softmax on both backends' traces
     const std::vector<std::tuple<std::string, std::function<attn::Spec()>, std::int64_t, std::int64_t>> flashes = {
@@ -590,7 +598,12 @@ int main(int argc, char** argv) {
          3, 5},
         {"bottom-right S > T, window 30, 64x64", [=] { return text("f4", given_qkv("causal", 2, 1, 20, 90, 16, 12, 92, R"("causal_align": "bottom-right", "window": 30)")); }, 64, 64},
     };
-    for (const auto& [name, make, BQ, BK] : flashes) add("flash", name, [=](Ctx& c, Outcome& o) { flash(c, o, make(), BQ, BK); });
+    for (const auto& f : flashes) {
+      const std::string name = std::get<0>(f);
+      const auto make = std::get<1>(f);
+      const std::int64_t BQ = std::get<2>(f), BK = std::get<3>(f);
+      add("flash", name, [=](Ctx& c, Outcome& o) { flash(c, o, make(), BQ, BK); });
+    }
   }
 
   // ---- --fused: accepted problems; the fused trace on both, and against the materialised context ----
@@ -624,7 +637,8 @@ int main(int argc, char** argv) {
         {"H=16, hs=4", random_spec("multi-head", 1, 33, 33, 64, 16)},
         {"hs = 128, T=200", random_spec("causal", 1, 200, 200, 256, 2)},
     };
-    for (const auto& [name, json] : fused_problems) {
+    for (const auto& problem : fused_problems) {
+      const std::string name = problem.first, json = problem.second;
       add("--fused", name, [=](Ctx& c, Outcome& o) { fused(c, o, attn::parse_spec(json, name), true); });
     }
     // fully masked rows (bottom-right, T > S; padding to 1 with a window) under every policy
@@ -652,7 +666,8 @@ int main(int argc, char** argv) {
         {"scores given", R"({"scores": [[1, 2], [3, 4]]})", "--fused: the scores are given"},
         {"no v", R"({"q": [[1, 0]], "k": [[1, 0]]})", "--fused: no v is given"},
     };
-    for (const auto& [name, json, expect] : fused_refusals) {
+    for (const auto& r : fused_refusals) {
+      const std::string name = std::get<0>(r), json = std::get<1>(r), expect = std::get<2>(r);
       add("--fused refused", name, [=](Ctx& c, Outcome& o) {
         attn::PipelineOptions f;
         f.fused = true;

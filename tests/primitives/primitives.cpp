@@ -635,7 +635,8 @@ std::vector<Case> all_cases() {
 
   // ---- rotate_pairs: a (N, L, h), cos and sin (P, R/2), rows from `first` --------------------------------
   auto rotate = [&](std::string name, Tensor a, i64 P, i64 R, i64 first, bool interleaved) {
-    auto [c, s] = rotary_tables(P, R);
+    const auto tables = rotary_tables(P, R);  // (not a structured binding: clang 14 cannot capture one)
+    const Tensor c = tables.first, s = tables.second;
     add({"rotate_pairs", name + (interleaved ? ", interleaved" : ", half"), kRotate, {std::move(a), c, s},
          [=](Backend& be, const In& x) -> Got { return be.rotate_pairs(x[0], x[1], x[2], first, interleaved); },
          [=](const Refs& x) { return ref_rotate(x[0], x[1], x[2], first, interleaved); }});

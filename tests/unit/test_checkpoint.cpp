@@ -115,3 +115,50 @@ TEST_CASE("config.json refusals name the file, the key and what was expected", "
   CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"");
   CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"");
 }
+
+TEST_CASE("every config.json key is read, known to change nothing, refused, or named as not read", "[checkpoint]") {
+  auto refusal = [](const json& c) {
+    try {
+      read_architecture(c, "c");
+    } catch (const attn::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // each family with one key that matters and that it does not compute
+  json c = kGpt2;
+  c["add_cross_attention"] = true;
+  CHECK(refusal(c) == "c: \"add_cross_attention\": true is not computed by attn's GPT-2 reader (it changes attention or the layers around it); "
+                      "attn refuses it rather than ignore it");
+  c = kLlama;
+  c["attn_logit_softcapping"] = 50.0;
+  CHECK_THAT(refusal(c), Catch::StartsWith("c: \"attn_logit_softcapping\": 50.0 is not computed by attn's Llama reader"));
+  c = kLlama;
+  c["model_type"] = "mistral";
+  c["sliding_window"] = 4;
+  c["layer_types"] = {"sliding_attention", "full_attention"};
+  CHECK_THAT(refusal(c), Catch::StartsWith("c: \"layer_types\": [\"sliding_attention\",\"full_attention\"] is not computed by attn's Mistral reader"));
+  c = kLlama;
+  c["model_type"] = "qwen2";
+  c["use_sliding_window"] = true;
+  c["sliding_window"] = 4;
+  c["num_hidden_layers"] = 4;
+  c["max_window_layers"] = 2;  // layers 2 and 3 only
+  CHECK(refusal(c) == "c: \"use_sliding_window\": true windows only layers 2 and on (\"max_window_layers\"); attn computes a window on every "
+                      "layer or none");
+  c["max_window_layers"] = 0;  // every layer
+  CHECK(read_architecture(c, "c").window == 4);
+  c["max_window_layers"] = 4;  // none
+  CHECK(read_architecture(c, "c").window == 0);
+  // set to what changes nothing, a setting of another family is no setting
+  c = kLlama;
+  c["layer_types"] = {"full_attention", "full_attention"};
+  c["attn_logit_softcapping"] = nullptr;
+  CHECK(refusal(c).empty());
+  // known to change nothing: not named; anything else: named as not read
+  c = kLlama;
+  c["attention_dropout"] = 0.1;
+  c["tie_word_embeddings"] = true;
+  c["some_new_key"] = 3;
+  CHECK(read_architecture(c, "c").unread == std::vector<std::string>{"some_new_key"});
+}

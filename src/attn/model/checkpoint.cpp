@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,66 @@ void read_rope(const json& c, const std::string& origin, Architecture& a) {
   }
 }
 
+// Every key of config.json is read above, known to change nothing attn computes (dropout, ids of
+// special tokens, the language-model head, training settings), refused (a setting of another family
+// that changes attention or the residual stream), or named in a note as not read.
+void check_every_key(const json& c, const std::string& origin, Architecture& a) {
+  static const std::vector<std::string_view> gpt2_read = {"model_type", "n_embd", "n_head", "n_layer", "n_positions", "vocab_size", "n_inner",
+                                                          "layer_norm_epsilon", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
+                                                          "activation_function", "bos_token_id"};
+  static const std::vector<std::string_view> llama_read = {
+      "model_type",      "hidden_size",    "num_attention_heads", "num_key_value_heads", "head_dim",     "num_hidden_layers",
+      "vocab_size",      "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",     "rope_scaling",
+      "rope_parameters", "hidden_act",     "sliding_window",      "use_sliding_window",  "max_window_layers", "mlp_bias",
+      "attention_bias",  "bos_token_id"};
+  // known to change nothing attn computes: the forward pass in float32 up to one layer's attention
+  static const std::vector<std::string_view> no_effect = {
+      "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range", "eos_token_id",
+      "pad_token_id", "tie_word_embeddings", "attention_dropout", "attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_activation",
+      "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "n_ctx",
+      "reorder_and_upcast_attn", "pretraining_tp", "tokenizer_class", "output_past", "id2label", "label2id", "gradient_checkpointing",
+      "return_dict", "is_decoder", "use_return_dict", "decoder_start_token_id"};
+  // settings of other families that change attention or the residual stream: refused where they are set
+  static const std::vector<std::string_view> other_families = {
+      "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar", "sliding_window_pattern", "layer_types",
+      "partial_rotary_factor", "rope_local_base_freq", "use_qk_norm", "qk_layernorm", "qk_norm", "embedding_multiplier",
+      "attention_multiplier", "residual_multiplier", "logits_scaling", "add_cross_attention", "clip_qkv", "use_parallel_residual",
+      "rotary_pct", "parallel_attn", "alibi", "new_decoder_architecture", "hidden_activation", "post_norm", "use_bias"};
+  const auto& read = a.family == Family::Gpt2 ? gpt2_read : llama_read;
+  auto in = [](const std::vector<std::string_view>& list, const std::string& k) { return std::find(list.begin(), list.end(), k) != list.end(); };
+  for (const auto& [key, value] : c.items()) {
+    if (in(read, key) || in(no_effect, key)) continue;
+    if (in(other_families, key)) {
+      // set to nothing, or to what changes nothing, it is no setting
+      const bool unset = value.is_null() || value == false ||
+                         (key == "layer_types" && value.is_array() &&
+                          std::all_of(value.begin(), value.end(), [&](const json& t) { return t == (a.window > 0 ? "sliding_attention" : "full_attention"); }));
+      if (unset) continue;
+      throw InputError(fmt::format("{}: \"{}\": {} is not computed by attn's {} reader (it changes attention or the layers around it); "
+                                   "attn refuses it rather than ignore it",
+                                   origin, key, value.dump(), a.name()));
+    }
+    a.unread.push_back(key);
+  }
+  // Qwen2's window covers only the layers from max_window_layers on (modeling_qwen2): attn windows every layer or none
+  if (a.model_type == "qwen2" && a.window > 0) {
+    std::int64_t first = 28;  // Qwen2Config's default
+    if (c.contains("max_window_layers") && !c["max_window_layers"].is_null()) {
+      const json& v = c["max_window_layers"];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+        throw InputError(fmt::format("{}: \"max_window_layers\": expected an integer ≥ 0, got {}", origin, v.dump()));
+      }
+      first = v.get<std::int64_t>();
+    }
+    if (first >= a.layers) a.window = 0;  // no layer reaches it: no window anywhere
+    else if (first > 0) {
+      throw InputError(fmt::format("{}: \"use_sliding_window\": true windows only layers {} and on (\"max_window_layers\"); attn computes a "
+                                   "window on every layer or none",
+                                   origin, first));
+    }
+  }
+}
+
 }  // namespace
 
 std::string Architecture::name() const {
@@ -164,6 +225,7 @@ Architecture read_architecture(const json& c, const std::string& origin) {
                                  a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2"})));
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
+  check_every_key(c, origin, a);
   return a;
 }
 

@@ -101,6 +101,10 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                       "computes them all the same", in.ids.size(), a.positions));
   }
   if (layer.window > 0) layer.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
+  if (!a.unread.empty()) {
+    layer.notes.push_back(fmt::format("config.json: not read, and not known to attn: {} (keys that change attention are refused; these are "
+                                      "taken to change nothing)", fmt::join(a.unread, ", ")));
+  }
   s = std::move(layer);
 }
 
