@@ -121,6 +121,7 @@ struct RunOptions {
   std::string flash;
   bool flash_given = false;
   bool fused = false;
+  bool heatmap_given = false;
 };
 
 void setup_run(CLI::App& app, RunOptions& o) {
@@ -135,13 +136,15 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->each([&o](const std::string&) { o.flash_given = true; });
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_flag("--fused", o.fused, "the context straight from q, k and v in one pass (FlashAttention's running max and sum): no "
-                                    "[T, S] step (kT, scores, scaled, masked, weights) is computed or kept");
+                                    "[T, S] step (kT, scores, scaled, masked, weights) is computed or kept (not attn cost's --fused, "
+                                    "which is one W_qkv projection)");
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
                   "without colour heatmaps use the shades ' ░▒▓█'")
       ->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
   run->add_option("--heatmap", o.heatmaps, "steps drawn as heatmaps too (default weights; e.g. weights,scores; none)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->each([&o](const std::string&) { o.heatmap_given = true; });
   run->add_option("--heat-range", o.heat_range,
                   "heatmap colours: fixed (default: weights 0 to 1, other steps their whole range) or fit (each head's own "
                   "smallest to largest value, for near-uniform heads; the legend says which)")
@@ -356,6 +359,16 @@ int run_run(const RunOptions& o) {
   if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
   options.fused = o.fused;
   options.timings = o.timings;
+  if (o.fused) {
+    // what draws or tiles the [T, S] steps has nothing to work on: said, not an empty picture
+    const char* what = o.format == "svg" ? "--format svg" : !o.svg_dir.empty() ? "--svg-dir" : o.flash_given ? "--flash" : nullptr;
+    if (what == nullptr && o.heatmap_given && !(o.heatmaps.size() == 1 && o.heatmaps[0] == "none")) what = "--heatmap";
+    if (what != nullptr) {
+      throw attn::InputError(fmt::format("--fused: {} draws or tiles the scores and weights, which the fused pass never keeps; run without "
+                                         "--fused",
+                                         what));
+    }
+  }
   // text output of some steps shows only those: the others stay on a device unless read
   if (o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
       (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
@@ -374,7 +387,7 @@ int run_run(const RunOptions& o) {
   attn::check_view(trace, t.view);
   t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
   // (a fused trace has no weights to draw by default)
-  t.heatmaps = attn::heatmap_steps(trace, o.fused && o.heatmaps == std::vector<std::string>{"weights"} ? std::vector<std::string>{} : o.heatmaps);
+  t.heatmaps = attn::heatmap_steps(trace, o.fused && !o.heatmap_given ? std::vector<std::string>{} : o.heatmaps);
   t.color = color_mode(o.color);
   t.explain = o.explain;
   t.fit_range = o.heat_range == "fit";

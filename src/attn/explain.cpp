@@ -173,12 +173,12 @@ std::string explain_step(const Trace& t, const Step& s) {
     std::string scaled;
     if (!c.rope_bands.empty()) {
       const auto n = [&](char b) { return std::count(c.rope_bands.begin(), c.rope_bands.end(), b); };
-      scaled = fmt::format(" Here the frequencies are Llama 3's, {}: a model trained on short texts has seen the slow pairs turn only "
-                           "part of a circle, so for longer texts those are slowed by the factor, while the fast pairs, which have "
-                           "turned many times, keep theirs. {} pair{} keep{} its frequency (high band), {} {} smoothed between the two "
-                           "(middle band), {} {} divided by the factor (low band).",
-                           c.rope_scaling, n('h'), n('h') == 1 ? "" : "s", n('h') == 1 ? "s" : "", n('m'), n('m') == 1 ? "is" : "are", n('l'),
-                           n('l') == 1 ? "is" : "are");
+      scaled = fmt::format(" Here the frequencies are scaled as Llama 3.1 does, {}: a model trained on short texts has seen the slow "
+                           "pairs turn only part of a circle, so for longer texts those are slowed by the factor, while the fast pairs, "
+                           "which have turned many times, keep theirs. {} pair{} {} (high band), {} {} smoothed between the two (middle "
+                           "band), {} {} divided by the factor (low band).",
+                           c.rope_scaling, n('h'), n('h') == 1 ? "" : "s", n('h') == 1 ? "keeps its frequency" : "keep their frequency", n('m'),
+                           n('m') == 1 ? "is" : "are", n('l'), n('l') == 1 ? "is" : "are");
     } else if (!c.rope_scaling.empty()) {
       scaled = fmt::format(" Here the frequencies are scaled, {}: every pair turns that many times slower, as if the positions were "
                            "squeezed, so a longer text stays within the angles the model was trained on.",
@@ -392,6 +392,14 @@ std::string explain_step(const Trace& t, const Step& s) {
                        "0 and 1 and each row sums to 1 (the row maximum is subtracted first, which changes nothing but keeps exp "
                        "from overflowing). {} {} puts {}.",
                        row_words(s), tok(r.query), attention_words(c, s, r));
+  }
+  if (id == "context" && c.fused) {
+    return "The same context vectors as softmax(scores) · v, computed without ever holding the scores or the weights: the keys "
+           "come a block at a time, and for each query row the pass keeps only the largest score so far, the sum of exp(score − "
+           "largest) and the weighted sum of value rows. When a later block holds a larger score, what was summed is multiplied "
+           "by exp(old largest − new largest), which is what it would have been had the new largest been known from the start. "
+           "At the end the weighted sum divided by the sum is the context row (FlashAttention). Memory grows with T, not with "
+           "T × S; run without --fused to see the scores and weights this pass never keeps.";
   }
   if (id == "context") {
     const Step* w = t.find("weights");

@@ -49,6 +49,7 @@ struct TraceConfig {
   std::int64_t query_first_position = 0, key_first_position = 0;  // the first query's and key's (RoPE)
   bool rope_interleaved = false;   // RoPE's pairs are (2i, 2i + 1), not (i, i + R/2)
   std::string rope_scaling;        // RoPE's frequency scaling, described ("" = none)
+  bool fused = false;              // attn run --fused: the context in one pass, no [T, S] step
   std::string rope_bands;          // with llama3 scaling, each pair's band: 'h' kept, 'm' smoothed, 'l' divided by the factor
   bool learned_positions = false;  // the positions step is a given table, not sinusoids
   Scalar softcap = 0;              // the capped step's c; 0 = no capping

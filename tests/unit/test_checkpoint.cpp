@@ -75,6 +75,44 @@ TEST_CASE("the Llama family's config.json: grouped heads, head_dim, Mistral's wi
   CHECK(a.name() == "Qwen2");
 }
 
+TEST_CASE("RoPE's base and scaling from either config form", "[checkpoint]") {
+  // the newer form: theta and the scaling inside rope_parameters, no top-level rope_theta (read as
+  // 10000 with no scaling before: a silent wrong answer)
+  json c = kLlama;
+  c.erase("rope_theta");
+  c["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000.0}, {"factor", 32.0}, {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  Architecture a = read_architecture(c, "c");
+  CHECK(a.rope_theta == 500000.0);
+  CHECK(a.rope_scaling.kind == attn::RopeScaling::Kind::Llama3);
+  CHECK(a.rope_scaling.factor == 32.0);
+  CHECK(a.rope_scaling.low_freq_factor == 1.0);
+  CHECK(a.rope_scaling.high_freq_factor == 4.0);
+  CHECK(a.rope_scaling.original == 8192.0);
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+  CHECK(read_architecture(c, "c").rope_theta == 1000000.0);
+  CHECK(read_architecture(c, "c").rope_scaling.kind == attn::RopeScaling::Kind::None);
+  // the older form, with the older key "type"
+  c = kLlama;
+  c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  CHECK(read_architecture(c, "c").rope_scaling.kind == attn::RopeScaling::Kind::Linear);
+  CHECK(read_architecture(c, "c").rope_theta == 500000.0);
+  c["rope_scaling"]["rope_type"] = "llama3";  // both keys, disagreeing
+  CHECK_THROWS_WITH(read_architecture(c, "c"), "c: \"rope_scaling.type\": \"linear\" disagrees with \"rope_type\": \"llama3\"; give one of them");
+  // Llama 3.1's bands at head_dim 128, theta 500000: pairs 0..28 kept, 29..34 smoothed, 35..63 divided
+  attn::RopeScaling l3;
+  l3.kind = attn::RopeScaling::Kind::Llama3, l3.factor = 32, l3.low_freq_factor = 1, l3.high_freq_factor = 4, l3.original = 8192;
+  CHECK(attn::rope_band(28, 128, 500000, l3) == attn::RopeBand::High);
+  CHECK(attn::rope_band(29, 128, 500000, l3) == attn::RopeBand::Middle);
+  CHECK(attn::rope_band(34, 128, 500000, l3) == attn::RopeBand::Middle);
+  CHECK(attn::rope_band(35, 128, 500000, l3) == attn::RopeBand::Low);
+  const auto rates = attn::rope_rates(128, 500000, l3), plain = attn::rope_rates(128, 500000, {});
+  CHECK(rates[28] == plain[28]);
+  CHECK(rates[35] == Approx(plain[35] / 32).epsilon(1e-15));
+  CHECK(rates[30] < plain[30]);
+  CHECK(rates[30] > plain[30] / 32);
+}
+
 TEST_CASE("config.json refusals name the file, the key and what was expected", "[checkpoint]") {
   json c = kGpt2;
   c["model_type"] = "gpt3";
@@ -128,16 +166,16 @@ TEST_CASE("every config.json key is read, known to change nothing, refused, or n
   // each family with one key that matters and that it does not compute
   json c = kGpt2;
   c["add_cross_attention"] = true;
-  CHECK(refusal(c) == "c: \"add_cross_attention\": true is not computed by attn's GPT-2 reader (it changes attention or the layers around it); "
-                      "attn refuses it rather than ignore it");
+  CHECK(refusal(c) == "c: \"add_cross_attention\": true is a setting of another model family, which changes attention or the layers around it; "
+                      "attn's GPT-2 checkpoint reader does not compute it, and refuses it rather than ignore it");
   c = kLlama;
   c["attn_logit_softcapping"] = 50.0;
-  CHECK_THAT(refusal(c), Catch::StartsWith("c: \"attn_logit_softcapping\": 50.0 is not computed by attn's Llama reader"));
+  CHECK_THAT(refusal(c), Catch::StartsWith("c: \"attn_logit_softcapping\": 50.0 is a setting of another model family"));
   c = kLlama;
   c["model_type"] = "mistral";
   c["sliding_window"] = 4;
   c["layer_types"] = {"sliding_attention", "full_attention"};
-  CHECK_THAT(refusal(c), Catch::StartsWith("c: \"layer_types\": [\"sliding_attention\",\"full_attention\"] is not computed by attn's Mistral reader"));
+  CHECK_THAT(refusal(c), Catch::Contains("attn's Mistral checkpoint reader does not compute it"));
   c = kLlama;
   c["model_type"] = "qwen2";
   c["use_sliding_window"] = true;

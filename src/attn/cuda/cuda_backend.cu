@@ -1218,6 +1218,11 @@ std::unique_ptr<Backend> make_cuda_backend() {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+      // (the runtime says "insufficient driver" also where there is no NVIDIA driver at all)
+      throw InputError("--backend cuda: no usable CUDA device: no NVIDIA GPU with a driver for CUDA 13 on this machine (cudaGetDeviceCount: " +
+                       error_text(e) + ")");
+    }
     throw InputError("--backend cuda: no usable CUDA device (cudaGetDeviceCount: " + error_text(e) + ")");
   }
   if (count == 0) throw InputError("--backend cuda: no CUDA device on this machine");

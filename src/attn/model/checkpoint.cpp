@@ -131,8 +131,8 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
                          (key == "layer_types" && value.is_array() &&
                           std::all_of(value.begin(), value.end(), [&](const json& t) { return t == (a.window > 0 ? "sliding_attention" : "full_attention"); }));
       if (unset) continue;
-      throw InputError(fmt::format("{}: \"{}\": {} is not computed by attn's {} reader (it changes attention or the layers around it); "
-                                   "attn refuses it rather than ignore it",
+      throw InputError(fmt::format("{}: \"{}\": {} is a setting of another model family, which changes attention or the layers around "
+                                   "it; attn's {} checkpoint reader does not compute it, and refuses it rather than ignore it",
                                    origin, key, value.dump(), a.name()));
     }
     a.unread.push_back(key);

@@ -197,6 +197,7 @@ void attend_fused(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const
   r.check_empty_rows(empty_rows_of(s, mask));
   const Scalar scale = s.scale_kind == ScaleKind::None ? Scalar{1} : r.config().scale_factor;
   r.facts.fused = true;
+  r.config().fused = true;
   merge_and_project(s, be, m, r, r.emit(StepId::Context, be.fused_attention(h.q, h.k, *h.v, scale, mask, empty_row_policy(s.masked_row))));
 }
 

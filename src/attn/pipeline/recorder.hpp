@@ -36,6 +36,7 @@ class Recorder {
 
   TextFacts facts;
   const TraceConfig& config() const { return trace_.config; }
+  TraceConfig& config() { return trace_.config; }
   // The trace, once deferred steps that could overflow (a deferred product) are checked too.
   Trace take();
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include <cmath>
 #include <limits>
 
@@ -140,6 +142,14 @@ StepText repeat_text(StepId step, const Spec& s) {
           Dims{Dim::B, Dim::H, Dim::S, key ? Dim::hs : Dim::hv}};
 }
 
+// ", masked causally, window 4, padding" for the fused context's formula.
+std::string fused_mask_words(const Spec& s) {
+  std::string w = s.causal ? ", masked causally" : ", masked";
+  if (s.window > 0) w += fmt::format(" with a window of {}", s.window);
+  if (!s.lengths.empty()) w += " and the padding";
+  return w;
+}
+
 // rope.cos, rope.sin, q.rope, k.rope.
 StepText rope_text(StepId step, const Spec& s) {
   const auto& r = *s.rope;
@@ -159,15 +169,18 @@ StepText rope_text(StepId step, const Spec& s) {
       // the three bands as ranges of pairs (by wavelength 2π/θ_i, in positions)
       std::vector<std::string> parts;
       const auto pairs = r.dims / 2;
-      for (const auto [band, what] : {std::pair{RopeBand::High, "keep it (wavelength under {0} / {1} = {2} positions)"},
-                                      std::pair{RopeBand::Middle, "are smoothed between θ_i and θ_i / {5}"},
-                                      std::pair{RopeBand::Low, "get θ_i / {5} (wavelength over {0} / {3} = {4})"}}) {
+      for (const auto& [band, one, many] :
+           {std::tuple{RopeBand::High, "keeps it", "keep it"}, std::tuple{RopeBand::Middle, "is smoothed", "are smoothed"},
+            std::tuple{RopeBand::Low, "gets", "get"}}) {
         std::int64_t lo = -1, hi = -1;
         for (std::int64_t i = 0; i < pairs; ++i)
           if (rope_band(i, r.dims, r.theta, sc) == band) hi = i, lo = lo < 0 ? i : lo;
         if (lo < 0) continue;
-        const std::string range = lo == hi ? fmt::format("pair {}", lo) : fmt::format("pairs {} .. {}", lo, hi);
-        parts.push_back(range + " " + fmt::format(fmt::runtime(what), compact_number(sc.original), compact_number(sc.high_freq_factor),
+        const std::string range = lo == hi ? fmt::format("pair {} {}", lo, one) : fmt::format("pairs {} .. {} {}", lo, hi, many);
+        const char* what = band == RopeBand::High     ? " (wavelength under {0} / {1} = {2} positions)"
+                           : band == RopeBand::Middle ? " between θ_i and θ_i / {5}"
+                                                      : " θ_i / {5} (wavelength over {0} / {3} = {4})";
+        parts.push_back(range + fmt::format(fmt::runtime(what), compact_number(sc.original), compact_number(sc.high_freq_factor),
                                                   compact_number(sc.original / sc.high_freq_factor), compact_number(sc.low_freq_factor),
                                                   compact_number(sc.original / sc.low_freq_factor), compact_number(sc.factor)));
       }
@@ -357,7 +370,8 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Context:
       if (f.fused) {
         return {"Context vectors (fused)",
-                fmt::format("context = softmax({}q · kᵀ{}) · v", s.scale_kind == ScaleKind::None ? "" : "scale · ", s.masking() ? ", masked" : ""),
+                fmt::format("context = softmax({}{} · {}ᵀ{}) · v", s.scale_kind == ScaleKind::None ? "" : "scale · ", s.rope ? "q.rope" : "q",
+                            s.rope ? "k.rope" : "k", s.masking() ? fused_mask_words(s) : ""),
                 std::string("one pass over the keys with a running row max and sum (FlashAttention); no [T, S] scores or weights are kept") +
                     (s.grouped() ? "; query head h reads kv head h / (H / Hkv)" : ""),
                 Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
@@ -400,8 +414,8 @@ TraceConfig make_config(const Spec& s) {
     c.query_first_position = s.rope->offset;
     c.key_first_position = s.rope->key_first;
     c.rope_interleaved = s.rope->style == RopeStyle::Interleaved;
-    if (s.rope->scaling.kind != RopeScaling::Kind::None) {
-      c.rope_scaling = s.rope->scaling.describe();
+    if (s.rope->scaling.kind != RopeScaling::Kind::None) c.rope_scaling = s.rope->scaling.describe();
+    if (s.rope->scaling.kind == RopeScaling::Kind::Llama3) {
       for (std::int64_t i = 0; i < s.rope->dims / 2; ++i) {
         const RopeBand b = rope_band(i, s.rope->dims, s.rope->theta, s.rope->scaling);
         c.rope_bands += b == RopeBand::High ? 'h' : b == RopeBand::Middle ? 'm' : 'l';

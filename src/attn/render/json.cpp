@@ -87,6 +87,7 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   if (c.Hkv != c.H) out << fmt::format("    \"kv_heads\": {},\n", c.Hkv);
   if (c.window > 0) out << fmt::format("    \"window\": {},\n", c.window);
   if (c.rope_interleaved) out << "    \"rope_interleaved\": true,\n";
+  if (c.fused) out << "    \"fused\": true,\n";
   if (!c.rope_scaling.empty()) out << fmt::format("    \"rope_scaling\": {},\n    \"rope_bands\": {},\n", quote(c.rope_scaling), quote(c.rope_bands));
   if (c.learned_positions) out << "    \"learned_positions\": true,\n";
   if (c.softcap > 0) out << fmt::format("    \"softcap\": {},\n", c.softcap);
@@ -182,6 +183,7 @@ TraceConfig config_of(const json& cj) {
   c.window = size("window", 0);
   c.Hkv = size("kv_heads", c.H);
   c.rope_interleaved = cj.value("rope_interleaved", false);
+  c.fused = cj.value("fused", false);
   c.rope_scaling = cj.contains("rope_scaling") && cj["rope_scaling"].is_string() ? cj["rope_scaling"].get<std::string>() : "";
   c.rope_bands = cj.contains("rope_bands") && cj["rope_bands"].is_string() ? cj["rope_bands"].get<std::string>() : "";
   c.learned_positions = cj.value("learned_positions", false);

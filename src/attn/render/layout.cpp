@@ -194,7 +194,15 @@ std::vector<std::string> heatmap_steps(const Trace& trace, const std::vector<std
   std::vector<std::string> out;
   for (const auto& h : requested) {
     if (h == "none") continue;
-    select_steps(trace, {h}, "", "");  // refuses ids this trace does not have
+    if (trace.find(h) == nullptr) {
+      try {
+        select_steps(trace, {h}, "", "");  // refuses ids this trace does not have, with the ids it has
+      } catch (const InputError& e) {
+        std::string m = e.what();
+        if (m.starts_with("--steps ")) m.replace(0, 8, "--heatmap ");
+        throw InputError(m);
+      }
+    }
     if (!heatmap_able(*trace.find(h))) {
       throw InputError(fmt::format("--heatmap {}: not a queries × keys step; heatmaps draw scores, scaled, masked or weights", h));
     }

@@ -101,6 +101,11 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                       "computes them all the same", in.ids.size(), a.positions));
   }
   if (layer.window > 0) layer.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
+  if (a.family == model::Family::Llama) {
+    layer.notes.push_back(fmt::format("rope: θ = {}{}", a.rope_theta,
+                                      a.rope_scaling.kind == RopeScaling::Kind::None ? std::string(", no scaling")
+                                                                                     : ", scaling " + a.rope_scaling.describe()));
+  }
   if (!a.unread.empty()) {
     layer.notes.push_back(fmt::format("config.json: not read, and not known to attn: {} (keys that change attention are refused; these are "
                                       "taken to change nothing)", fmt::join(a.unread, ", ")));

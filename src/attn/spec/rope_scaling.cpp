@@ -17,6 +17,9 @@ RopeScaling read_rope_scaling(const nlohmann::json& j, const std::function<std::
     refuse("", fmt::format("expected an object like {{\"rope_type\": \"llama3\", \"factor\": 32, ...}}, got {}", j.dump()));
   }
   const char* type_key = j.contains("rope_type") ? "rope_type" : "type";
+  if (j.contains("rope_type") && j.contains("type") && j["rope_type"] != j["type"]) {
+    refuse("type", fmt::format("{} disagrees with \"rope_type\": {}; give one of them", j["type"].dump(), j["rope_type"].dump()));
+  }
   if (!j.contains(type_key) || !j[type_key].is_string()) {
     refuse("rope_type", fmt::format("expected \"default\", \"linear\" or \"llama3\" (the scaling's kind), got {}",
                                     j.contains(type_key) ? j[type_key].dump() : std::string("nothing")));
