@@ -3,6 +3,7 @@
 // differences, 2 bad input or usage, 3 internal error.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "attn/diagnose.hpp"
 #include "attn/flash.hpp"
 #include "attn/model/checkpoint.hpp"
+#include "attn/model/hub_cache.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
 #include "attn/pager.hpp"
@@ -329,7 +331,8 @@ struct TokenizeOptions {
 
 void setup_tokenize(CLI::App& app, TokenizeOptions& o) {
   auto* tok = app.add_subcommand("tokenize", "The token ids and pieces a checkpoint's tokenizer makes of a text (no special tokens added)");
-  tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, or tokenizer.model)")->required();
+  tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, or tokenizer.model), or a model hub id "
+                                "(org/name) in the hub's local cache")->required();
   tok->add_option("text", o.text, "the text")->required();
   tok->footer("Example:\n  $ attn tokenize examples/checkpoints/tiny-gpt2 \"The cat sat\"\n    byte-level BPE from vocab.json + merges.txt (457 tokens)\n    3 tokens\n       0       268  The\n       1       279  Ġcat\n       2       332  Ġsat");
   tok->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
@@ -475,7 +478,10 @@ int run_heads(const HeadsOptions& o) {
 }
 
 int run_tokenize(const TokenizeOptions& o) {
-  attn::model::render_tokenized(o.dir, o.text, std::cout, o.format == "json");
+  // a directory, or else a hub id ("org/name") found in the hub's local cache
+  std::string dir = o.dir;
+  if (!std::filesystem::exists(dir) && attn::model::looks_like_hub_id(dir)) dir = attn::model::find_in_hub_cache(dir, "main", "tokenize " + o.dir);
+  attn::model::render_tokenized(dir, o.text, std::cout, o.format == "json");
   std::cout.flush();
   return kExitOk;
 }

@@ -10,6 +10,7 @@
 #include "attn/bytes.hpp"
 #include "attn/error.hpp"
 #include "attn/model/checkpoint.hpp"
+#include "attn/model/hub_cache.hpp"
 #include "attn/spec/readers.hpp"
 
 namespace attn {
@@ -32,10 +33,25 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   }
   const json& c = root["checkpoint"];
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
-  check_keys(c, "checkpoint", {"path", "layer", "config"});
-  if (!c.contains("path")) fail("checkpoint.path", "required: a hub directory (config.json, model.safetensors, tokenizer files) or a .safetensors file");
-  const std::string shown = read_string(c["path"], "checkpoint.path");
-  if (shown.empty()) fail("checkpoint.path", "expected a directory or a .safetensors file, got an empty string");
+  check_keys(c, "checkpoint", {"path", "model", "revision", "layer", "config"});
+  if (c.contains("path") == c.contains("model")) {
+    fail(c.contains("path") ? "checkpoint.model" : "checkpoint.path",
+         "give \"path\" (a hub directory with config.json, model.safetensors and tokenizer files, or a .safetensors file) or \"model\" (an id "
+         "such as \"meta-llama/Llama-3.2-1B\", found in the model hub's local cache), one of them");
+  }
+  if (c.contains("revision") && !c.contains("model")) fail("checkpoint.revision", "names a revision of \"model\" in the hub's cache; give \"model\" too");
+  std::string shown, path;
+  if (c.contains("model")) {
+    // by hub id: the cached snapshot's directory (nothing is downloaded)
+    const std::string id = read_string(c["model"], "checkpoint.model");
+    const std::string revision = c.contains("revision") ? read_string(c["revision"], "checkpoint.revision") : "main";
+    path = model::find_in_hub_cache(id, revision, "checkpoint.model");
+    shown = revision == "main" ? id : id + "@" + revision;
+  } else {
+    shown = read_string(c["path"], "checkpoint.path");
+    if (shown.empty()) fail("checkpoint.path", "expected a directory or a .safetensors file, got an empty string");
+    path = resolve(base_dir, shown);
+  }
   const json* config = c.contains("config") ? &c["config"] : nullptr;
   std::int64_t layer = 0;
   if (c.contains("layer")) {
@@ -43,7 +59,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (!l.is_number_integer()) fail("checkpoint.layer", fmt::format("expected a layer index, an integer ≥ 0, got {}", describe(l)));
     layer = l.get<std::int64_t>();
   }
-  model::CheckpointInput in{model::Checkpoint::open(resolve(base_dir, shown), config, shown), {}, {}, layer, {}};
+  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, layer, {}};
   const auto& ckpt = in.ckpt;
   const bool has_sentence = root.contains("sentence"), has_ids = root.contains("token_ids");
   if (has_sentence == has_ids) fail(has_ids ? "token_ids" : "sentence", "give \"sentence\" (tokenised by the checkpoint's tokenizer) or \"token_ids\", one of them");
@@ -90,8 +106,11 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   model::CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
   Spec layer = model::checkpoint_layer_spec(in.ckpt, in.ids, {in.pieces}, in.layer);
-  layer.title = s.title.empty() ? fmt::format("{} layer {} of {} ({})", a.name(), in.layer, a.layers, root["checkpoint"]["path"].get<std::string>())
-                                : s.title;
+  const json& c = root["checkpoint"];
+  const std::string name = c.contains("path") ? c["path"].get<std::string>()
+                           : c.contains("revision") && c["revision"] != "main" ? c["model"].get<std::string>() + "@" + c["revision"].get<std::string>()
+                                                                               : c["model"].get<std::string>();
+  layer.title = s.title.empty() ? fmt::format("{} layer {} of {} ({})", a.name(), in.layer, a.layers, name) : s.title;
   layer.notes = std::move(in.notes);
   const bool gpt2 = a.family == model::Family::Gpt2;
   const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
