@@ -75,6 +75,9 @@ class Backend {
   virtual BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty = EmptyRow::Nan) = 0;
   // a (N, n) -> (N): each row's sum
   virtual BackendTensor row_sums(const BackendTensor& a) = 0;
+  // a (N, n), w (n) -> (N, n): x · (1/√(mean(x²) + eps)) · w per row, the mean in double, then two
+  // float32 products (RMSNorm as the model hub's code writes it: normalise, then the weight)
+  virtual BackendTensor rms_norm_rows(const BackendTensor& a, const BackendTensor& w, double eps) = 0;
   // a (N, n) -> how many rows hold -inf in every entry (a query with every key masked), and the
   // first of them (-1 when none). n = 0 counts no row. A dry run (the shape backend) has none.
   struct EmptyRows {

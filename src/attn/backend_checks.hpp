@@ -110,4 +110,10 @@ inline void fused_attention(std::string_view be, const BackendTensor& q, const B
   require(mask.lengths.empty() || static_cast<std::int64_t>(mask.lengths.size()) == q.shape[0], be, "fused_attention wants B lengths", q);
 }
 
+// a (N, n), w (n)
+inline void rms_norm_rows(std::string_view be, const BackendTensor& a, const BackendTensor& w) {
+  require(a.shape.size() == 2, be, "rms_norm_rows wants a (N, n)", a);
+  require(w.shape.size() == 1 && w.shape[0] == a.shape[1], be, "rms_norm_rows wants w (n)", w);
+}
+
 }  // namespace attn::backend_checks

@@ -123,8 +123,8 @@ std::vector<double> rotated(const Scalar* x, std::int64_t h, const Step& cos, co
 std::string rope_demonstration(const Trace& t) {
   const Step* cos = t.find("rope.cos");
   const Step* sin = t.find("rope.sin");
-  const Step* qh = rows_step(t, "q.heads", "q");
-  const Step* kh = rows_step(t, "k.heads", "k");
+  const Step* qh = t.find("q.norm") != nullptr ? t.find("q.norm") : rows_step(t, "q.heads", "q");  // what RoPE turns
+  const Step* kh = t.find("k.norm") != nullptr ? t.find("k.norm") : rows_step(t, "k.heads", "k");
   if (cos == nullptr || sin == nullptr || qh == nullptr || kh == nullptr || cos->value.shape()[0] < 3) return "";
   const bool interleaved = t.config.rope_interleaved;
   const auto h = qh->value.shape().back();
@@ -186,6 +186,13 @@ std::string explain_step(const Trace& t, const Step& s) {
     }
     return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
            "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2]." + scaled;
+  }
+  if (id == "q.norm" || id == "k.norm") {
+    return fmt::format("Qwen3 normalises each head's {0} before rotating it: the features of one head are divided by their root mean "
+                       "square (so the head's vector has length √hs), then multiplied feature by feature by a learned weight. The dot "
+                       "products that become the scores are then bounded by the weights, not by how large a layer's activations grew, "
+                       "which keeps the softmax from saturating on one key.",
+                       id == "q.norm" ? "queries" : "keys");
   }
   if (id == "q.rope" || id == "k.rope") {
     if (id == "k.rope") {
@@ -574,7 +581,8 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   }
   if (id == "q.rope" || id == "k.rope") {
     const bool query = id == "q.rope";
-    const Step* in = rows_step(t, query ? "q.heads" : "k.heads", query ? "q" : "k");
+    const Step* in = t.find(query ? "q.norm" : "k.norm") != nullptr ? t.find(query ? "q.norm" : "k.norm")
+                                                                    : rows_step(t, query ? "q.heads" : "k.heads", query ? "q" : "k");
     const Step* cs = t.find("rope.cos");
     const Step* sn = t.find("rope.sin");
     if (in == nullptr || cs == nullptr || sn == nullptr) return here;

@@ -98,6 +98,11 @@ class ShapeBackend final : public Backend {
     flops_ += static_cast<double>(element_count(scores.shape));
     return {scores.shape, nullptr};
   }
+  BackendTensor rms_norm_rows(const BackendTensor& a, const BackendTensor& w, double) override {
+    check::rms_norm_rows(kName, a, w);
+    flops_ += 4.0 * static_cast<double>(element_count(a.shape));  // square, sum, two products
+    return {a.shape, nullptr};
+  }
   EmptyRows empty_rows(const BackendTensor& a) override {
     check::empty_rows(kName, a);
     return {};

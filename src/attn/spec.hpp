@@ -94,6 +94,14 @@ struct Spec {
   };
   std::optional<Rope> rope;
 
+  // Qwen3's q/k norms: each head's query and key features RMS-normalised with a learned weight, after
+  // the head split and before RoPE. (hs), (hs).
+  struct QkNorm {
+    Tensor q_weight, k_weight;
+    double eps = 1e-6;
+  };
+  std::optional<QkNorm> qk_norm;
+
   // ALiBi: −slope_h · (i − j) added to the scaled scores; no data = none. (H)
   Tensor alibi_slopes;
   bool alibi_default = true;  // slopes by Press et al.'s rule, not given

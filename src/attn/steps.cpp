@@ -21,6 +21,8 @@ const std::vector<StepInfo>& all_steps() {
       {StepId::KHeads, "k.heads", "Keys, heads first", true},
       {StepId::VView, "v.view", "Values split into heads", true},
       {StepId::VHeads, "v.heads", "Values, heads first", true},
+      {StepId::QNorm, "q.norm", "Queries normalised per head"},
+      {StepId::KNorm, "k.norm", "Keys normalised per head"},
       {StepId::RopeCos, "rope.cos", "Rotary cosines"},
       {StepId::RopeSin, "rope.sin", "Rotary sines"},
       {StepId::QRope, "q.rope", "Queries rotated"},

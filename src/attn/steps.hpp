@@ -10,7 +10,7 @@
 namespace attn {
 
 enum class StepId {
-  X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, RopeCos, RopeSin, QRope, KRope, KPast, KCache, VPast, VCache, KRepeat, VRepeat, KT,
+  X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, QNorm, KNorm, RopeCos, RopeSin, QRope, KRope, KPast, KCache, VPast, VCache, KRepeat, VRepeat, KT,
   Scores, Scaled, Alibi, Biased, Capped, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
 };
 

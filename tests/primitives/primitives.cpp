@@ -257,6 +257,19 @@ Arr ref_row_sums(const Arr& a) {
   return c;
 }
 
+// a (N, n), w (n) -> x · w / √(mean(x²) + eps) per row
+Arr ref_rms_norm(const Arr& a, const Arr& w, double eps) {
+  const i64 N = a.shape[0], n = a.shape[1];
+  Arr c(a.shape);
+  for (i64 r = 0; r < N; ++r) {
+    double ss = 0;
+    for (i64 j = 0; j < n; ++j) ss += a[r * n + j] * a[r * n + j];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(std::max<i64>(n, 1)) + eps);
+    for (i64 j = 0; j < n; ++j) c[r * n + j] = a[r * n + j] * inv * w[j];
+  }
+  return c;
+}
+
 // a (N, n) -> {how many rows are -inf in every entry, the first of them or -1}; n = 0 counts none
 Arr ref_empty_rows(const Arr& a) {
   const i64 N = a.shape[0], n = a.shape[1];
@@ -565,6 +578,19 @@ std::vector<Case> all_cases() {
   row_sums("NaN, +inf, −inf, +inf with −inf: (4, 3)", rows({4, 3}, {1, kNaNF, 2, kInfF, 1, 2, -kInfF, -kInfF, 1, kInfF, 0, -kInfF}));
   row_sums("n = 0 is zeros: (3, 0)", Tensor({3, 0}));
   row_sums("N = 0: (0, 3)", Tensor({0, 3}));
+
+  // ---- rms_norm_rows: a (N, n), w (n) -> (N, n) (Qwen3's per-head q/k norm) -------------------------------
+  auto rms_norm = [&](std::string name, Tensor a, Tensor w, double eps) {
+    add({"rms_norm_rows", std::move(name), kSoftmax, {std::move(a), std::move(w)},
+         [eps](Backend& be, const In& x) -> Got { return be.rms_norm_rows(x[0], x[1], eps); },
+         [eps](const Refs& x) { return ref_rms_norm(x[0], x[1], eps); }});
+  };
+  rms_norm("heads of 16: (6, 16), eps 1e-6", rand({6, 16}, 140), rand({16}, 141), 1e-6);
+  rms_norm("odd width, tiny rows: (5, 13), eps 1e-5", rows({5, 13}, std::vector<float>(65, 1e-4f)), rand({13}, 142), 1e-5);
+  rms_norm("rows > 65535: (70000, 3)", rand({70000, 3}, 143), rand({3}, 144), 1e-6);
+  rms_norm("wide rows: (2, 300)", rand({2, 300}, 145), rand({300}, 146), 1e-6);
+  rms_norm("zeros give zeros: (2, 8)", Tensor({2, 8}), rand({8}, 147), 1e-6);
+  rms_norm("N = 0: (0, 4)", Tensor({0, 4}), rand({4}, 148), 1e-6);
 
   // ---- empty_rows: a (N, n) -> {count of rows -inf everywhere, the first or −1} ----------------------
   auto empty_rows = [&](std::string name, Tensor a) {

@@ -150,6 +150,23 @@ def scaling_matters(report, attn, work, name, checkpoint, config, tensors, ids):
     return ok
 
 
+def qk_norm_matters(report, attn, work, name, checkpoint, config, tensors, ids):
+    """Qwen3's q/k norms are visible in the weights: the reference without them differs from attn's by far
+    more than the tolerance."""
+    layer = model_reference.num_layers(config) - 1
+    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-qknorm.json"), {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}))
+    if r.rc != 0:
+        report.fail(f"{name}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
+        return False
+    ref = model_reference.forward(dict(config, _skip_qk_norm=True), tensors, ids, torch.float64)[layer]["weights"].numpy()
+    d = float(np.abs(r.step("weights") - ref).max())
+    print(f"       {name}: the reference without q_norm and k_norm differs from attn's weights by {d:.2g} (must be > 1e-3)")
+    if not d > 1e-3:
+        report.fail(f"{name}: q_norm and k_norm change the weights by only {d:.3g}: the check could not tell they were skipped")
+        return False
+    return True
+
+
 def check_numbers(report, attn, work, made):
     print("== layers of each checkpoint against the reference (token ids, T = 1 and 7)")
     summary = []
@@ -165,6 +182,8 @@ def check_numbers(report, attn, work, made):
         worst, ok = {}, True
         for ids in token_sequences(name, config["vocab_size"]):
             ok &= compare_layers(report, attn, work, name, checkpoint, config, tensors, ids, range(L), worst)
+        if spec.get("model_type") == "qwen3":
+            ok &= qk_norm_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, config["vocab_size"])[-1])
         if spec.get("rope"):
             ok &= scaling_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, config["vocab_size"])[-1])
         figures = ", ".join(f"{k} {v:.2g}" for k, v in worst.items())
@@ -391,6 +410,9 @@ def bad_cases(made):
         ("missing tensor (h.1.attn.c_proj.weight deleted)", "gpt2-f32",
          lambda d: _drop_tensor(os.path.join(d, ms), "h.1.attn.c_proj.weight"),
          {"layer": 1}, [ms, "h.1.attn.c_proj.weight"]),
+        ("missing q_norm tensor (Qwen3)", "qwen3-qk-norm",
+         lambda d: _drop_tensor(os.path.join(d, ms), "model.layers.0.self_attn.q_norm.weight"),
+         {"layer": 1}, [ms, "model.layers.0.self_attn.q_norm.weight", "Qwen3"]),
         ("missing tensor named by the index but not in its shard", "llama-bf16-sharded", shard_lacks,
          {"layer": 1}, [shard_of("llama-bf16-sharded", "model.layers.1.self_attn.o_proj.weight"),
                         "model.layers.1.self_attn.o_proj.weight"]),

@@ -85,6 +85,9 @@ CHECKPOINTS = {
                               theta=10000.0, prefix="model.", shards=1, lm_head=False, tokenizer=None,
                               rope={"type": "linear", "factor": 4.0},
                               what="linear RoPE scaling under the older key \"type\""),
+    "qwen3-qk-norm": dict(kind="llama", model_type="qwen3", dtype="BF16", C=32, H=4, Hkv=2, hd=16, I=64, L=2,
+                          theta=1000000.0, prefix="model.", shards=1, lm_head=False, tokenizer="gpt2-split-json",
+                          what="Qwen3, BF16, q_norm and k_norm per head before RoPE, head_dim 16 (H·hd = 64 ≠ hidden 32), GQA 4/2"),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -210,6 +213,9 @@ def llama_tensors(spec, vocab, rng):
         t[p + "self_attn.v_proj.weight"] = f(Hkv * hd, C, sc=0.2)
         if spec.get("qkv_bias"):
             t[p + "self_attn.v_proj.bias"] = f(Hkv * hd, sc=0.1)
+        if spec["model_type"] == "qwen3":  # per-head norms, far from 1 so that skipping them shows
+            t[p + "self_attn.q_norm.weight"] = 1 + f(hd, sc=0.8)
+            t[p + "self_attn.k_norm.weight"] = 1 + f(hd, sc=0.8)
         t[p + "self_attn.o_proj.weight"] = f(C, H * hd, sc=0.15)
         t[p + "mlp.gate_proj.weight"] = f(I, C, sc=0.15)
         t[p + "mlp.up_proj.weight"] = f(I, C, sc=0.15)
@@ -228,7 +234,7 @@ def llama_config(spec, vocab):
     dtype = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[spec["dtype"]]
     c = {
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                           "qwen2": "Qwen2ForCausalLM"}[mt]],
+                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[mt]],
         "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
         "hidden_size": spec["C"], "initializer_range": 0.02, "intermediate_size": spec["I"],
         "max_position_embeddings": 64, "model_type": mt, "num_attention_heads": spec["H"],
@@ -249,6 +255,10 @@ def llama_config(spec, vocab):
         c["head_dim"] = spec["hd"]
     if mt == "mistral":
         c["sliding_window"] = spec["window"]
+    if mt == "qwen3":  # as Qwen3-0.6B's config.json has them
+        c.update({"attention_bias": False, "head_dim": spec["hd"], "max_window_layers": spec["L"], "sliding_window": None,
+                  "use_sliding_window": False, "rms_norm_eps": 1e-06, "rope_scaling": None,
+                  "layer_types": ["full_attention"] * spec["L"]})
     if mt == "qwen2":
         c.update({"bos_token_id": vocab - 2, "eos_token_id": vocab - 1, "max_window_layers": spec["L"],
                   "sliding_window": 32768, "use_sliding_window": False, "rms_norm_eps": 1e-06})

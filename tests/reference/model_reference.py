@@ -7,9 +7,10 @@ per layer a = LayerNorm_1(h), qkv = a @ c_attn.weight + c_attn.bias (Conv1D, [C,
 hs = C / H, causal softmax(q kᵀ / √hs), merge, out = ctx @ c_proj.weight + c_proj.bias;
 h += out; h += c_proj2(gelu_new(LayerNorm_2(h) @ c_fc + b)). gelu_new is the tanh approximation.
 
-Llama / Mistral / Qwen2 (transformers' modeling_llama, _mistral, _qwen2): h = embed_tokens[ids]; per
+Llama / Mistral / Qwen2 / Qwen3 (transformers' modeling_llama, _mistral, _qwen2, _qwen3): h = embed_tokens[ids]; per
 layer a = RMSNorm(h) = h · rsqrt(mean(h²) + eps) · w (in float32); q, k, v = a Wᵀ (+ b: Qwen2),
-heads of head_dim (config "head_dim", else hidden / heads); RoPE "half" (rotate_half) with
+heads of head_dim (config "head_dim", else hidden / heads); Qwen3: q and k RMSNorm per head
+(q_norm, k_norm) before RoPE; RoPE "half" (rotate_half) with
 inv_freq_i = theta^(−2i/head_dim) at positions 0..T), scaled as "rope_scaling" or "rope_parameters"
 say (linear, llama3; scaled_inv_freq); the key/value heads repeated H / Hkv times
 (repeat_kv); causal softmax(q kᵀ / √head_dim), Mistral's sliding window W: query i sees keys j with
@@ -42,7 +43,7 @@ except ImportError as e:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 
-LLAMA_TYPES = ("llama", "mistral", "qwen2")
+LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
 
 def load(path, config=None):
@@ -193,7 +194,7 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
     eps = config.get("rms_norm_eps", 1e-6)
     theta, scaling = rope_settings(config)
     window = config.get("sliding_window") if mt == "mistral" else None
-    if mt == "qwen2" and config.get("use_sliding_window"):
+    if mt in ("qwen2", "qwen3") and config.get("use_sliding_window"):
         window = config.get("sliding_window")  # (max_window_layers ignored: the tiny checkpoints leave it off)
     T = len(ids)
     W = lambda n: _t(t, n, dtype)  # noqa: E731
@@ -214,6 +215,9 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
         q = proj("q_proj").view(T, H, hd).transpose(0, 1)
         k = proj("k_proj").view(T, Hkv, hd).transpose(0, 1)
         v = proj("v_proj").view(T, Hkv, hd).transpose(0, 1)
+        if mt == "qwen3" and not config.get("_skip_qk_norm"):  # modeling_qwen3: RMSNorm over each head's features, before RoPE
+            q = rms_norm(q, W(p + "self_attn.q_norm.weight"), eps)
+            k = rms_norm(k, W(p + "self_attn.k_norm.weight"), eps)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         rep = H // Hkv
         k = k.repeat_interleave(rep, dim=0)  # repeat_kv: kv head g serves query heads g·rep .. g·rep + rep − 1

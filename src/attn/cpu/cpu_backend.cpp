@@ -626,6 +626,26 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
+  BackendTensor rms_norm_rows(const BackendTensor& a, const BackendTensor& w, double eps) override {
+    check::rms_norm_rows(kName, a, w);
+    const auto rows = a.shape[0], n = a.shape[1];
+    Tensor out = Tensor::uninitialized(a.shape);
+    const Scalar* src = host(a).data();
+    const Scalar* wt = host(w).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for schedule(static) if (parallel(3.0 * static_cast<double>(rows * n)))
+    for (std::int64_t r = 0; r < rows; ++r) {
+      thread_local std::vector<Scalar> sq;
+      sq.resize(static_cast<std::size_t>(n));
+      const Scalar* x = src + r * n;
+      for (std::int64_t j = 0; j < n; ++j) sq[static_cast<std::size_t>(j)] = x[j] * x[j];
+      const double mean = n > 0 ? cpu::row_sum(sq.data(), n) / static_cast<double>(n) : 0.0;
+      const Scalar inv = static_cast<Scalar>(1.0 / std::sqrt(mean + eps));
+      for (std::int64_t j = 0; j < n; ++j) dst[r * n + j] = wt[j] * (x[j] * inv);
+    }
+    return wrap(std::move(out));
+  }
+
   EmptyRows empty_rows(const BackendTensor& a) override {
     // read entry by entry, stopping at a row's first entry above -inf (usually its first): a
     // deferred masked step is not computed for this

@@ -539,6 +539,21 @@ __global__ void k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::
   note_flags(flags, high, low);
 }
 
+// RMSNorm, a warp per row: the mean of squares in double (shuffles), then x · (1/√(mean + eps)) · w,
+// each product rounded on its own.
+__global__ void k_rms_norm_rows(const Scalar* a, const Scalar* w, Scalar* out, std::int64_t rows, std::int64_t n, double eps) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = gridDim.x * static_cast<std::int64_t>(blockDim.x) / 32;
+  for (std::int64_t row = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    const Scalar* x = a + row * n;
+    double sum = 0;
+    for (std::int64_t j = lane; j < n; j += 32) sum += static_cast<double>(__fmul_rn(x[j], x[j]));
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const Scalar inv = static_cast<Scalar>(1.0 / sqrt(sum / static_cast<double>(n) + eps));
+    for (std::int64_t j = lane; j < n; j += 32) out[row * n + j] = __fmul_rn(w[j], __fmul_rn(x[j], inv));
+  }
+}
+
 // A block per row, each block taking every gridDim.x-th row: pass 1 the row max, pass 2 the sum of
 // exp(x - max) (in double, as the CPU), pass 3 the normalised values. A row of all -inf gets the
 // empty-row policy's value. (Every thread of a block walks the same rows: the reductions' barriers
@@ -1089,6 +1104,16 @@ class CudaBackend final : public Backend {
     const auto total = element_count(scores.shape), plane = scores.shape[2] * scores.shape[3];
     k_add_mask<<<grid(total), kThreads, 0, stream()>>>(dev(scores), dev(add), dev(out), total, scores.shape[1], plane, add.shape[0] == 1);
     done("add_mask");
+    return out;
+  }
+
+  BackendTensor rms_norm_rows(const BackendTensor& a, const BackendTensor& w, double eps) override {
+    checks::rms_norm_rows(kName, a, w);
+    auto out = make(a.shape, "rms_norm_rows");
+    const auto rows = a.shape[0], n = a.shape[1];
+    if (rows * n == 0) return out;
+    k_rms_norm_rows<<<grid(rows * 32), kThreads, 0, stream()>>>(dev(a), dev(w), dev(out), rows, n, eps);
+    done("rms_norm_rows");
     return out;
   }
 

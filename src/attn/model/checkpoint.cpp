@@ -137,8 +137,8 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
     }
     a.unread.push_back(key);
   }
-  // Qwen2's window covers only the layers from max_window_layers on (modeling_qwen2): attn windows every layer or none
-  if (a.model_type == "qwen2" && a.window > 0) {
+  // Qwen2's and Qwen3's window covers only the layers from max_window_layers on: attn windows every layer or none
+  if ((a.model_type == "qwen2" || a.model_type == "qwen3") && a.window > 0) {
     std::int64_t first = 28;  // Qwen2Config's default
     if (c.contains("max_window_layers") && !c["max_window_layers"].is_null()) {
       const json& v = c["max_window_layers"];
@@ -162,13 +162,14 @@ std::string Architecture::name() const {
   if (model_type == "gpt2") return "GPT-2";
   if (model_type == "llama") return "Llama";
   if (model_type == "mistral") return "Mistral";
+  if (model_type == "qwen3") return "Qwen3";
   return "Qwen2";
 }
 
 Architecture read_architecture(const json& c, const std::string& origin) {
   if (!c.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, c.type_name()));
   if (!c.contains("model_type") || !c["model_type"].is_string()) {
-    throw InputError(fmt::format("{}: \"model_type\" is {}: expected \"gpt2\", \"llama\", \"mistral\" or \"qwen2\"", origin,
+    throw InputError(fmt::format("{}: \"model_type\" is {}: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\" or \"qwen3\"", origin,
                                  c.contains("model_type") ? "not a string (" + c["model_type"].dump() + ")" : "required"));
   }
   Architecture a;
@@ -191,7 +192,7 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     if (c.contains("activation_function") && c["activation_function"] != "gelu_new") {
       throw InputError(fmt::format("{}: \"activation_function\": attn computes GPT-2's \"gelu_new\", got {}", origin, c["activation_function"].dump()));
     }
-  } else if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2") {
+  } else if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3") {
     a.family = Family::Llama;
     a.C = positive(c, origin, "hidden_size");
     a.H = positive(c, origin, "num_attention_heads");
@@ -213,16 +214,18 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
       throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
     }
-    const bool window_used = a.model_type == "mistral" || (a.model_type == "qwen2" && c.value("use_sliding_window", false));
+    const bool qwen = a.model_type == "qwen2" || a.model_type == "qwen3";
+    const bool window_used = a.model_type == "mistral" || (qwen && c.value("use_sliding_window", false));
     if (window_used) a.window = positive(c, origin, "sliding_window", 0);
     a.qkv_bias = a.model_type == "qwen2";
+    a.qk_norm = a.model_type == "qwen3";
     if (c.contains("mlp_bias") && c["mlp_bias"] == true) throw InputError(fmt::format("{}: \"mlp_bias\": true is not read", origin));
     if (c.contains("attention_bias") && c["attention_bias"] == true) {
       throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
     }
   } else {
-    throw InputError(fmt::format("{}: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\" and \"qwen2\", got \"{}\"{}", origin,
-                                 a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2"})));
+    throw InputError(fmt::format("{}: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\" and \"qwen3\", got \"{}\"{}", origin,
+                                 a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2", "qwen3"})));
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   check_every_key(c, origin, a);
@@ -389,6 +392,10 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
     w.b_q = tensor(p + "self_attn.q_proj.bias", {dq}, "[H·hd]");
     w.b_k = tensor(p + "self_attn.k_proj.bias", {dkv}, "[Hkv·hd]");
     w.b_v = tensor(p + "self_attn.v_proj.bias", {dkv}, "[Hkv·hd]");
+  }
+  if (a.qk_norm) {
+    w.q_norm = tensor(p + "self_attn.q_norm.weight", {a.hd}, "[hd]");
+    w.k_norm = tensor(p + "self_attn.k_norm.weight", {a.hd}, "[hd]");
   }
   w.W_o = transposed(p + "self_attn.o_proj.weight", C, dq, "[C, H·hd]");
   w.norm2_w = tensor(p + "post_attention_layernorm.weight", {C}, "[C]");

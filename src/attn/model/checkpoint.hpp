@@ -24,7 +24,7 @@ enum class Family { Gpt2, Llama };
 
 // config.json's sizes, as one architecture reads them.
 struct Architecture {
-  std::string model_type;             // "gpt2", "llama", "mistral", "qwen2"
+  std::string model_type;             // "gpt2", "llama", "mistral", "qwen2", "qwen3"
   Family family = Family::Gpt2;
   std::int64_t C = 0;                 // n_embd / hidden_size
   std::int64_t H = 0, Hkv = 0;        // n_head / num_attention_heads, num_key_value_heads (H unless grouped)
@@ -38,6 +38,7 @@ struct Architecture {
   RopeScaling rope_scaling;           // rope_scaling, or rope_parameters' rope_type and its keys
   std::int64_t window = 0;            // Mistral's sliding_window (0: none)
   bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
+  bool qk_norm = false;               // Qwen3: q_norm and k_norm, RMSNorm per head before RoPE
   std::optional<std::int64_t> bos;    // bos_token_id
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2"
@@ -52,6 +53,7 @@ struct LayerWeights {
   std::optional<Tensor> W_qkv, b_qkv; // GPT-2: [C, 3C], [3C]
   std::optional<Tensor> W_q, W_k, W_v;  // Llama: [C, H·hd], [C, Hkv·hd], [C, Hkv·hd]
   std::optional<Tensor> b_q, b_k, b_v;  // Qwen2: [H·hd], [Hkv·hd], [Hkv·hd]
+  std::optional<Tensor> q_norm, k_norm;  // Qwen3: [hd], [hd]
   Tensor W_o;                         // [H·hd, C]
   std::optional<Tensor> b_o;          // [C] (GPT-2)
   Tensor norm2_w, norm2_b;            // [C] ln_2 / post_attention_layernorm

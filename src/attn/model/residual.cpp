@@ -104,6 +104,7 @@ Spec attention_spec(const Architecture& a, LayerWeights& w, Tensor x, const Labe
     r.cos = std::move(t.cos), r.sin = std::move(t.sin);
     s.rope = std::move(r);
     if (a.window > 0 && a.window < s.T) s.window = a.window;
+    if (a.qk_norm) s.qk_norm = Spec::QkNorm{*w.q_norm, *w.k_norm, a.eps};
   }
   s.tokens = tokens;
   s.source_tokens = tokens;

@@ -100,6 +100,15 @@ Heads project_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
   Heads h{split_heads(be, m, r, f.q, s.H, StepId::QView, StepId::QHeads), split_heads(be, m, r, f.k, s.Hkv, StepId::KView, StepId::KHeads),
           std::nullopt};
   if (f.v) h.v = split_heads(be, m, r, *f.v, s.Hkv, StepId::VView, StepId::VHeads);
+  if (s.qk_norm) {
+    // Qwen3: each head's q and k features RMS-normalised with a learned weight, before RoPE
+    auto norm = [&](const BT& t, const Tensor& w) {
+      const auto hs = t.shape[3];
+      return be.rms_norm_rows(t.view({element_count(t.shape) / hs, hs}), be.upload(w), s.qk_norm->eps).view(t.shape);
+    };
+    h.q = r.emit(StepId::QNorm, norm(h.q, s.qk_norm->q_weight));
+    h.k = r.emit(StepId::KNorm, norm(h.k, s.qk_norm->k_weight));
+  }
   if (s.rope) {
     // rotary positions: each head's q and k pairs turned by their position's angles
     const auto& rope = *s.rope;

@@ -100,7 +100,7 @@ StepText head_split(StepId step, const Spec& s) {
 
 // The key or value rows the cache and the repeat read: rotated keys, else the kv heads, else the flat rows.
 std::string kv_rows_name(const Spec& s, bool key) {
-  if (key) return s.rope ? "k.rope" : s.Hkv > 1 ? "k.heads" : "k";
+  if (key) return s.rope ? "k.rope" : s.qk_norm ? "k.norm" : s.Hkv > 1 ? "k.heads" : "k";
   return s.Hkv > 1 ? "v.heads" : "v";
 }
 
@@ -204,7 +204,7 @@ StepText rope_text(StepId step, const Spec& s) {
   }
   const bool query = step == StepId::QRope;
   const char* id = query ? "q" : "k";
-  const std::string in = (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
+  const std::string in = s.qk_norm ? fmt::format("{}.norm", id) : (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
   const std::string rotate = r.style == RopeStyle::Half ? "rotate_half" : "rotate_every_two";
   const std::int64_t first = query ? r.offset : r.key_first;
   std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
@@ -319,6 +319,18 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::RopeSin:
     case StepId::QRope:
     case StepId::KRope: return rope_text(step, s);
+    case StepId::QNorm:
+    case StepId::KNorm: {
+      const bool query = step == StepId::QNorm;
+      const char* id = query ? "q" : "k";
+      const std::string in = (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
+      return {query ? "Queries normalised per head" : "Keys normalised per head",
+              fmt::format("{0}.norm = {1} · rsqrt(mean({1}², -1) + {2}) · {0}_norm.weight", id, in, compact_number(s.qk_norm->eps)),
+              fmt::format("each head's {} features scaled to a root mean square of 1, then by a learned weight per feature (Qwen3's "
+                          "{}_norm, before RoPE): no head's {} can grow large enough to make its softmax one-hot",
+                          query ? "query" : "key", id, query ? "query" : "key"),
+              Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
+    }
     case StepId::KPast:
     case StepId::KCache:
     case StepId::VPast:
