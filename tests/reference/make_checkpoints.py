@@ -88,6 +88,9 @@ CHECKPOINTS = {
     "qwen3-qk-norm": dict(kind="llama", model_type="qwen3", dtype="BF16", C=32, H=4, Hkv=2, hd=16, I=64, L=2,
                           theta=1000000.0, prefix="model.", shards=1, lm_head=False, tokenizer="gpt2-split-json",
                           what="Qwen3, BF16, q_norm and k_norm per head before RoPE, head_dim 16 (H·hd = 64 ≠ hidden 32), GQA 4/2"),
+    "phi3-fused": dict(kind="llama", model_type="phi3", dtype="BF16", C=32, H=4, Hkv=2, hd=None, I=48, L=2,
+                       theta=10000.0, prefix="model.", shards=1, lm_head=True, window=4, tokenizer="sp-json",
+                       what="Phi-3, BF16, fused qkv_proj and gate_up_proj, GQA 4/2, sliding_window 4"),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -204,6 +207,14 @@ def llama_tensors(spec, vocab, rng):
     t = {"embed_tokens.weight": f(vocab, C, sc=0.5)}
     for i in range(L):
         p = f"layers.{i}."
+        if spec["model_type"] == "phi3":  # Phi3ForCausalLM: one qkv_proj and one gate_up_proj
+            t[p + "self_attn.qkv_proj.weight"] = np.concatenate([f(H * hd, C, sc=0.3), f(Hkv * hd, C, sc=0.3), f(Hkv * hd, C, sc=0.2)])
+            t[p + "self_attn.o_proj.weight"] = f(C, H * hd, sc=0.15)
+            t[p + "mlp.gate_up_proj.weight"] = f(2 * I, C, sc=0.15)
+            t[p + "mlp.down_proj.weight"] = f(C, I, sc=0.15)
+            t[p + "input_layernorm.weight"] = 1 + f(C, sc=0.1)
+            t[p + "post_attention_layernorm.weight"] = 1 + f(C, sc=0.1)
+            continue
         t[p + "self_attn.q_proj.weight"] = f(H * hd, C, sc=0.3)
         if spec.get("qkv_bias"):
             t[p + "self_attn.q_proj.bias"] = f(H * hd, sc=0.3)
@@ -234,7 +245,7 @@ def llama_config(spec, vocab):
     dtype = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[spec["dtype"]]
     c = {
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[mt]],
+                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}[mt]],
         "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
         "hidden_size": spec["C"], "initializer_range": 0.02, "intermediate_size": spec["I"],
         "max_position_embeddings": 64, "model_type": mt, "num_attention_heads": spec["H"],
@@ -255,6 +266,9 @@ def llama_config(spec, vocab):
         c["head_dim"] = spec["hd"]
     if mt == "mistral":
         c["sliding_window"] = spec["window"]
+    if mt == "phi3":  # as Phi-3-mini-4k-instruct's config.json has them (its window is 2047; here 4 so that it shows)
+        c.update({"embd_pdrop": 0.0, "resid_pdrop": 0.0, "original_max_position_embeddings": 64, "sliding_window": spec["window"],
+                  "rope_scaling": None, "pad_token_id": 0})
     if mt == "qwen3":  # as Qwen3-0.6B's config.json has them
         c.update({"attention_bias": False, "head_dim": spec["hd"], "max_window_layers": spec["L"], "sliding_window": None,
                   "use_sliding_window": False, "rms_norm_eps": 1e-06, "rope_scaling": None,

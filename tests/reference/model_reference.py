@@ -7,7 +7,8 @@ per layer a = LayerNorm_1(h), qkv = a @ c_attn.weight + c_attn.bias (Conv1D, [C,
 hs = C / H, causal softmax(q kᵀ / √hs), merge, out = ctx @ c_proj.weight + c_proj.bias;
 h += out; h += c_proj2(gelu_new(LayerNorm_2(h) @ c_fc + b)). gelu_new is the tanh approximation.
 
-Llama / Mistral / Qwen2 / Qwen3 (transformers' modeling_llama, _mistral, _qwen2, _qwen3): h = embed_tokens[ids]; per
+Llama / Mistral / Qwen2 / Qwen3 / Phi-3 (transformers' modeling_llama, _mistral, _qwen2, _qwen3, _phi3): h =
+embed_tokens[ids]; per
 layer a = RMSNorm(h) = h · rsqrt(mean(h²) + eps) · w (in float32); q, k, v = a Wᵀ (+ b: Qwen2),
 heads of head_dim (config "head_dim", else hidden / heads); Qwen3: q and k RMSNorm per head
 (q_norm, k_norm) before RoPE; RoPE "half" (rotate_half) with
@@ -43,7 +44,7 @@ except ImportError as e:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 
-LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
 
 
 def load(path, config=None):
@@ -193,7 +194,7 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
     L = config["num_hidden_layers"]
     eps = config.get("rms_norm_eps", 1e-6)
     theta, scaling = rope_settings(config)
-    window = config.get("sliding_window") if mt == "mistral" else None
+    window = config.get("sliding_window") if mt in ("mistral", "phi3") else None
     if mt in ("qwen2", "qwen3") and config.get("use_sliding_window"):
         window = config.get("sliding_window")  # (max_window_layers ignored: the tiny checkpoints leave it off)
     T = len(ids)
@@ -212,9 +213,14 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
                 y = y + W(p + f"self_attn.{name}.bias")
             return y
 
-        q = proj("q_proj").view(T, H, hd).transpose(0, 1)
-        k = proj("k_proj").view(T, Hkv, hd).transpose(0, 1)
-        v = proj("v_proj").view(T, Hkv, hd).transpose(0, 1)
+        if mt == "phi3":  # modeling_phi3: one qkv_proj, q's rows, then k's, then v's
+            qkv = a @ W(p + "self_attn.qkv_proj.weight").T
+            q_, k_, v_ = qkv[:, :H * hd], qkv[:, H * hd:(H + Hkv) * hd], qkv[:, (H + Hkv) * hd:]
+        else:
+            q_, k_, v_ = proj("q_proj"), proj("k_proj"), proj("v_proj")
+        q = q_.reshape(T, H, hd).transpose(0, 1)
+        k = k_.reshape(T, Hkv, hd).transpose(0, 1)
+        v = v_.reshape(T, Hkv, hd).transpose(0, 1)
         if mt == "qwen3" and not config.get("_skip_qk_norm"):  # modeling_qwen3: RMSNorm over each head's features, before RoPE
             q = rms_norm(q, W(p + "self_attn.q_norm.weight"), eps)
             k = rms_norm(k, W(p + "self_attn.k_norm.weight"), eps)
@@ -227,8 +233,11 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
         out.append({"x": a, "weights": w, "output": o})
         h = h + o
         m = rms_norm(h, W(p + "post_attention_layernorm.weight"), eps)
-        g = m @ W(p + "mlp.gate_proj.weight").T
-        u = m @ W(p + "mlp.up_proj.weight").T
+        if mt == "phi3":  # one gate_up_proj, chunked: the gate first
+            g, u = (m @ W(p + "mlp.gate_up_proj.weight").T).chunk(2, dim=-1)
+        else:
+            g = m @ W(p + "mlp.gate_proj.weight").T
+            u = m @ W(p + "mlp.up_proj.weight").T
         h = h + (torch.nn.functional.silu(g) * u) @ W(p + "mlp.down_proj.weight").T
     return out
 

@@ -116,7 +116,7 @@ TEST_CASE("RoPE's base and scaling from either config form", "[checkpoint]") {
 TEST_CASE("config.json refusals name the file, the key and what was expected", "[checkpoint]") {
   json c = kGpt2;
   c["model_type"] = "gpt3";
-  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\" and \"qwen3\", got \"gpt3\" (did you mean \"gpt2\"?)");
+  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" and \"phi3\", got \"gpt3\" (did you mean \"gpt2\"?)");
   c = kGpt2;
   c.erase("n_head");
   CHECK(refusal(c) == "ckpt/config.json: \"n_head\" is required: a positive integer");
@@ -150,8 +150,8 @@ TEST_CASE("config.json refusals name the file, the key and what was expected", "
   c["hidden_act"] = "gelu";
   CHECK_THAT(refusal(c), Catch::Contains("\"hidden_act\": attn computes the Llama family's \"silu\""));
   CHECK(refusal(json::array()) == "ckpt/config.json: expected a JSON object (config.json's content), got array");
-  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\" or \"qwen3\"");
-  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\" or \"qwen3\"");
+  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"phi3\"");
+  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"phi3\"");
 }
 
 TEST_CASE("every config.json key is read, known to change nothing, refused, or named as not read", "[checkpoint]") {

@@ -107,7 +107,7 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
       "model_type",      "hidden_size",    "num_attention_heads", "num_key_value_heads", "head_dim",     "num_hidden_layers",
       "vocab_size",      "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",     "rope_scaling",
       "rope_parameters", "hidden_act",     "sliding_window",      "use_sliding_window",  "max_window_layers", "mlp_bias",
-      "attention_bias",  "bos_token_id"};
+      "attention_bias",  "bos_token_id",   "original_max_position_embeddings"};
   // known to change nothing attn computes: the forward pass in float32 up to one layer's attention
   static const std::vector<std::string_view> no_effect = {
       "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range", "eos_token_id",
@@ -127,7 +127,7 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
     if (in(read, key) || in(no_effect, key)) continue;
     if (in(other_families, key)) {
       // set to nothing, or to what changes nothing, it is no setting
-      const bool unset = value.is_null() || value == false ||
+      const bool unset = value.is_null() || value == false || (key == "partial_rotary_factor" && value == 1.0) ||
                          (key == "layer_types" && value.is_array() &&
                           std::all_of(value.begin(), value.end(), [&](const json& t) { return t == (a.window > 0 ? "sliding_attention" : "full_attention"); }));
       if (unset) continue;
@@ -163,13 +163,14 @@ std::string Architecture::name() const {
   if (model_type == "llama") return "Llama";
   if (model_type == "mistral") return "Mistral";
   if (model_type == "qwen3") return "Qwen3";
+  if (model_type == "phi3") return "Phi-3";
   return "Qwen2";
 }
 
 Architecture read_architecture(const json& c, const std::string& origin) {
   if (!c.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, c.type_name()));
   if (!c.contains("model_type") || !c["model_type"].is_string()) {
-    throw InputError(fmt::format("{}: \"model_type\" is {}: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\" or \"qwen3\"", origin,
+    throw InputError(fmt::format("{}: \"model_type\" is {}: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"phi3\"", origin,
                                  c.contains("model_type") ? "not a string (" + c["model_type"].dump() + ")" : "required"));
   }
   Architecture a;
@@ -192,7 +193,7 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     if (c.contains("activation_function") && c["activation_function"] != "gelu_new") {
       throw InputError(fmt::format("{}: \"activation_function\": attn computes GPT-2's \"gelu_new\", got {}", origin, c["activation_function"].dump()));
     }
-  } else if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3") {
+  } else if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3" || a.model_type == "phi3") {
     a.family = Family::Llama;
     a.C = positive(c, origin, "hidden_size");
     a.H = positive(c, origin, "num_attention_heads");
@@ -215,17 +216,19 @@ Architecture read_architecture(const json& c, const std::string& origin) {
       throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
     }
     const bool qwen = a.model_type == "qwen2" || a.model_type == "qwen3";
-    const bool window_used = a.model_type == "mistral" || (qwen && c.value("use_sliding_window", false));
+    // Mistral and Phi-3 window every layer by sliding_window (null: none); Qwen only with use_sliding_window
+    const bool window_used = a.model_type == "mistral" || a.model_type == "phi3" || (qwen && c.value("use_sliding_window", false));
     if (window_used) a.window = positive(c, origin, "sliding_window", 0);
     a.qkv_bias = a.model_type == "qwen2";
     a.qk_norm = a.model_type == "qwen3";
+    a.fused_qkv = a.model_type == "phi3";
     if (c.contains("mlp_bias") && c["mlp_bias"] == true) throw InputError(fmt::format("{}: \"mlp_bias\": true is not read", origin));
     if (c.contains("attention_bias") && c["attention_bias"] == true) {
       throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
     }
   } else {
-    throw InputError(fmt::format("{}: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\" and \"qwen3\", got \"{}\"{}", origin,
-                                 a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2", "qwen3"})));
+    throw InputError(fmt::format("{}: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" and \"phi3\", got \"{}\"{}",
+                                 origin, a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"})));
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   check_every_key(c, origin, a);
@@ -385,9 +388,14 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
   const std::string p = fmt::format("layers.{}.", i);
   const std::int64_t dq = a.H * a.hd, dkv = a.Hkv * a.hd;
   w.norm1_w = tensor(p + "input_layernorm.weight", {C}, "[C]");
-  w.W_q = transposed(p + "self_attn.q_proj.weight", dq, C, "[H·hd, C]");  // nn.Linear: [out, in]
-  w.W_k = transposed(p + "self_attn.k_proj.weight", dkv, C, "[Hkv·hd, C]");
-  w.W_v = transposed(p + "self_attn.v_proj.weight", dkv, C, "[Hkv·hd, C]");
+  if (a.fused_qkv) {
+    // Phi-3: one qkv_proj [H·hd + 2·Hkv·hd, C], its rows q's, then k's, then v's: the trace's fused qkv step
+    w.W_qkv = transposed(p + "self_attn.qkv_proj.weight", dq + 2 * dkv, C, "[H·hd + 2·Hkv·hd, C]");
+  } else {
+    w.W_q = transposed(p + "self_attn.q_proj.weight", dq, C, "[H·hd, C]");  // nn.Linear: [out, in]
+    w.W_k = transposed(p + "self_attn.k_proj.weight", dkv, C, "[Hkv·hd, C]");
+    w.W_v = transposed(p + "self_attn.v_proj.weight", dkv, C, "[Hkv·hd, C]");
+  }
   if (a.qkv_bias) {
     w.b_q = tensor(p + "self_attn.q_proj.bias", {dq}, "[H·hd]");
     w.b_k = tensor(p + "self_attn.k_proj.bias", {dkv}, "[Hkv·hd]");
@@ -399,8 +407,21 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
   }
   w.W_o = transposed(p + "self_attn.o_proj.weight", C, dq, "[C, H·hd]");
   w.norm2_w = tensor(p + "post_attention_layernorm.weight", {C}, "[C]");
-  w.W_gate = transposed(p + "mlp.gate_proj.weight", I, C, "[I, C]");
-  w.W_up = transposed(p + "mlp.up_proj.weight", I, C, "[I, C]");
+  if (a.fused_qkv) {
+    // Phi-3: one gate_up_proj [2I, C], the gate's rows first (its MLP chunks the product in two)
+    const Tensor gu = transposed(p + "mlp.gate_up_proj.weight", 2 * I, C, "[2I, C]");  // [C, 2I]
+    Tensor gate = Tensor::uninitialized({C, I}), up = Tensor::uninitialized({C, I});
+    for (std::int64_t r = 0; r < C; ++r)
+      for (std::int64_t j = 0; j < I; ++j) {
+        gate.mutable_data()[r * I + j] = gu.data()[r * 2 * I + j];
+        up.mutable_data()[r * I + j] = gu.data()[r * 2 * I + I + j];
+      }
+    w.W_gate = std::move(gate);
+    w.W_up = std::move(up);
+  } else {
+    w.W_gate = transposed(p + "mlp.gate_proj.weight", I, C, "[I, C]");
+    w.W_up = transposed(p + "mlp.up_proj.weight", I, C, "[I, C]");
+  }
   w.W_down = transposed(p + "mlp.down_proj.weight", C, I, "[C, I]");
   return w;
 }

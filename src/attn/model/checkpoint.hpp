@@ -39,6 +39,7 @@ struct Architecture {
   std::int64_t window = 0;            // Mistral's sliding_window (0: none)
   bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
   bool qk_norm = false;               // Qwen3: q_norm and k_norm, RMSNorm per head before RoPE
+  bool fused_qkv = false;             // Phi-3: qkv_proj and gate_up_proj, one tensor each
   std::optional<std::int64_t> bos;    // bos_token_id
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2"
