@@ -76,6 +76,7 @@ inline SinCos sincos(double theta) {
 
 // e^x for |x| < 708: x = k·ln2 + r with |r| ≤ ln2/2, then e^r by fdlibm's rational approximation.
 inline double exp(double x) {
+  if (x != x) return x;  // NaN stays NaN (its k would be no integer)
   constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10, inv_ln2 = 1.44269504088896338700e+00;
   constexpr double P1 = 1.66666666666666019037e-01, P2 = -2.77777777770155933842e-03, P3 = 6.61375632143793436117e-05,
                    P4 = -1.65339022054652515390e-06, P5 = 4.13813679705723846039e-08;
@@ -92,6 +93,7 @@ inline double exp(double x) {
 // tanh x: x − x³/3 + 2x⁵/15 − 17x⁷/315 below 2⁻¹⁰ (no cancellation), else 1 − 2/(e^{2|x|} + 1)
 // with the sign (whose cancellation costs at most 2¹⁰ ulp of double: far below float's).
 inline double tanh(double x) {
+  if (x != x) return x;  // NaN stays NaN
   const double a = x < 0 ? -x : x;
   if (a < 0x1p-10) {
     const double z = x * x;
