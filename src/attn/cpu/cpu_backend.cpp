@@ -671,6 +671,7 @@ class CpuBackend final : public Backend {
     const auto B = q.shape[0], H = q.shape[1], T = q.shape[2], hs = q.shape[3], Hkv = k.shape[1], S = k.shape[2], hv = v.shape[3];
     const auto group = H / Hkv;
     const cpu::KeepRule rule{mask.causal, mask.offset, mask.window, mask.lengths, false};
+    if (S == 0) return wrap(Tensor({B, H, T, hv}));  // a product over no key is 0, as weights · v with S = 0
     Tensor out = Tensor::uninitialized({B, H, T, hv});
     const Scalar *pq = host(q).data(), *pk = host(k).data(), *pv = host(v).data();
     Scalar* po = out.mutable_data();
