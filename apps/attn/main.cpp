@@ -388,7 +388,12 @@ int run_run(const RunOptions& o) {
   t.view.head = o.head;
   t.view.batch = o.batch;
   attn::check_view(trace, t.view);
-  t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
+  try {
+    t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
+  } catch (const attn::InputError& e) {
+    if (!o.fused) throw;
+    throw attn::InputError(std::string(e.what()) + " (--fused computes none of k.T, scores, scaled, mask, masked and weights)");
+  }
   // (a fused trace has no weights to draw by default)
   t.heatmaps = attn::heatmap_steps(trace, o.fused && !o.heatmap_given ? std::vector<std::string>{} : o.heatmaps);
   t.color = color_mode(o.color);
