@@ -166,11 +166,11 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.update_readme:
-        readme = os.path.join(ROOT, "README.md")
+        readme = os.path.join(ROOT, "docs", "manual.md")
         s = open(readme).read()
         a, b = s.index("<!-- gpu-bench:begin -->"), s.index("<!-- gpu-bench:end -->")
         open(readme, "w").write(s[:a] + "<!-- gpu-bench:begin -->\n" + text + s[b:])
-        print("README.md updated")
+        print("docs/manual.md updated")
     return 0 if ok else 1
 
 
