@@ -188,11 +188,22 @@ std::string explain_step(const Trace& t, const Step& s) {
            "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2]." + scaled;
   }
   if (id == "q.norm" || id == "k.norm") {
-    return fmt::format("Qwen3 normalises each head's {0} before rotating it: the features of one head are divided by their root mean "
-                       "square (so the head's vector has length √hs), then multiplied feature by feature by a learned weight. The dot "
+    const auto& n = c.qk_norm;
+    const std::string who = n.family.empty() ? std::string("The model") : n.family;
+    const char* what = id == "q.norm" ? "queries" : "keys";
+    const std::string weight = n.plus_one ? "by 1 + a learned weight (Gemma stores the weight's difference from 1)" : "by a learned weight";
+    if (n.whole_width) {
+      return fmt::format("{0} normalises the {1} as they leave the projection, before they are split into heads: all of a token's "
+                         "features, every head's together, are divided by their root mean square, then multiplied feature by feature {2}. "
+                         "One large head can shrink the others this way; Qwen3 and Gemma 3 normalise each head on its own instead. Either "
+                         "way the scores are bounded by the weights, not by how large a layer's activations grew.",
+                         who, what, weight);
+    }
+    return fmt::format("{0} normalises each head's {1} before rotating it: the features of one head are divided by their root mean "
+                       "square (so the head's vector has length √hs), then multiplied feature by feature {2}. The dot "
                        "products that become the scores are then bounded by the weights, not by how large a layer's activations grew, "
                        "which keeps the softmax from saturating on one key.",
-                       id == "q.norm" ? "queries" : "keys");
+                       who, what, weight);
   }
   if (id == "q.rope" || id == "k.rope") {
     if (id == "k.rope") {

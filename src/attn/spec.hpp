@@ -51,6 +51,7 @@ struct Spec {
   ScaleKind scale_kind = ScaleKind::SqrtDk;
   Scalar scale_number = 1;
   bool scale_given = false;  // false: the default for the entry point was used
+  std::string scale_source;  // where a Number scale comes from ("Gemma's query_pre_attn_scalar = 256"); empty: given
   Entry entry = Entry::Embeddings;
   bool batched = false;  // the input had a batch dimension
   std::int64_t B = 1, T = 0, S = 0;
@@ -94,11 +95,15 @@ struct Spec {
   };
   std::optional<Rope> rope;
 
-  // Qwen3's q/k norms: each head's query and key features RMS-normalised with a learned weight, after
-  // the head split and before RoPE. (hs), (hs).
+  // Qwen3's and Gemma 3's q/k norms: each head's query and key features RMS-normalised with a learned
+  // weight, after the head split and before RoPE: (hs), (hs). OLMo 2's (whole_width): all of q's and
+  // k's features at once, before the head split: (dk), (Hkv·hs).
   struct QkNorm {
-    Tensor q_weight, k_weight;
+    Tensor q_weight, k_weight;  // the multipliers: Gemma's (1 + w) already summed (plus_one says so)
     double eps = 1e-6;
+    bool whole_width = false;
+    bool plus_one = false;
+    std::string family;  // "Qwen3", "Gemma 3", "OLMo 2": for the notes
   };
   std::optional<QkNorm> qk_norm;
 

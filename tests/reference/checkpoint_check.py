@@ -150,21 +150,40 @@ def scaling_matters(report, attn, work, name, checkpoint, config, tensors, ids):
     return ok
 
 
-def qk_norm_matters(report, attn, work, name, checkpoint, config, tensors, ids):
-    """Qwen3's q/k norms are visible in the weights: the reference without them differs from attn's by far
-    more than the tolerance."""
+# Each family's distinctive parts, as variants of the reference that skip or misplace one of them: attn
+# must differ from every variant by more than the tolerance, so a reader that made that mistake would fail.
+DISTINCT = {
+    "qwen3": [("without q_norm and k_norm", {"_skip_qk_norm": True})],
+    "gemma2": [("with the norms' weight read as w, not 1 + w", {"_plain_norm": True}),
+               ("with the soft-cap after the mask", {"_softcap_after_mask": True}),
+               ("with the odd layers sliding, not the even ones", {"_wrong_sliding": True}),
+               ("with √C unrounded (not rounded to BF16)", {"_unrounded_scale": True})],
+    "gemma3_text": [("with the q/k norms after RoPE", {"_qk_norm_after_rope": True}),
+                    ("with the other layers sliding", {"_wrong_sliding": True}),
+                    ("with rope_theta on the sliding layers too", {"_no_local_theta": True}),
+                    ("without the full layers' linear RoPE scaling", {"rope_scaling": None}),
+                    ("with the norms' weight read as w, not 1 + w", {"_plain_norm": True})],
+    "gemma3": [("with the other layers sliding", {"_wrong_sliding": True})],
+    "olmo2": [("with q_norm and k_norm per head, not over the whole width", {"_qk_norm_per_head": True})],
+}
+
+
+def distinct_matters(report, attn, work, name, checkpoint, config, tensors, ids):
+    """attn's last layer (weights and output) against each variant of DISTINCT[model_type]."""
     layer = model_reference.num_layers(config) - 1
-    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-qknorm.json"), {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}))
+    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-distinct.json"), {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}))
     if r.rc != 0:
         report.fail(f"{name}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
         return False
-    ref = model_reference.forward(dict(config, _skip_qk_norm=True), tensors, ids, torch.float64)[layer]["weights"].numpy()
-    d = float(np.abs(r.step("weights") - ref).max())
-    print(f"       {name}: the reference without q_norm and k_norm differs from attn's weights by {d:.2g} (must be > 1e-3)")
-    if not d > 1e-3:
-        report.fail(f"{name}: q_norm and k_norm change the weights by only {d:.3g}: the check could not tell they were skipped")
-        return False
-    return True
+    ok = True
+    for what, change in DISTINCT[config["model_type"]]:
+        ref = model_reference.forward(dict(config, **change), tensors, ids, torch.float64)[layer]
+        d = max(float(np.abs(r.step(sid) - ref[sid].numpy()).max()) for sid in ("weights", "output"))
+        print(f"       {name}: the reference {what} differs from attn by {d:.2g} (must be > {TOL:g})")
+        if not d > TOL:
+            report.fail(f"{name}: the reference {what} differs by only {d:.3g}: the check could not tell that mistake")
+            ok = False
+    return ok
 
 
 def check_numbers(report, attn, work, made):
@@ -180,12 +199,13 @@ def check_numbers(report, attn, work, made):
             _, tensors = model_reference.load(d)
         L = model_reference.num_layers(config)
         worst, ok = {}, True
-        for ids in token_sequences(name, config["vocab_size"]):
+        vocab = model_reference.vocab_size(config)
+        for ids in token_sequences(name, vocab):
             ok &= compare_layers(report, attn, work, name, checkpoint, config, tensors, ids, range(L), worst)
-        if spec.get("model_type") == "qwen3":
-            ok &= qk_norm_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, config["vocab_size"])[-1])
-        if spec.get("rope"):
-            ok &= scaling_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, config["vocab_size"])[-1])
+        if spec.get("model_type") in DISTINCT:
+            ok &= distinct_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, vocab)[-1])
+        if spec.get("rope") and not spec["model_type"].startswith("gemma"):
+            ok &= scaling_matters(report, attn, work, name, checkpoint, config, tensors, token_sequences(name, vocab)[-1])
         figures = ", ".join(f"{k} {v:.2g}" for k, v in worst.items())
         line = f"  {'ok  ' if ok else 'FAIL'} {name} ({spec['dtype']}, {L} layers): largest |diff| {figures or '-'}"
         print(line)
@@ -275,9 +295,9 @@ def piece_of(directory, i):
 
 
 def expects_bos(directory, config):
-    """HF's behaviour: Llama's and Mistral's tokenizers put BOS first (add_bos_token, default true);
-    GPT-2's and Qwen2's add nothing."""
-    if config.get("model_type") not in ("llama", "mistral") or config.get("bos_token_id") is None:
+    """HF's behaviour: Llama's, Mistral's and Gemma's tokenizers put BOS first (add_bos_token, default true);
+    GPT-2's, Qwen's, Phi-3's and OLMo 2's add nothing."""
+    if config.get("model_type") not in ("llama", "mistral", "gemma2", "gemma3_text", "gemma3") or config.get("bos_token_id") is None:
         return False
     tc = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(tc):
@@ -413,6 +433,18 @@ def bad_cases(made):
         ("missing q_norm tensor (Qwen3)", "qwen3-qk-norm",
          lambda d: _drop_tensor(os.path.join(d, ms), "model.layers.0.self_attn.q_norm.weight"),
          {"layer": 1}, [ms, "model.layers.0.self_attn.q_norm.weight", "Qwen3"]),
+        ("layer_types of the wrong length (Gemma 2: 2 entries for 3 layers)", "gemma2",
+         lambda d: _edit_config(os.path.join(d, "config.json"), layer_types=["sliding_attention", "full_attention"]),
+         {"layer": 0}, ["config.json", "layer_types", "num_hidden_layers = 3"]),
+        ("unknown rope_type in a Gemma 3's rope_scaling (yarn)", "gemma3-text",
+         lambda d: _edit_config(os.path.join(d, "config.json"), rope_scaling={"rope_type": "yarn", "factor": 8.0}),
+         {"layer": 0}, ["config.json", "rope_scaling", "yarn"]),
+        ("missing k_norm tensor (OLMo 2)", "olmo2",
+         lambda d: _drop_tensor(os.path.join(d, ms), "model.layers.1.self_attn.k_norm.weight"),
+         {"layer": 1}, [ms, "model.layers.1.self_attn.k_norm.weight", "OLMo 2"]),
+        ("missing post_feedforward_layernorm (Gemma 2, a layer below the traced one)", "gemma2",
+         lambda d: _drop_tensor(os.path.join(d, ms), "model.layers.0.post_feedforward_layernorm.weight"),
+         {"layer": 2}, [ms, "model.layers.0.post_feedforward_layernorm.weight", "Gemma 2"]),
         ("missing tensor named by the index but not in its shard", "llama-bf16-sharded", shard_lacks,
          {"layer": 1}, [shard_of("llama-bf16-sharded", "model.layers.1.self_attn.o_proj.weight"),
                         "model.layers.1.self_attn.o_proj.weight"]),

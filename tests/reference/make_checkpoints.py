@@ -91,6 +91,28 @@ CHECKPOINTS = {
     "phi3-fused": dict(kind="llama", model_type="phi3", dtype="BF16", C=32, H=4, Hkv=2, hd=None, I=48, L=2,
                        theta=10000.0, prefix="model.", shards=1, lm_head=True, window=4, tokenizer="sp-json",
                        what="Phi-3, BF16, fused qkv_proj and gate_up_proj, GQA 4/2, sliding_window 4"),
+    # Gemma 2: head_dim 16 (H·hd = 64 ≠ hidden 48, so √48 rounds in BF16: 6.9282 → 6.9375), a small soft-cap
+    # so that capping after the mask would show, window 3 on layers 0 and 2, query_pre_attn_scalar 24 ≠ hd
+    "gemma2": dict(kind="llama", model_type="gemma2", dtype="BF16", C=48, H=4, Hkv=2, hd=16, I=64, L=3,
+                   theta=10000.0, prefix="model.", shards=1, lm_head=False, window=3, softcap=4.0, qpas=24,
+                   tokenizer="sp-json",
+                   what="Gemma 2, BF16, (1 + w) norms, four per layer, √C rounded to BF16, soft-cap 4 before the mask, "
+                        "window 3 on even layers, gelu_pytorch_tanh"),
+    # Gemma 3 text: 5 of 6 layers slide (pattern 3 here: layers 0, 1, 3 slide, 2 does not), θ 10000 on those,
+    # θ 1e6 with linear scaling 8 on the full ones, per-head (1 + w) q/k norms, sharded
+    "gemma3-text": dict(kind="llama", model_type="gemma3_text", dtype="BF16", C=48, H=4, Hkv=1, hd=16, I=64, L=4,
+                        theta=1000000.0, prefix="model.", shards=2, lm_head=False, window=3, qpas=16, pattern=3,
+                        rope={"rope_type": "linear", "factor": 8.0}, tokenizer="sp-json",
+                        what="Gemma 3 text, BF16, 2 shards, q/k norms per head, sliding_window_pattern 3, two RoPE θ, "
+                             "linear scaling on the full layers"),
+    # a multimodal Gemma 3: its language model in text_config, tensors under language_model.model., layer_types
+    "gemma3-multimodal": dict(kind="llama", model_type="gemma3", dtype="F32", C=32, H=2, Hkv=2, hd=16, I=48, L=3,
+                              theta=1000000.0, prefix="language_model.model.", shards=1, lm_head=False, window=2, qpas=16,
+                              layer_types=["sliding_attention", "full_attention", "sliding_attention"], tokenizer=None,
+                              what="Gemma 3 (model_type gemma3) with text_config, F32, language_model.model. prefix, layer_types"),
+    "olmo2": dict(kind="llama", model_type="olmo2", dtype="F32", C=32, H=4, Hkv=4, hd=None, I=64, L=2,
+                  theta=500000.0, prefix="model.", shards=1, lm_head=True, tokenizer="gpt2-split-json",
+                  what="OLMo 2, F32, q/k norms over the whole width before the head split, norms after attention and MLP"),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -227,13 +249,27 @@ def llama_tensors(spec, vocab, rng):
         if spec["model_type"] == "qwen3":  # per-head norms, far from 1 so that skipping them shows
             t[p + "self_attn.q_norm.weight"] = 1 + f(hd, sc=0.8)
             t[p + "self_attn.k_norm.weight"] = 1 + f(hd, sc=0.8)
+        if spec["model_type"] in ("gemma3_text", "gemma3"):  # stored as w, multiplied by 1 + w: near 0, and far from it
+            t[p + "self_attn.q_norm.weight"] = f(hd, sc=0.8)
+            t[p + "self_attn.k_norm.weight"] = f(hd, sc=0.8)
+        if spec["model_type"] == "olmo2":  # over the whole width: one weight per feature of every head
+            t[p + "self_attn.q_norm.weight"] = 1 + f(H * hd, sc=0.8)
+            t[p + "self_attn.k_norm.weight"] = 1 + f(Hkv * hd, sc=0.8)
         t[p + "self_attn.o_proj.weight"] = f(C, H * hd, sc=0.15)
         t[p + "mlp.gate_proj.weight"] = f(I, C, sc=0.15)
         t[p + "mlp.up_proj.weight"] = f(I, C, sc=0.15)
         t[p + "mlp.down_proj.weight"] = f(C, I, sc=0.15)
+        if spec["model_type"].startswith("gemma"):  # Gemma2DecoderLayer's four norms, stored as w of (1 + w)
+            for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"):
+                t[p + n + ".weight"] = f(C, sc=0.3)
+            continue
+        if spec["model_type"] == "olmo2":  # Olmo2DecoderLayer: no input norm
+            t[p + "post_attention_layernorm.weight"] = 1 + f(C, sc=0.3)
+            t[p + "post_feedforward_layernorm.weight"] = 1 + f(C, sc=0.3)
+            continue
         t[p + "input_layernorm.weight"] = 1 + f(C, sc=0.1)
         t[p + "post_attention_layernorm.weight"] = 1 + f(C, sc=0.1)
-    t["norm.weight"] = 1 + f(C, sc=0.1)
+    t["norm.weight"] = (0 if spec["model_type"].startswith("gemma") else 1) + f(C, sc=0.1)
     out = {spec["prefix"] + k: v for k, v in t.items()}
     if spec.get("lm_head"):
         out["lm_head.weight"] = f(vocab, C, sc=0.1)
@@ -245,7 +281,8 @@ def llama_config(spec, vocab):
     dtype = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[spec["dtype"]]
     c = {
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}[mt]],
+                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
+                           "gemma2": "", "gemma3_text": "", "gemma3": "", "olmo2": "Olmo2ForCausalLM"}[mt]],
         "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
         "hidden_size": spec["C"], "initializer_range": 0.02, "intermediate_size": spec["I"],
         "max_position_embeddings": 64, "model_type": mt, "num_attention_heads": spec["H"],
@@ -273,6 +310,32 @@ def llama_config(spec, vocab):
         c.update({"attention_bias": False, "head_dim": spec["hd"], "max_window_layers": spec["L"], "sliding_window": None,
                   "use_sliding_window": False, "rms_norm_eps": 1e-06, "rope_scaling": None,
                   "layer_types": ["full_attention"] * spec["L"]})
+    if mt in ("gemma2", "gemma3_text", "gemma3"):  # as gemma-2-2b's and gemma-3-1b-pt's config.json have them
+        c["architectures"] = [{"gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
+                               "gemma3": "Gemma3ForConditionalGeneration"}[mt]]
+        del c["hidden_act"]
+        c.update({"hidden_activation": "gelu_pytorch_tanh", "head_dim": spec["hd"], "query_pre_attn_scalar": spec["qpas"],
+                  "sliding_window": spec["window"], "rms_norm_eps": 1e-06, "attention_bias": False,
+                  "cache_implementation": "hybrid", "pad_token_id": 0, "final_logit_softcapping": 30.0 if mt == "gemma2" else None,
+                  "attn_logit_softcapping": spec.get("softcap")})
+        if spec.get("pattern"):
+            c["sliding_window_pattern"] = spec["pattern"]
+            c["rope_local_base_freq"] = 10000.0
+        if spec.get("layer_types"):
+            c["layer_types"] = spec["layer_types"]
+            c["rope_local_base_freq"] = 10000.0
+        if mt == "gemma3":  # Gemma3ForConditionalGeneration: the text model's keys inside text_config
+            text = dict(c, model_type="gemma3_text")
+            for k in ("architectures", "torch_dtype", "transformers_version"):
+                text.pop(k)
+            c = {"architectures": c["architectures"], "model_type": "gemma3", "text_config": text, "torch_dtype": dtype,
+                 "transformers_version": "4.50.0", "boi_token_index": 255999, "eoi_token_index": 256000,
+                 "image_token_index": 262144, "mm_tokens_per_image": 256, "initializer_range": 0.02,
+                 "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 896,
+                                   "num_hidden_layers": 27, "patch_size": 14}}
+    if mt == "olmo2":  # as OLMo-2-0425-1B's config.json has them
+        c.update({"attention_bias": False, "rope_scaling": None, "rms_norm_eps": 1e-06, "pad_token_id": vocab - 1,
+                  "bos_token_id": None, "eos_token_id": vocab - 1})
     if mt == "qwen2":
         c.update({"bos_token_id": vocab - 2, "eos_token_id": vocab - 1, "max_window_layers": spec["L"],
                   "sliding_window": 32768, "use_sliding_window": False, "rms_norm_eps": 1e-06})

@@ -17,6 +17,20 @@ say (linear, llama3; scaled_inv_freq); the key/value heads repeated H / Hkv time
 (repeat_kv); causal softmax(q kᵀ / √head_dim), Mistral's sliding window W: query i sees keys j with
 i − W < j ≤ i; out = merge(ctx) o_projᵀ; h += out; h += down(silu(gate(RMSNorm_2(h))) · up(...)).
 
+Gemma 2 / Gemma 3 (transformers' modeling_gemma2, _gemma3): h = embed_tokens[ids] · normalizer, where
+normalizer = torch.tensor(hidden_size ** 0.5, dtype=the model's dtype) (√C rounded to BF16 for a BF16
+checkpoint); RMSNorm multiplies by (1 + w); per layer r = h, a = input_layernorm(h), the attention with
+scores · query_pre_attn_scalar^−½, Gemma 2's soft-cap c · tanh(scores / c) before the mask, a sliding
+window on the sliding layers (layer_types, else Gemma 2: even layers; Gemma 3: (i + 1) % pattern ≠ 0),
+Gemma 3's q_norm / k_norm per head before RoPE and θ = rope_local_base_freq on sliding layers;
+h = r + post_attention_layernorm(o); h = h + post_feedforward_layernorm(down(gelu_tanh(gate(m)) · up(m)))
+with m = pre_feedforward_layernorm(h). A multimodal "gemma3" is its text_config under the prefix
+language_model.model. (or model.language_model.).
+
+OLMo 2 (modeling_olmo2): no norm before attention: q = q_norm(q_proj(h)), k = k_norm(k_proj(h)) over
+the whole projected width, then heads and RoPE; h = h + post_attention_layernorm(o);
+h = h + post_feedforward_layernorm(mlp(h)).
+
 Every weight is read with safetensors_io and converted to float32 first (as attn does); the arithmetic
 then runs in float32 or float64 (dtype argument).
 
@@ -44,7 +58,9 @@ except ImportError as e:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 
-LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
+LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "gemma3", "olmo2")
+GEMMA_TYPES = ("gemma2", "gemma3_text", "gemma3")
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def load(path, config=None):
@@ -184,9 +200,37 @@ def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None):
     return out
 
 
-def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
-    t = _strip(tensors, "model.")
+def sliding_layers(config, L):
+    """Which layers slide: layer_types, else the family's rule (Gemma 2: even layers; Gemma 3: all but every
+    sliding_window_pattern-th; Mistral, Phi-3: every layer; Qwen: from max_window_layers on)."""
     mt = config["model_type"]
+    if config.get("_wrong_sliding"):  # a reader with the other layers sliding
+        return [not s for s in sliding_layers(dict(config, _wrong_sliding=False), L)]
+    if mt in GEMMA_TYPES:
+        if config.get("layer_types"):
+            return [t == "sliding_attention" for t in config["layer_types"]]
+        if mt == "gemma2":
+            return [i % 2 == 0 for i in range(L)]
+        return [(i + 1) % config.get("sliding_window_pattern", 6) != 0 for i in range(L)]
+    if mt in ("mistral", "phi3"):
+        return [config.get("sliding_window") is not None] * L
+    if mt in ("qwen2", "qwen3") and config.get("use_sliding_window"):
+        return [i >= config.get("max_window_layers", 28) for i in range(L)]
+    return [False] * L
+
+
+def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
+    mt = config["model_type"]
+    if mt == "gemma3":  # the language model of a multimodal checkpoint
+        inner = dict(config["text_config"], model_type="gemma3_text")
+        for k, v in config.items():
+            if k.startswith("_"):
+                inner[k] = v
+        inner.setdefault("torch_dtype", config.get("torch_dtype"))
+        prefix = "language_model.model." if any(n.startswith("language_model.model.") for n in tensors) else "model.language_model."
+        return forward_llama(inner, _strip(tensors, prefix), ids, dtype, layers)
+    t = _strip(tensors, "model.")
+    gemma, olmo2 = mt in GEMMA_TYPES, mt == "olmo2"
     C = config["hidden_size"]
     H = config["num_attention_heads"]
     Hkv = config.get("num_key_value_heads") or H
@@ -194,18 +238,34 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
     L = config["num_hidden_layers"]
     eps = config.get("rms_norm_eps", 1e-6)
     theta, scaling = rope_settings(config)
-    window = config.get("sliding_window") if mt in ("mistral", "phi3") else None
-    if mt in ("qwen2", "qwen3") and config.get("use_sliding_window"):
-        window = config.get("sliding_window")  # (max_window_layers ignored: the tiny checkpoints leave it off)
+    sliding = sliding_layers(config, L)
     T = len(ids)
     W = lambda n: _t(t, n, dtype)  # noqa: E731
+    plus = 0.0 if config.get("_plain_norm") else 1.0  # Gemma's (1 + w); the check's variant reads w
+
+    def norm(x, name):
+        return rms_norm(x, W(name) + plus, eps) if gemma else rms_norm(x, W(name), eps)
+
     h = W("embed_tokens.weight")[torch.tensor(ids, dtype=torch.long)]
-    cos, sin = rope_tables(T, hd, theta, dtype, scaling)
-    allowed = causal_mask(T, window)
+    if gemma:  # modeling_gemma: the normalizer in the model's dtype
+        root = torch.tensor(C ** 0.5, dtype=torch.float64)
+        if not config.get("_unrounded_scale"):
+            root = root.to(TORCH_DTYPES[config.get("torch_dtype", "float32")])
+        h = h * root.to(dtype)
+    tables = {}
+
+    def rope_of(i):
+        local = mt == "gemma3_text" and sliding[i] and not config.get("_no_local_theta")
+        key = "local" if local else "global"
+        if key not in tables:
+            tables[key] = rope_tables(T, hd, config.get("rope_local_base_freq", 10000.0), dtype) if local \
+                else rope_tables(T, hd, theta, dtype, scaling)
+        return tables[key]
+
     out = []
     for i in range(L if layers is None else layers):
         p = f"layers.{i}."
-        a = rms_norm(h, W(p + "input_layernorm.weight"), eps)
+        a = h if olmo2 else norm(h, p + "input_layernorm.weight")
 
         def proj(name):
             y = a @ W(p + f"self_attn.{name}.weight").T
@@ -218,28 +278,59 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
             q_, k_, v_ = qkv[:, :H * hd], qkv[:, H * hd:(H + Hkv) * hd], qkv[:, (H + Hkv) * hd:]
         else:
             q_, k_, v_ = proj("q_proj"), proj("k_proj"), proj("v_proj")
+        if olmo2 and not config.get("_qk_norm_per_head"):  # modeling_olmo2: over the whole projection, before the split
+            q_ = rms_norm(q_, W(p + "self_attn.q_norm.weight"), eps)
+            k_ = rms_norm(k_, W(p + "self_attn.k_norm.weight"), eps)
         q = q_.reshape(T, H, hd).transpose(0, 1)
         k = k_.reshape(T, Hkv, hd).transpose(0, 1)
         v = v_.reshape(T, Hkv, hd).transpose(0, 1)
-        if mt == "qwen3" and not config.get("_skip_qk_norm"):  # modeling_qwen3: RMSNorm over each head's features, before RoPE
-            q = rms_norm(q, W(p + "self_attn.q_norm.weight"), eps)
-            k = rms_norm(k, W(p + "self_attn.k_norm.weight"), eps)
+        if olmo2 and config.get("_qk_norm_per_head"):  # the variant: each head's features alone
+            q = rms_norm(q, W(p + "self_attn.q_norm.weight").reshape(H, 1, hd), eps)
+            k = rms_norm(k, W(p + "self_attn.k_norm.weight").reshape(Hkv, 1, hd), eps)
+        per_head = (mt == "qwen3" and not config.get("_skip_qk_norm")) or mt == "gemma3_text"
+        after_rope = config.get("_qk_norm_after_rope")
+        if per_head and not after_rope:  # modeling_qwen3 / _gemma3: RMSNorm over each head's features, before RoPE
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
+        cos, sin = rope_of(i)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if per_head and after_rope:
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
         rep = H // Hkv
         k = k.repeat_interleave(rep, dim=0)  # repeat_kv: kv head g serves query heads g·rep .. g·rep + rep − 1
         v = v.repeat_interleave(rep, dim=0)
-        w, ctx = attention(q, k, v, allowed)
+        allowed = causal_mask(T, config.get("sliding_window") if sliding[i] else None)
+        if gemma:
+            w, ctx = gemma_attention(q, k, v, allowed, config)
+        else:
+            w, ctx = attention(q, k, v, allowed)
         o = ctx.transpose(0, 1).reshape(T, H * hd) @ W(p + "self_attn.o_proj.weight").T
         out.append({"x": a, "weights": w, "output": o})
-        h = h + o
-        m = rms_norm(h, W(p + "post_attention_layernorm.weight"), eps)
+        h = h + (norm(o, p + "post_attention_layernorm.weight") if gemma or olmo2 else o)
+        m = h if olmo2 else norm(h, p + ("pre_feedforward_layernorm.weight" if gemma else "post_attention_layernorm.weight"))
         if mt == "phi3":  # one gate_up_proj, chunked: the gate first
             g, u = (m @ W(p + "mlp.gate_up_proj.weight").T).chunk(2, dim=-1)
         else:
             g = m @ W(p + "mlp.gate_proj.weight").T
             u = m @ W(p + "mlp.up_proj.weight").T
-        h = h + (torch.nn.functional.silu(g) * u) @ W(p + "mlp.down_proj.weight").T
+        act = gelu_new(g) if gemma else torch.nn.functional.silu(g)  # Gemma's gelu_pytorch_tanh is the tanh form
+        y = (act * u) @ W(p + "mlp.down_proj.weight").T
+        h = h + (norm(y, p + "post_feedforward_layernorm.weight") if gemma or olmo2 else y)
     return out
+
+
+def gemma_attention(q, k, v, allowed, config):
+    """modeling_gemma2's eager attention: scores · query_pre_attn_scalar^−½, soft-capped, then masked."""
+    scores = q @ k.transpose(-1, -2) * config.get("query_pre_attn_scalar", 256) ** -0.5
+    cap = config.get("attn_logit_softcapping")
+    if cap and not config.get("_softcap_after_mask"):
+        scores = torch.tanh(scores / cap) * cap
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    if cap and config.get("_softcap_after_mask"):  # the variant: the masked scores become −cap, not −inf
+        scores = torch.tanh(scores / cap) * cap
+    w = torch.softmax(scores, dim=-1)
+    return w, w @ v
 
 
 def forward(config, tensors, ids, dtype=torch.float32, layers=None):
@@ -252,11 +343,13 @@ def forward(config, tensors, ids, dtype=torch.float32, layers=None):
 
 
 def num_layers(config):
+    if config.get("model_type") == "gemma3":
+        return config["text_config"]["num_hidden_layers"]
     return config["n_layer"] if config.get("model_type") == "gpt2" else config["num_hidden_layers"]
 
 
 def vocab_size(config):
-    return config["vocab_size"]
+    return config["text_config"]["vocab_size"] if config.get("model_type") == "gemma3" else config["vocab_size"]
 
 
 # ---- self-test -----------------------------------------------------------------------------------

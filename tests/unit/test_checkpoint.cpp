@@ -75,6 +75,110 @@ TEST_CASE("the Llama family's config.json: grouped heads, head_dim, Mistral's wi
   CHECK(a.name() == "Qwen2");
 }
 
+TEST_CASE("Gemma 2 and 3 and OLMo 2: their norms, scale, soft-cap, sliding layers and two RoPEs", "[checkpoint]") {
+  // Gemma 2 as gemma-2-2b's config.json writes it (sizes made small)
+  json g2 = {{"model_type", "gemma2"}, {"hidden_size", 32}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+             {"num_hidden_layers", 5}, {"vocab_size", 100}, {"intermediate_size", 64}, {"query_pre_attn_scalar", 24},
+             {"attn_logit_softcapping", 50.0}, {"final_logit_softcapping", 30.0}, {"sliding_window", 4}, {"rms_norm_eps", 1e-6},
+             {"hidden_activation", "gelu_pytorch_tanh"}, {"hidden_act", "gelu_pytorch_tanh"}, {"cache_implementation", "hybrid"}};
+  Architecture a = read_architecture(g2, "c");
+  CHECK(a.name() == "Gemma 2");
+  CHECK(a.block == Architecture::Block::Sandwich);
+  CHECK(a.norm_plus_one);
+  CHECK(a.embed_scale);
+  CHECK(a.gelu_mlp);
+  CHECK(a.query_scalar == 24.0);
+  CHECK(a.softcap == 50.0);
+  CHECK(a.qk_norm == Architecture::QkNorm::None);
+  CHECK(a.rope_theta == 10000.0);  // Gemma2Config's default, the key being absent
+  // the modeling code's rule: layers 0, 2, 4 slide
+  CHECK(a.window_of(0) == 4);
+  CHECK(a.window_of(1) == 0);
+  CHECK(a.window_of(4) == 4);
+  CHECK(a.unread.empty());
+  json c = g2;
+  c.erase("attn_logit_softcapping");  // absent: Gemma2Config's 50
+  CHECK(read_architecture(c, "c").softcap == 50.0);
+  c["attn_logit_softcapping"] = nullptr;  // null: none
+  CHECK_FALSE(read_architecture(c, "c").softcap);
+  c = g2;
+  c["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "full_attention", "sliding_attention"};
+  a = read_architecture(c, "c");
+  CHECK(a.window_of(0) == 0);
+  CHECK(a.window_of(1) == 4);
+  CHECK(a.window_of(4) == 4);
+  c["layer_types"] = {"full_attention", "sliding_attention"};
+  CHECK(refusal(c) == "ckpt/config.json: \"layer_types\": expected an array of num_hidden_layers = 5 entries, got 2 entries");
+  c["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "full_attention", "chunked_attention"};
+  CHECK(refusal(c) == "ckpt/config.json: \"layer_types[4]\": expected \"sliding_attention\" or \"full_attention\", got \"chunked_attention\"");
+  c = g2;
+  c["hidden_activation"] = "gelu";
+  CHECK_THAT(refusal(c), Catch::Contains("\"hidden_activation\": attn computes Gemma's \"gelu_pytorch_tanh\", got \"gelu\""));
+  // Gemma 3: per-head q/k norms, 5 of 6 layers sliding, the local θ, the full layers' scaling
+  json g3 = g2;
+  g3["model_type"] = "gemma3_text";
+  g3.erase("attn_logit_softcapping");
+  g3.erase("final_logit_softcapping");
+  g3["num_hidden_layers"] = 7;
+  g3["rope_theta"] = 1000000.0;
+  g3["rope_local_base_freq"] = 10000.0;
+  g3["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  a = read_architecture(g3, "c");
+  CHECK(a.name() == "Gemma 3");
+  CHECK(a.qk_norm == Architecture::QkNorm::PerHead);
+  CHECK_FALSE(a.softcap);  // Gemma3TextConfig's default is none
+  for (std::int64_t l = 0; l < 7; ++l) CHECK(a.window_of(l) == (l == 5 ? 0 : 4));
+  CHECK(a.local_rope(0));
+  CHECK_FALSE(a.local_rope(5));
+  CHECK(a.local_rope_theta == 10000.0);
+  CHECK(a.rope_theta == 1000000.0);
+  CHECK(a.rope_scaling.kind == attn::RopeScaling::Kind::Linear);
+  c = g3;
+  c["sliding_window_pattern"] = 2;
+  CHECK(read_architecture(c, "c").window_of(1) == 0);
+  CHECK(read_architecture(c, "c").window_of(2) == 4);
+  // the newer form: one rope_parameters per layer type
+  c = g3;
+  c.erase("rope_theta");
+  c.erase("rope_local_base_freq");
+  c.erase("rope_scaling");
+  c["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1000000.0}}},
+                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  a = read_architecture(c, "c");
+  CHECK(a.rope_theta == 1000000.0);
+  CHECK(a.local_rope_theta == 10000.0);
+  CHECK(a.rope_scaling.kind == attn::RopeScaling::Kind::Linear);
+  c["rope_parameters"]["sliding_attention"]["rope_type"] = "yarn";
+  CHECK_THAT(refusal(c), Catch::Contains("rope_parameters.sliding_attention"));
+  // a multimodal Gemma 3: text_config, with Gemma3TextConfig's defaults for what it leaves out
+  json mm = {{"model_type", "gemma3"}, {"text_config", {{"hidden_size", 32}, {"num_hidden_layers", 7}, {"intermediate_size", 64},
+                                                        {"vocab_size", 100}, {"model_type", "gemma3_text"}}},
+             {"vision_config", {{"model_type", "siglip_vision_model"}}}, {"mm_tokens_per_image", 256}, {"boi_token_index", 255999}};
+  a = read_architecture(mm, "c");
+  CHECK(a.model_type == "gemma3");
+  CHECK(a.H == 8);
+  CHECK(a.Hkv == 4);
+  CHECK(a.hd == 256);
+  CHECK(a.query_scalar == 256.0);
+  CHECK(a.window == 4096);
+  CHECK(a.local_rope_theta == 10000.0);
+  CHECK(a.rope_theta == 1000000.0);
+  CHECK(a.unread.empty());
+  mm.erase("text_config");
+  CHECK(refusal(mm) == "ckpt/config.json: \"text_config\" is required for model_type \"gemma3\": the language model's config");
+  // OLMo 2: q/k norms over the whole width, norms after each block, rms_norm_eps defaulting to 1e-5
+  json o2 = kLlama;
+  o2["model_type"] = "olmo2";
+  o2.erase("rms_norm_eps");
+  a = read_architecture(o2, "c");
+  CHECK(a.name() == "OLMo 2");
+  CHECK(a.qk_norm == Architecture::QkNorm::WholeWidth);
+  CHECK(a.block == Architecture::Block::PostNorm);
+  CHECK(a.eps == 1e-5);
+  CHECK_FALSE(a.norm_plus_one);
+  CHECK_FALSE(a.query_scalar);
+}
+
 TEST_CASE("RoPE's base and scaling from either config form", "[checkpoint]") {
   // the newer form: theta and the scaling inside rope_parameters, no top-level rope_theta (read as
   // 10000 with no scaling before: a silent wrong answer)
@@ -116,7 +220,7 @@ TEST_CASE("RoPE's base and scaling from either config form", "[checkpoint]") {
 TEST_CASE("config.json refusals name the file, the key and what was expected", "[checkpoint]") {
   json c = kGpt2;
   c["model_type"] = "gpt3";
-  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" and \"phi3\", got \"gpt3\" (did you mean \"gpt2\"?)");
+  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", got \"gpt3\" (did you mean \"gpt2\"?)");
   c = kGpt2;
   c.erase("n_head");
   CHECK(refusal(c) == "ckpt/config.json: \"n_head\" is required: a positive integer");
@@ -150,8 +254,8 @@ TEST_CASE("config.json refusals name the file, the key and what was expected", "
   c["hidden_act"] = "gelu";
   CHECK_THAT(refusal(c), Catch::Contains("\"hidden_act\": attn computes the Llama family's \"silu\""));
   CHECK(refusal(json::array()) == "ckpt/config.json: expected a JSON object (config.json's content), got array");
-  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"phi3\"");
-  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"phi3\"");
+  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected one of \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\"");
+  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected one of \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\"");
 }
 
 TEST_CASE("every config.json key is read, known to change nothing, refused, or named as not read", "[checkpoint]") {
@@ -181,11 +285,14 @@ TEST_CASE("every config.json key is read, known to change nothing, refused, or n
   c["use_sliding_window"] = true;
   c["sliding_window"] = 4;
   c["num_hidden_layers"] = 4;
-  c["max_window_layers"] = 2;  // layers 2 and 3 only
-  CHECK(refusal(c) == "c: \"use_sliding_window\": true windows only layers 2 and on (\"max_window_layers\"); attn computes a window on every "
-                      "layer or none");
+  c["max_window_layers"] = 2;  // layers 2 and 3 only (Qwen2Config's layer_types rule)
+  Architecture q = read_architecture(c, "c");
+  CHECK(q.window == 4);
+  CHECK(q.window_of(1) == 0);
+  CHECK(q.window_of(2) == 4);
+  CHECK(q.window_of(3) == 4);
   c["max_window_layers"] = 0;  // every layer
-  CHECK(read_architecture(c, "c").window == 4);
+  CHECK(read_architecture(c, "c").window_of(0) == 4);
   c["max_window_layers"] = 4;  // none
   CHECK(read_architecture(c, "c").window == 0);
   // set to what changes nothing, a setting of another family is no setting

@@ -333,9 +333,15 @@ TEST_CASE("a sliding window bounds a head's uniform entropy and what is drawn as
   CHECK(s.pattern == HeadPattern::PreviousToken);  // mean w[i][i−1] = 0.5 wins over same token's tie
   CHECK(summarise_head(w.data(), 4).max_entropy == Approx((0 + 1 + std::log2(3.0) + 2) / 4));
   HeadsView v;
-  v.T = 4, v.window = 2;
-  CHECK(v.visible(3, 2));
-  CHECK_FALSE(v.visible(3, 1));
-  CHECK_FALSE(v.visible(1, 2));
+  v.T = 4, v.layers = 1, v.windows = {2};
+  CHECK(v.visible(0, 3, 2));
+  CHECK_FALSE(v.visible(0, 3, 1));
+  CHECK_FALSE(v.visible(0, 1, 2));
   CHECK(v.masked_text() == "masked (a query sees itself and the token before it: sliding window 2)");
+  // Gemma's alternating layers: the window on layers 0 and 2 only
+  v.layers = 3, v.windows = {2, 0, 2};
+  CHECK_FALSE(v.visible(0, 3, 1));
+  CHECK(v.visible(1, 3, 1));
+  CHECK_FALSE(v.visible(2, 3, 1));
+  CHECK(v.masked_text() == "masked (a query sees itself and earlier tokens; on the sliding layers 0, 2, itself and the token before it: sliding window 2)");
 }

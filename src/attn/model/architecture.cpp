@@ -1,6 +1,7 @@
 // config.json, read: each architecture's keys (sizes, RoPE, windows, norms), every other key either
 // known to change nothing, refused as another family's setting, or named in a note as not read.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -93,10 +94,15 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
       "partial_rotary_factor", "rope_local_base_freq", "use_qk_norm", "qk_layernorm", "qk_norm", "embedding_multiplier",
       "attention_multiplier", "residual_multiplier", "logits_scaling", "add_cross_attention", "clip_qkv", "use_parallel_residual",
       "rotary_pct", "parallel_attn", "alibi", "new_decoder_architecture", "hidden_activation", "post_norm", "use_bias"};
+  // Gemma's own keys; final_logit_softcapping acts on the language-model head's logits only
+  static const std::vector<std::string_view> gemma_read = {"query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping",
+                                                           "sliding_window_pattern", "layer_types", "rope_local_base_freq", "hidden_activation",
+                                                           "use_bidirectional_attention", "cache_implementation"};
   const auto& read = a.family == Family::Gpt2 ? gpt2_read : llama_read;
   auto in = [](const std::vector<std::string_view>& list, const std::string& k) { return std::find(list.begin(), list.end(), k) != list.end(); };
+  const bool gemma = a.model_type.starts_with("gemma");
   for (const auto& [key, value] : c.items()) {
-    if (in(read, key) || in(no_effect, key)) continue;
+    if (in(read, key) || in(no_effect, key) || (gemma && in(gemma_read, key))) continue;
     if (in(other_families, key)) {
       // set to nothing, or to what changes nothing, it is no setting
       const bool unset = value.is_null() || value == false || (key == "partial_rotary_factor" && value == 1.0) ||
@@ -109,7 +115,7 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
     }
     a.unread.push_back(key);
   }
-  // Qwen2's and Qwen3's window covers only the layers from max_window_layers on: attn windows every layer or none
+  // Qwen2's and Qwen3's window covers the layers from max_window_layers on (Qwen2Config's layer_types rule)
   if ((a.model_type == "qwen2" || a.model_type == "qwen3") && a.window > 0) {
     std::int64_t first = 28;  // Qwen2Config's default
     if (c.contains("max_window_layers") && !c["max_window_layers"].is_null()) {
@@ -120,12 +126,132 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
       first = v.get<std::int64_t>();
     }
     if (first >= a.layers) a.window = 0;  // no layer reaches it: no window anywhere
-    else if (first > 0) {
-      throw InputError(fmt::format("{}: \"use_sliding_window\": true windows only layers {} and on (\"max_window_layers\"); attn computes a "
-                                   "window on every layer or none",
-                                   origin, first));
+    a.sliding.assign(static_cast<std::size_t>(a.layers), false);
+    for (std::int64_t i = first; i < a.layers; ++i) a.sliding[static_cast<std::size_t>(i)] = true;
+  }
+}
+
+
+// Which layers slide: "layer_types" when given (one "sliding_attention" or "full_attention" per layer),
+// else the family's rule: Gemma 2 every other layer from layer 0, Gemma 3 all but every
+// sliding_window_pattern-th (5 of 6).
+void read_sliding_layers(const json& c, const std::string& origin, Architecture& a) {
+  a.sliding.assign(static_cast<std::size_t>(a.layers), false);
+  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
+    const json& t = c["layer_types"];
+    if (!t.is_array() || static_cast<std::int64_t>(t.size()) != a.layers) {
+      throw InputError(fmt::format("{}: \"layer_types\": expected an array of num_hidden_layers = {} entries, got {}", origin, a.layers,
+                                   t.is_array() ? fmt::format("{} entries", t.size()) : t.dump()));
+    }
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t[i] != "sliding_attention" && t[i] != "full_attention") {
+        throw InputError(fmt::format("{}: \"layer_types[{}]\": expected \"sliding_attention\" or \"full_attention\", got {}", origin, i, t[i].dump()));
+      }
+      a.sliding[i] = t[i] == "sliding_attention";
+    }
+  } else if (a.model_type == "gemma2") {
+    for (std::int64_t i = 0; i < a.layers; i += 2) a.sliding[static_cast<std::size_t>(i)] = true;  // layer_idx % 2 == 0
+  } else {
+    const std::int64_t pattern = positive(c, origin, "sliding_window_pattern", 6);
+    for (std::int64_t i = 0; i < a.layers; ++i) a.sliding[static_cast<std::size_t>(i)] = (i + 1) % pattern != 0;
+  }
+  const bool any = std::find(a.sliding.begin(), a.sliding.end(), true) != a.sliding.end();
+  if (any && a.window == 0) {
+    throw InputError(fmt::format("{}: \"sliding_window\" is null, but layers are \"sliding_attention\": give the window's width", origin));
+  }
+}
+
+// Gemma 3's two RoPEs: the full layers' rope_theta with its scaling, the sliding layers'
+// rope_local_base_freq unscaled; or (the newer form) "rope_parameters": {"full_attention": {...},
+// "sliding_attention": {...}}, each with its rope_theta and rope_type.
+void read_gemma3_rope(const json& c, const std::string& origin, Architecture& a) {
+  const json* p = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? &c["rope_parameters"] : nullptr;
+  if (!p || !(p->contains("full_attention") || p->contains("sliding_attention"))) {
+    read_rope(c, origin, a);
+    a.local_rope_theta = positive_number(c, origin, "rope_local_base_freq", 10000);
+    return;
+  }
+  for (const auto& [key, value] : p->items()) {
+    if (key != "full_attention" && key != "sliding_attention") {
+      throw InputError(fmt::format("{}: \"rope_parameters.{}\": expected \"full_attention\" and \"sliding_attention\" only", origin, key));
+    }
+    if (!value.is_object()) throw InputError(fmt::format("{}: \"rope_parameters.{}\": expected an object, got {}", origin, key, value.dump()));
+  }
+  const json full = p->value("full_attention", json::object()), local = p->value("sliding_attention", json::object());
+  auto name = [&origin](const std::string& base) {
+    return [&origin, base](const std::string& key) { return fmt::format("{}: \"rope_parameters.{}{}\"", origin, base, key.empty() ? "" : "." + key); };
+  };
+  a.rope_scaling = read_rope_scaling(full, name("full_attention"), {"rope_theta"});
+  a.rope_theta = positive_number(full, origin + ": \"rope_parameters.full_attention\"", "rope_theta", 1000000);
+  if (read_rope_scaling(local, name("sliding_attention"), {"rope_theta"}).kind != RopeScaling::Kind::None) {
+    throw InputError(fmt::format("{}: \"rope_parameters.sliding_attention\": a scaled RoPE on the sliding layers is not one Gemma 3 has; attn "
+                                 "scales the full layers' only", origin));
+  }
+  a.local_rope_theta = positive_number(local, origin + ": \"rope_parameters.sliding_attention\"", "rope_theta", 10000);
+}
+
+// Gemma 2 and 3 (Gemma2Config, Gemma3TextConfig): their defaults stand for the keys a config.json
+// leaves out (a multimodal Gemma 3 writes only the ones that differ).
+json with_gemma_defaults(const json& c, bool gemma3) {
+  json d = {{"vocab_size", gemma3 ? 262208 : 256000}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+            {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256}, {"rms_norm_eps", 1e-6},
+            {"query_pre_attn_scalar", 256}, {"sliding_window", 4096}, {"hidden_activation", "gelu_pytorch_tanh"},
+            {"max_position_embeddings", gemma3 ? 131072 : 8192}};
+  if (gemma3) {
+    d["attn_logit_softcapping"] = nullptr;
+    if (!c.contains("rope_parameters")) d["rope_theta"] = 1000000.0;
+  } else {
+    d["attn_logit_softcapping"] = 50.0;
+    d["final_logit_softcapping"] = 30.0;
+    if (!c.contains("rope_parameters")) d["rope_theta"] = 10000.0;
+  }
+  for (const auto& [key, value] : c.items()) d[key] = value;
+  return d;
+}
+
+// What Gemma 2 and 3 add to the Llama family's reading.
+void read_gemma(const json& c, const std::string& origin, Architecture& a) {
+  a.block = Architecture::Block::Sandwich;
+  a.norm_plus_one = a.embed_scale = a.gelu_mlp = true;
+  a.query_scalar = positive_number(c, origin, "query_pre_attn_scalar", 256);
+  if (c.contains("attn_logit_softcapping") && !c["attn_logit_softcapping"].is_null()) {
+    a.softcap = positive_number(c, origin, "attn_logit_softcapping", 50);
+  }
+  a.window = positive(c, origin, "sliding_window", 0);
+  read_sliding_layers(c, origin, a);
+  if (a.model_type == "gemma3_text") a.qk_norm = Architecture::QkNorm::PerHead;
+  for (const char* key : {"hidden_activation", "hidden_act"}) {
+    if (c.contains(key) && !c[key].is_null() && c[key] != "gelu_pytorch_tanh") {
+      throw InputError(fmt::format("{}: \"{}\": attn computes Gemma's \"gelu_pytorch_tanh\", got {}", origin, key, c[key].dump()));
     }
   }
+  if (c.value("use_bidirectional_attention", false) != false) {
+    throw InputError(fmt::format("{}: \"use_bidirectional_attention\": true makes every token see every other; attn traces the causal model", origin));
+  }
+}
+
+// A multimodal Gemma 3 ("gemma3"): its language model is text_config's, under the prefix
+// language_model.model. (or model.language_model.); the image tower's keys change no text token's attention.
+Architecture read_gemma3_multimodal(const json& c, const std::string& origin) {
+  if (!c.contains("text_config") || !c["text_config"].is_object()) {
+    throw InputError(fmt::format("{}: \"text_config\" is required for model_type \"gemma3\": the language model's config", origin));
+  }
+  json t = c["text_config"];
+  if (!t.contains("model_type")) t["model_type"] = "gemma3_text";
+  if (t["model_type"] != "gemma3_text") {
+    throw InputError(fmt::format("{}: \"text_config.model_type\": expected \"gemma3_text\", got {}", origin, t["model_type"].dump()));
+  }
+  Architecture a = read_architecture(t, origin + ": text_config");
+  a.model_type = "gemma3";
+  static const std::vector<std::string_view> no_effect = {
+      "model_type", "text_config", "vision_config", "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
+      "boi_token_id", "eoi_token_id", "image_token_id", "architectures", "initializer_range", "torch_dtype", "dtype", "transformers_version",
+      "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "use_cache"};
+  for (const auto& [key, value] : c.items()) {
+    if (std::find(no_effect.begin(), no_effect.end(), key) == no_effect.end()) a.unread.push_back(key);
+  }
+  if (!a.bos && c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
+  return a;
 }
 
 }  // namespace
@@ -136,15 +262,23 @@ std::string Architecture::name() const {
   if (model_type == "mistral") return "Mistral";
   if (model_type == "qwen3") return "Qwen3";
   if (model_type == "phi3") return "Phi-3";
+  if (model_type == "gemma2") return "Gemma 2";
+  if (model_type == "gemma3_text" || model_type == "gemma3") return "Gemma 3";
+  if (model_type == "olmo2") return "OLMo 2";
   return "Qwen2";
 }
 
-Architecture read_architecture(const json& c, const std::string& origin) {
-  if (!c.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, c.type_name()));
-  if (!c.contains("model_type") || !c["model_type"].is_string()) {
-    throw InputError(fmt::format("{}: \"model_type\" is {}: expected \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"phi3\"", origin,
-                                 c.contains("model_type") ? "not a string (" + c["model_type"].dump() + ")" : "required"));
+Architecture read_architecture(const json& config, const std::string& origin) {
+  static const std::vector<std::string_view> kTypes = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "gemma3", "olmo2"};
+  if (!config.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, config.type_name()));
+  if (!config.contains("model_type") || !config["model_type"].is_string()) {
+    throw InputError(fmt::format("{}: \"model_type\" is {}: expected one of \"{}\"", origin,
+                                 config.contains("model_type") ? "not a string (" + config["model_type"].dump() + ")" : "required",
+                                 fmt::join(kTypes, "\", \"")));
   }
+  if (config["model_type"] == "gemma3") return read_gemma3_multimodal(config, origin);
+  const bool gemma = config["model_type"] == "gemma2" || config["model_type"] == "gemma3_text";
+  const json c = gemma ? with_gemma_defaults(config, config["model_type"] == "gemma3_text") : config;
   Architecture a;
   a.model_type = c["model_type"].get<std::string>();
   if (a.model_type == "gpt2") {
@@ -165,7 +299,7 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     if (c.contains("activation_function") && c["activation_function"] != "gelu_new") {
       throw InputError(fmt::format("{}: \"activation_function\": attn computes GPT-2's \"gelu_new\", got {}", origin, c["activation_function"].dump()));
     }
-  } else if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3" || a.model_type == "phi3") {
+  } else if (std::find(kTypes.begin(), kTypes.end(), a.model_type) != kTypes.end()) {
     a.family = Family::Llama;
     a.C = positive(c, origin, "hidden_size");
     a.H = positive(c, origin, "num_attention_heads");
@@ -182,9 +316,11 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     a.vocab = positive(c, origin, "vocab_size");
     a.inner = positive(c, origin, "intermediate_size");
     a.positions = positive(c, origin, "max_position_embeddings", 0);
-    a.eps = positive_number(c, origin, "rms_norm_eps", 1e-6);
-    read_rope(c, origin, a);
-    if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
+    a.eps = positive_number(c, origin, "rms_norm_eps", a.model_type == "phi3" || a.model_type == "olmo2" ? 1e-5 : 1e-6);
+    if (a.model_type == "gemma3_text") read_gemma3_rope(c, origin, a);
+    else read_rope(c, origin, a);
+    if (gemma) read_gemma(c, origin, a);
+    else if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
       throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
     }
     const bool qwen = a.model_type == "qwen2" || a.model_type == "qwen3";
@@ -192,15 +328,19 @@ Architecture read_architecture(const json& c, const std::string& origin) {
     const bool window_used = a.model_type == "mistral" || a.model_type == "phi3" || (qwen && c.value("use_sliding_window", false));
     if (window_used) a.window = positive(c, origin, "sliding_window", 0);
     a.qkv_bias = a.model_type == "qwen2";
-    a.qk_norm = a.model_type == "qwen3";
+    if (a.model_type == "qwen3") a.qk_norm = Architecture::QkNorm::PerHead;
+    if (a.model_type == "olmo2") {  // q_norm and k_norm over the whole projection, before the head split; norms after each block
+      a.qk_norm = Architecture::QkNorm::WholeWidth;
+      a.block = Architecture::Block::PostNorm;
+    }
     a.fused_qkv = a.model_type == "phi3";
     if (c.contains("mlp_bias") && c["mlp_bias"] == true) throw InputError(fmt::format("{}: \"mlp_bias\": true is not read", origin));
     if (c.contains("attention_bias") && c["attention_bias"] == true) {
       throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
     }
   } else {
-    throw InputError(fmt::format("{}: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\" and \"phi3\", got \"{}\"{}",
-                                 origin, a.model_type, did_you_mean(a.model_type, {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"})));
+    throw InputError(fmt::format("{}: \"model_type\": attn reads \"{}\", got \"{}\"{}", origin, fmt::join(kTypes, "\", \""), a.model_type,
+                                 did_you_mean(a.model_type, kTypes)));
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   check_every_key(c, origin, a);

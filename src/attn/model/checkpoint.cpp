@@ -87,20 +87,24 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
   Checkpoint c(std::move(*arch), std::move(*store), shown);
   const bool gpt2 = c.arch_.family == Family::Gpt2;
   const std::string embed = gpt2 ? "wte.weight" : "embed_tokens.weight";
-  for (const char* prefix : gpt2 ? std::vector<const char*>{"", "transformer."} : std::vector<const char*>{"model.", ""}) {
+  // a multimodal Gemma 3 keeps its language model under one of two prefixes, older and newer
+  const auto prefixes = gpt2                               ? std::vector<const char*>{"", "transformer."}
+                        : c.arch_.model_type == "gemma3" ? std::vector<const char*>{"language_model.model.", "model.language_model."}
+                                                         : std::vector<const char*>{"model.", ""};
+  for (const char* prefix : prefixes) {
     if (c.store_.find(std::string(prefix) + embed)) {
       c.prefix_ = prefix;
       break;
     }
   }
   if (!c.store_.find(c.prefix_ + embed)) {
-    throw InputError(fmt::format("{}: tensor \"{}\" (or \"{}{}\") is missing: the token embeddings of a {} checkpoint", c.store_.path(),
-                                 gpt2 ? embed : "model." + embed, gpt2 ? "transformer." : "", embed, c.arch_.name()));
+    throw InputError(fmt::format("{}: tensor \"{}{}\" (or \"{}{}\") is missing: the token embeddings of a {} checkpoint", c.store_.path(),
+                                 prefixes[0], embed, prefixes[1], embed, c.arch_.name()));
   }
   if (fs::is_directory(status)) {
     c.tokenizer_ = load_tokenizer(path);
-    // Llama's and Mistral's tokenizers put BOS first; tokenizer_config.json's add_bos_token decides where it is given.
-    c.adds_bos_ = c.arch_.bos && (c.arch_.model_type == "llama" || c.arch_.model_type == "mistral");
+    // Llama's, Mistral's and Gemma's tokenizers put BOS first; tokenizer_config.json's add_bos_token decides where it is given.
+    c.adds_bos_ = c.arch_.bos && (c.arch_.model_type == "llama" || c.arch_.model_type == "mistral" || c.arch_.model_type.starts_with("gemma"));
     const fs::path tc = fs::path(path) / "tokenizer_config.json";
     if (c.arch_.bos && fs::exists(tc)) {
       const json t = read_json_file(tc, shown + "/tokenizer_config.json");
@@ -122,7 +126,7 @@ std::string Checkpoint::describe() const {
 
 const StoredTensor& Checkpoint::stored(const std::string& name) const {
   const StoredTensor* t = store_.find(prefix_ + name);
-  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing: a {} checkpoint has it ({} in all)", store_.path(), prefix_ + name, arch_.name(), store_.describe()));
+  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing: {} checkpoints have it ({} in all)", store_.path(), prefix_ + name, arch_.name(), store_.describe()));
   return *t;
 }
 
@@ -145,6 +149,25 @@ Tensor Checkpoint::transposed(const std::string& name, std::int64_t out, std::in
   for (std::int64_t o = 0; o < out; ++o)
     for (std::int64_t i = 0; i < in; ++i) dst[i * out + o] = src[o * in + i];
   return t;
+}
+
+namespace {
+
+// x rounded to `bits` significant bits, to nearest, ties to even (BF16 keeps 8, F16 11, F32 24).
+float round_significant(float x, int bits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const int e = std::ilogb(x);
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(x), bits - 1 - e)), e - (bits - 1)));
+}
+
+}  // namespace
+
+float Checkpoint::embedding_scale() const {
+  if (!arch_.embed_scale) return 1;
+  // torch.tensor(hidden_size ** 0.5, dtype=embeddings.dtype): √C through float32 into the weights' dtype
+  const auto root = static_cast<float>(std::sqrt(static_cast<double>(arch_.C)));
+  const std::string& dtype = stored("embed_tokens.weight").dtype;
+  return dtype == "BF16" ? round_significant(root, 8) : dtype == "F16" ? round_significant(root, 11) : root;
 }
 
 Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
@@ -172,6 +195,10 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
     require_finite(wpe, pos.data(), pos.size());
     for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] += pos.data()[i];
   }
+  if (arch_.embed_scale) {
+    const float scale = embedding_scale();
+    for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] *= scale;
+  }
   return x;
 }
 
@@ -197,7 +224,14 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
   }
   const std::string p = fmt::format("layers.{}.", i);
   const std::int64_t dq = a.H * a.hd, dkv = a.Hkv * a.hd;
-  w.norm1_w = tensor(p + "input_layernorm.weight", {C}, "[C]");
+  // Gemma's RMSNorm multiplies by (1 + w), in float32: held as that sum
+  auto norm = [&](const std::string& name, std::int64_t n, const char* dims) {
+    Tensor t = tensor(p + name, {n}, dims);
+    if (a.norm_plus_one)
+      for (std::int64_t j = 0; j < n; ++j) t.mutable_data()[j] += 1.0F;
+    return t;
+  };
+  if (a.block != Architecture::Block::PostNorm) w.norm1_w = norm("input_layernorm.weight", C, "[C]");
   if (a.fused_qkv) {
     // Phi-3: one qkv_proj [H·hd + 2·Hkv·hd, C], its rows q's, then k's, then v's: the trace's fused qkv step
     w.W_qkv = transposed(p + "self_attn.qkv_proj.weight", dq + 2 * dkv, C, "[H·hd + 2·Hkv·hd, C]");
@@ -211,12 +245,21 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
     w.b_k = tensor(p + "self_attn.k_proj.bias", {dkv}, "[Hkv·hd]");
     w.b_v = tensor(p + "self_attn.v_proj.bias", {dkv}, "[Hkv·hd]");
   }
-  if (a.qk_norm) {
-    w.q_norm = tensor(p + "self_attn.q_norm.weight", {a.hd}, "[hd]");
-    w.k_norm = tensor(p + "self_attn.k_norm.weight", {a.hd}, "[hd]");
+  if (a.qk_norm == Architecture::QkNorm::PerHead) {
+    w.q_norm = norm("self_attn.q_norm.weight", a.hd, "[hd]");
+    w.k_norm = norm("self_attn.k_norm.weight", a.hd, "[hd]");
+  } else if (a.qk_norm == Architecture::QkNorm::WholeWidth) {
+    w.q_norm = norm("self_attn.q_norm.weight", dq, "[H·hd]");
+    w.k_norm = norm("self_attn.k_norm.weight", dkv, "[Hkv·hd]");
   }
   w.W_o = transposed(p + "self_attn.o_proj.weight", C, dq, "[C, H·hd]");
-  w.norm2_w = tensor(p + "post_attention_layernorm.weight", {C}, "[C]");
+  if (a.block == Architecture::Block::PreNorm) {
+    w.norm2_w = norm("post_attention_layernorm.weight", C, "[C]");  // Llama's name for the MLP's input norm
+  } else {
+    w.attn_out_norm = norm("post_attention_layernorm.weight", C, "[C]");  // Gemma, OLMo 2: on the attention's output
+    w.mlp_out_norm = norm("post_feedforward_layernorm.weight", C, "[C]");
+    if (a.block == Architecture::Block::Sandwich) w.norm2_w = norm("pre_feedforward_layernorm.weight", C, "[C]");
+  }
   if (a.fused_qkv) {
     // Phi-3: one gate_up_proj [2I, C], the gate's rows first (its MLP chunks the product in two)
     const Tensor gu = transposed(p + "mlp.gate_up_proj.weight", 2 * I, C, "[2I, C]");  // [C, 2I]

@@ -1,6 +1,8 @@
 // A checkpoint in the common model hub's layout: config.json, safetensors weights (one file or an
 // index with shards) and tokenizer files. GPT-2 and the Llama family (Llama, Mistral's sliding window,
-// Qwen2's q/k/v biases). Everything is computed in float32 after converting each weight to float32.
+// Qwen2's q/k/v biases, Qwen3's and Gemma 3's per-head q/k norms, Phi-3's fused projections, Gemma 2
+// and 3's four norms, soft-cap and alternating windows, OLMo 2's norms after each block). Everything
+// is computed in float32 after converting each weight to float32.
 // Legend: T tokens, C model width, H heads, Hkv key/value heads, hd head width, I MLP width.
 #pragma once
 
@@ -24,8 +26,11 @@ enum class Family { Gpt2, Llama };
 
 // config.json's sizes, as one architecture reads them.
 struct Architecture {
-  std::string model_type;             // "gpt2", "llama", "mistral", "qwen2", "qwen3"
+  std::string model_type;             // "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "gemma3", "olmo2"
   Family family = Family::Gpt2;
+  // Where the norms sit in a block: before attention and before the MLP (GPT-2, Llama); Gemma's four
+  // (before and after each); OLMo 2's two, after attention and after the MLP, none before.
+  enum class Block { PreNorm, Sandwich, PostNorm } block = Block::PreNorm;
   std::int64_t C = 0;                 // n_embd / hidden_size
   std::int64_t H = 0, Hkv = 0;        // n_head / num_attention_heads, num_key_value_heads (H unless grouped)
   std::int64_t hd = 0;                // head_dim (C / H unless given)
@@ -36,28 +41,41 @@ struct Architecture {
   double eps = 1e-5;                  // layer_norm_epsilon / rms_norm_eps
   double rope_theta = 10000;          // Llama family: rope_theta, or rope_parameters' rope_theta
   RopeScaling rope_scaling;           // rope_scaling, or rope_parameters' rope_type and its keys
-  std::int64_t window = 0;            // Mistral's sliding_window (0: none)
+  std::int64_t window = 0;            // sliding_window (0: none), on the layers `sliding` names
+  std::vector<bool> sliding;          // [layers] which layers are windowed (empty: all of them when window > 0)
+  double local_rope_theta = 0;        // Gemma 3: the sliding layers' θ, rope_local_base_freq (0: rope_theta)
   bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
-  bool qk_norm = false;               // Qwen3: q_norm and k_norm, RMSNorm per head before RoPE
+  enum class QkNorm { None, PerHead, WholeWidth } qk_norm = QkNorm::None;  // Qwen3, Gemma 3: each head's hd features; OLMo 2: all H·hd (Hkv·hd)
   bool fused_qkv = false;             // Phi-3: qkv_proj and gate_up_proj, one tensor each
+  bool norm_plus_one = false;         // Gemma: RMSNorm multiplies by (1 + w)
+  bool embed_scale = false;           // Gemma: the embeddings × √C, rounded to the embedding's dtype
+  bool gelu_mlp = false;              // Gemma: gelu (tanh form) on the gate, not silu
+  std::optional<double> query_scalar; // Gemma: the scores × query_pre_attn_scalar^−½ (else 1/√hd)
+  std::optional<double> softcap;      // Gemma 2: attn_logit_softcapping, c · tanh(scores / c) before the mask
   std::optional<std::int64_t> bos;    // bos_token_id
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
-  std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2"
+  std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2", "Gemma 2", ...
+  // Layer i's sliding window (0: it sees every earlier key), and its RoPE θ and scaling.
+  std::int64_t window_of(std::int64_t i) const { return window > 0 && (sliding.empty() || sliding[static_cast<std::size_t>(i)]) ? window : 0; }
+  bool local_rope(std::int64_t i) const { return local_rope_theta > 0 && window_of(i) > 0; }
 };
 
 // origin names config.json (or "checkpoint.config") in messages, each key as origin + ": " + key.
 Architecture read_architecture(const nlohmann::json& config, const std::string& origin);
 
 // One layer's weights as float32 tensors, in x@W form ([in, out]) whatever the file's layout.
+// Gemma's norms multiply by (1 + w): that sum is what the norm weights hold here.
 struct LayerWeights {
-  Tensor norm1_w, norm1_b;            // [C] ln_1 / input_layernorm (no bias: RMSNorm)
+  Tensor norm1_w, norm1_b;            // [C] ln_1 / input_layernorm (no bias: RMSNorm); none in OLMo 2
   std::optional<Tensor> W_qkv, b_qkv; // GPT-2: [C, 3C], [3C]
   std::optional<Tensor> W_q, W_k, W_v;  // Llama: [C, H·hd], [C, Hkv·hd], [C, Hkv·hd]
   std::optional<Tensor> b_q, b_k, b_v;  // Qwen2: [H·hd], [Hkv·hd], [Hkv·hd]
-  std::optional<Tensor> q_norm, k_norm;  // Qwen3: [hd], [hd]
+  std::optional<Tensor> q_norm, k_norm;  // Qwen3, Gemma 3: [hd], [hd]; OLMo 2: [H·hd], [Hkv·hd]
   Tensor W_o;                         // [H·hd, C]
   std::optional<Tensor> b_o;          // [C] (GPT-2)
-  Tensor norm2_w, norm2_b;            // [C] ln_2 / post_attention_layernorm
+  Tensor norm2_w, norm2_b;            // [C] the MLP's input norm: ln_2 / post_attention_layernorm (Llama) / pre_feedforward_layernorm (Gemma); none in OLMo 2
+  std::optional<Tensor> attn_out_norm;  // [C] Gemma, OLMo 2: post_attention_layernorm, on the attention block's output
+  std::optional<Tensor> mlp_out_norm;   // [C] Gemma, OLMo 2: post_feedforward_layernorm, on the MLP's output
   Tensor W_up, b_up;                  // GPT-2 c_fc [C, I], [I]; Llama up_proj [C, I]
   std::optional<Tensor> W_gate;       // Llama gate_proj [C, I]
   Tensor W_down, b_down;              // GPT-2 c_proj [I, C], [C]; Llama down_proj [I, C]
@@ -74,8 +92,10 @@ class Checkpoint {
   bool adds_bos() const { return adds_bos_; }  // the tokenizer puts BOS first (Llama's does)
   std::string describe() const;                // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
   std::string weights_description() const { return store_.describe(); }
+  // Gemma: √C rounded to the embedding tensor's dtype, as its modeling code makes the factor (1 elsewhere).
+  float embedding_scale() const;
 
-  // The token embeddings (+ GPT-2's learned positions) of ids: [1, T, C]; ids < arch().vocab.
+  // The token embeddings (+ GPT-2's learned positions; × Gemma's rounded √C) of ids: [1, T, C]; ids < arch().vocab.
   Tensor embed(const std::vector<std::int64_t>& ids) const;
   LayerWeights layer(std::int64_t i) const;
 
@@ -93,7 +113,7 @@ class Checkpoint {
   Architecture arch_;
   TensorStore store_;
   std::string shown_;
-  std::string prefix_;  // "", "transformer." or "model."
+  std::string prefix_;  // "", "transformer.", "model.", or Gemma 3's "language_model.model." / "model.language_model."
   std::unique_ptr<Tokenizer> tokenizer_;
   bool adds_bos_ = false;
 };

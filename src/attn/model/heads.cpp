@@ -20,6 +20,7 @@
 #include "attn/model/heads.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -46,10 +47,18 @@ const char* pattern_name(HeadPattern p) {
 }
 
 std::string HeadsView::masked_text() const {
-  if (window == 1) return "masked (a query sees only itself: sliding window 1)";
-  return window > 0 ? fmt::format("masked (a query sees itself and the {} before it: sliding window {})",
-                                  window == 2 ? std::string("token") : fmt::format("{} tokens", window - 1), window)
-                    : "masked (a query sees only itself and earlier tokens)";
+  std::int64_t W = 0;
+  std::vector<std::int64_t> sliding;
+  for (std::int64_t l = 0; l < static_cast<std::int64_t>(windows.size()); ++l) {
+    if (windows[static_cast<std::size_t>(l)] == 0) continue;
+    W = windows[static_cast<std::size_t>(l)];
+    sliding.push_back(l);
+  }
+  if (W == 0) return "masked (a query sees only itself and earlier tokens)";
+  const std::string within = W == 1 ? std::string("only itself: sliding window 1")
+                                    : fmt::format("itself and the {} before it: sliding window {}", W == 2 ? std::string("token") : fmt::format("{} tokens", W - 1), W);
+  if (static_cast<std::int64_t>(sliding.size()) == layers || layers == 0) return fmt::format("masked (a query sees {})", within);
+  return fmt::format("masked (a query sees itself and earlier tokens; on the sliding layers {}, {})", fmt::join(sliding, ", "), within);
 }
 
 HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window) {
@@ -126,7 +135,7 @@ void render_heads_json(const HeadsView& view, std::ostream& out) {
     return s + "]";
   };
   out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(view.model) << ",\n  \"tokens\": " << strings(view.tokens)
-      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"window\": " << view.window << ",\n  \"notes\": " << strings(view.notes)
+      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "],\n  \"notes\": " << strings(view.notes)
       << ",\n  \"weights\": [";
   // [L][H][T][T], one query's row a line
   for (std::int64_t l = 0; l < view.layers; ++l) {

@@ -29,14 +29,15 @@ struct HeadsView {
   std::string model;                 // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
   std::vector<std::string> tokens;   // [T] the vocabulary's pieces
   std::int64_t layers = 0, heads = 0, T = 0;
-  std::int64_t window = 0;           // a sliding window W: query i sees keys i − W < j ≤ i; 0: every earlier key
+  std::vector<std::int64_t> windows; // [layers] each layer's sliding window W: query i sees keys i − W < j ≤ i; 0 (or none given): every earlier key
   std::vector<float> weights;        // [layers, heads, T, T], row-major; causal: zero above the diagonal
   std::vector<HeadSummary> summaries;  // [layers × heads]
   std::vector<std::string> notes;    // where the numbers came from (dtype, tokenizer, BOS)
   float weight(std::int64_t l, std::int64_t h, std::int64_t i, std::int64_t j) const {
     return weights[static_cast<std::size_t>(((l * heads + h) * T + i) * T + j)];
   }
-  bool visible(std::int64_t i, std::int64_t j) const { return j <= i && (window == 0 || j > i - window); }
+  std::int64_t window(std::int64_t l) const { return windows.empty() ? 0 : windows[static_cast<std::size_t>(l)]; }
+  bool visible(std::int64_t l, std::int64_t i, std::int64_t j) const { return j <= i && (window(l) == 0 || j > i - window(l)); }
   // What the masked cells are, for legends.
   std::string masked_text() const;
   const HeadSummary& summary(std::int64_t l, std::int64_t h) const { return summaries[static_cast<std::size_t>(l * heads + h)]; }
@@ -51,7 +52,7 @@ HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t wi
 void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color, int width);
 // One SVG document: the same grid, token labels on the axes of the first column and last row.
 void render_heads_svg(const HeadsView& view, std::ostream& out);
-// {"format": "attn-heads", "model", "tokens", "layers", "heads", "window", "notes", "weights": [L][H][T][T],
+// {"format": "attn-heads", "model", "tokens", "layers", "heads", "windows" ([L], 0: none), "notes", "weights": [L][H][T][T],
 // "summaries": [L][H] of {"entropy", "max_entropy", "max_off_diagonal", "max_query", "max_key",
 // "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests.
 void render_heads_json(const HeadsView& view, std::ostream& out);

@@ -1,5 +1,7 @@
-// The residual stream of a checkpoint, layer by layer (pre-norm, as GPT-2 and the Llama family):
+// The residual stream of a checkpoint, layer by layer. Pre-norm, as GPT-2 and the Llama family:
 //   h = embed(ids);  for each layer below the traced one:  h += attention(norm1(h));  h += mlp(norm2(h))
+// Gemma's four norms:  h += post_attn(attention(norm1(h)));  h += post_ff(mlp(pre_ff(h)))
+// OLMo 2's two:        h += post_attn(attention(h));         h += post_ff(mlp(h))
 // Each layer's attention is the pipeline itself, run on a Spec like any other input; only the norms,
 // the MLP's activation and the residual additions live here. Built with -ffp-contract=off and attn's
 // own exp and tanh (fixed_math.hpp), so every machine gives the same bits.
@@ -61,12 +63,14 @@ void gelu_new(Tensor& a) {
   }
 }
 
-// The Llama family's gated MLP input: silu(gate) · up = gate / (1 + e^−gate) · up, into gate
-void silu_times(Tensor& gate, const Tensor& up) {
+// The Llama family's gated MLP input: silu(gate) · up = gate / (1 + e^−gate) · up, into gate;
+// Gemma's: gelu(gate) · up with GPT-2's tanh form of gelu (gelu_pytorch_tanh)
+void gate_times(Tensor& gate, const Tensor& up, bool gelu) {
+  if (gelu) gelu_new(gate);
   Scalar* g = gate.mutable_data();
   for (std::int64_t i = 0; i < gate.size(); ++i) {
     const double x = g[i];
-    g[i] = static_cast<Scalar>(x / (1.0 + fixed::exp(-x))) * up.data()[i];
+    g[i] = (gelu ? g[i] : static_cast<Scalar>(x / (1.0 + fixed::exp(-x)))) * up.data()[i];
   }
 }
 
@@ -75,8 +79,8 @@ void add_into(Tensor& h, const Scalar* y) {
   for (std::int64_t i = 0; i < h.size(); ++i) p[i] += y[i];
 }
 
-// Layer `w`'s attention on x (1, T, C) = its norm1 output, as the pipeline's input.
-Spec attention_spec(const Architecture& a, LayerWeights& w, Tensor x, const Labels& tokens) {
+// Layer i's attention (weights w) on x (1, T, C) = its norm1 output (OLMo 2: the stream itself), as the pipeline's input.
+Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tensor x, const Labels& tokens) {
   Spec s;
   s.mode = Mode::Causal;
   s.causal = true;
@@ -94,17 +98,25 @@ Spec attention_spec(const Architecture& a, LayerWeights& w, Tensor x, const Labe
   s.w.W_o = w.W_o, s.w.b_o = w.b_o;
   if (a.family == Family::Llama) {
     Spec::Rope r;
-    r.theta = a.rope_theta;
+    r.theta = a.local_rope(i) ? a.local_rope_theta : a.rope_theta;  // Gemma 3's sliding layers have their own
     r.style = RopeStyle::Half;  // HF Llama's rotate_half: pairs (i, i + hd/2)
     r.dims = a.hd;
     const std::int64_t rows = r.place(s.T, s.S, false);
     if (r.table_first + rows > kMaxPosition) throw InputError(fmt::format("sentence: {} tokens; attn's RoPE tables go up to {}", s.T, kMaxPosition));
-    r.scaling = a.rope_scaling;
+    if (!a.local_rope(i)) r.scaling = a.rope_scaling;
     RopeTables t = rope_tables(r.table_first, rows, r.dims, r.theta, r.scaling);
     r.cos = std::move(t.cos), r.sin = std::move(t.sin);
     s.rope = std::move(r);
-    if (a.window > 0 && a.window < s.T) s.window = a.window;
-    if (a.qk_norm) s.qk_norm = Spec::QkNorm{*w.q_norm, *w.k_norm, a.eps};
+    if (a.window_of(i) > 0 && a.window_of(i) < s.T) s.window = a.window_of(i);
+    if (a.qk_norm != Architecture::QkNorm::None) {
+      s.qk_norm = Spec::QkNorm{*w.q_norm, *w.k_norm, a.eps, a.qk_norm == Architecture::QkNorm::WholeWidth, a.norm_plus_one, a.name()};
+    }
+    if (a.query_scalar) {
+      s.scale_kind = ScaleKind::Number;
+      s.scale_number = static_cast<Scalar>(1.0 / std::sqrt(*a.query_scalar));
+      s.scale_source = fmt::format("{}'s query_pre_attn_scalar = {}: 1/√{}", a.name(), *a.query_scalar, *a.query_scalar);
+    }
+    if (a.softcap) s.softcap = static_cast<Scalar>(*a.softcap);
   }
   s.tokens = tokens;
   s.source_tokens = tokens;
@@ -123,19 +135,26 @@ Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
   return out->value.reshaped({1, s.T, s.C});
 }
 
-// h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up)
+// h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up);
+// Gemma's and OLMo 2's MLP output normalised before the addition
 void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h) {
-  const Tensor n = normalise(h, w.norm2_w, w.norm2_b, a.eps);
+  const Tensor n = a.block == Architecture::Block::PostNorm ? h : normalise(h, w.norm2_w, w.norm2_b, a.eps);
   Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, T, I)
   if (a.family == Family::Gpt2) {
     gelu_new(up);
   } else {
     Tensor gate = linear(be, n, *w.W_gate, nullptr);
-    silu_times(gate, up);
+    gate_times(gate, up, a.gelu_mlp);
     up = std::move(gate);
   }
-  const Tensor down = linear(be, up, w.W_down, &w.b_down);
+  Tensor down = linear(be, up, w.W_down, &w.b_down);
+  if (w.mlp_out_norm) down = normalise(down, *w.mlp_out_norm, Tensor{}, a.eps);
   add_into(h, down.data());
+}
+
+// The attention block's input: the first norm's output, or (OLMo 2) the stream itself
+Tensor attention_input(const Architecture& a, const LayerWeights& w, const Tensor& h) {
+  return a.block == Architecture::Block::PostNorm ? h : normalise(h, w.norm1_w, w.norm1_b, a.eps);
 }
 
 // One layer on the residual stream h (1, T, C): attention, then the MLP (unless the stream ends
@@ -144,8 +163,9 @@ void run_layer(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, c
   const bool last = i + 1 == ckpt.arch().layers;
   const auto& a = ckpt.arch();
   LayerWeights w = ckpt.layer(i);
-  const Spec s = attention_spec(a, w, normalise(h, w.norm1_w, w.norm1_b, a.eps), tokens);
-  const Tensor attn_out = attend(s, be, weights);
+  const Spec s = attention_spec(a, i, w, attention_input(a, w, h), tokens);
+  Tensor attn_out = attend(s, be, weights);
+  if (w.attn_out_norm) attn_out = normalise(attn_out, *w.attn_out_norm, Tensor{}, a.eps);
   add_into(h, attn_out.data());
   if (!last) add_mlp(a, w, be, h);  // nothing reads the stream after the last layer's attention
 }
@@ -165,7 +185,7 @@ Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_
   Tensor h = ckpt.embed(ids);
   for (std::int64_t i = 0; i < layer; ++i) run_layer(ckpt, i, *be, h, tokens, nullptr);
   LayerWeights w = ckpt.layer(layer);
-  return attention_spec(a, w, normalise(h, w.norm1_w, w.norm1_b, a.eps), tokens);
+  return attention_spec(a, layer, w, attention_input(a, w, h), tokens);
 }
 
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::string>& tokens) {
@@ -175,11 +195,16 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
   v.model = ckpt.describe();
   v.tokens = tokens;
   v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
-  if (a.window > 0 && a.window < v.T) v.window = a.window;  // as attention_spec applies it
+  for (std::int64_t l = 0; l < a.layers; ++l) {  // as attention_spec applies them
+    const std::int64_t w = a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0;
+    v.windows.push_back(w);
+  }
   Tensor h = ckpt.embed(ids);
   for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
   for (std::int64_t l = 0; l < v.layers; ++l)
-    for (std::int64_t hd = 0; hd < v.heads; ++hd) v.summaries.push_back(summarise_head(v.weights.data() + (l * v.heads + hd) * v.T * v.T, v.T, v.window));
+    for (std::int64_t hd = 0; hd < v.heads; ++hd) {
+      v.summaries.push_back(summarise_head(v.weights.data() + (l * v.heads + hd) * v.T * v.T, v.T, v.windows[static_cast<std::size_t>(l)]));
+    }
   return v;
 }
 

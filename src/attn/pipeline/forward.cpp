@@ -96,18 +96,24 @@ struct Heads {
 };
 
 Heads project_heads(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
-  const Flat f = inputs(s, be, m, r);
+  Flat f = inputs(s, be, m, r);
+  // (rows, n) RMS-normalised over n features with a learned weight (n)
+  auto rms = [&](const BT& t, const Tensor& w) {
+    const auto n = t.shape.back();
+    return be.rms_norm_rows(t.view({element_count(t.shape) / n, n}), be.upload(w), s.qk_norm->eps).view(t.shape);
+  };
+  if (s.qk_norm && s.qk_norm->whole_width) {
+    // OLMo 2: all of q's and k's features normalised at once, before the head split
+    f.q = r.emit(StepId::QNorm, rms(f.q, s.qk_norm->q_weight));
+    f.k = r.emit(StepId::KNorm, rms(f.k, s.qk_norm->k_weight));
+  }
   Heads h{split_heads(be, m, r, f.q, s.H, StepId::QView, StepId::QHeads), split_heads(be, m, r, f.k, s.Hkv, StepId::KView, StepId::KHeads),
           std::nullopt};
   if (f.v) h.v = split_heads(be, m, r, *f.v, s.Hkv, StepId::VView, StepId::VHeads);
-  if (s.qk_norm) {
-    // Qwen3: each head's q and k features RMS-normalised with a learned weight, before RoPE
-    auto norm = [&](const BT& t, const Tensor& w) {
-      const auto hs = t.shape[3];
-      return be.rms_norm_rows(t.view({element_count(t.shape) / hs, hs}), be.upload(w), s.qk_norm->eps).view(t.shape);
-    };
-    h.q = r.emit(StepId::QNorm, norm(h.q, s.qk_norm->q_weight));
-    h.k = r.emit(StepId::KNorm, norm(h.k, s.qk_norm->k_weight));
+  if (s.qk_norm && !s.qk_norm->whole_width) {
+    // Qwen3, Gemma 3: each head's q and k features RMS-normalised with a learned weight, before RoPE
+    h.q = r.emit(StepId::QNorm, rms(h.q, s.qk_norm->q_weight));
+    h.k = r.emit(StepId::KNorm, rms(h.k, s.qk_norm->k_weight));
   }
   if (s.rope) {
     // rotary positions: each head's q and k pairs turned by their position's angles

@@ -75,6 +75,8 @@ StepText head_split(StepId step, const Spec& s) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
   const bool query = id[0] == 'q', value = id[0] == 'v';
+  // what is split: OLMo 2's q and k are normalised first
+  const std::string in = !value && s.qk_norm && s.qk_norm->whole_width ? fmt::format("{}.norm", id) : std::string(id);
   const Dim L = query ? Dim::T : Dim::S;
   const char* l = query || s.keys_are_queries() ? "T" : "S";  // as the shape is written
   const auto title = std::string(step_info(step).title);
@@ -88,11 +90,11 @@ StepText head_split(StepId step, const Spec& s) {
   const char* hname = kv_group ? "Hkv" : "H";
   const auto count = kv_group ? s.Hkv : s.H;
   if (view) {
-    return {title, fmt::format("{}.view(B, {}, {}, {})", id, l, hname, hn),
+    return {title, fmt::format("{}.view(B, {}, {}, {})", in, l, hname, hn),
             fmt::format("a view, no copy: the {} = {} features read as {} = {} heads of {} = {}", wn, width, hname, count, hn, head),
             Dims{Dim::B, L, heads, h}};
   }
-  return {title, fmt::format("{}.view(B, {}, {}, {}).transpose(1, 2)", id, l, hname, hn),
+  return {title, fmt::format("{}.view(B, {}, {}, {}).transpose(1, 2)", in, l, hname, hn),
           kv_group ? fmt::format("each of the Hkv = {} key/value heads holds its own [{}, {}] matrix", s.Hkv, l, hn)
                    : fmt::format("each head now holds its own [{}, {}] matrix", l, hn),
           Dims{Dim::B, heads, L, h}};
@@ -100,7 +102,8 @@ StepText head_split(StepId step, const Spec& s) {
 
 // The key or value rows the cache and the repeat read: rotated keys, else the kv heads, else the flat rows.
 std::string kv_rows_name(const Spec& s, bool key) {
-  if (key) return s.rope ? "k.rope" : s.qk_norm ? "k.norm" : s.Hkv > 1 ? "k.heads" : "k";
+  const bool per_head = s.qk_norm && !s.qk_norm->whole_width;
+  if (key) return s.rope ? "k.rope" : per_head ? "k.norm" : s.Hkv > 1 ? "k.heads" : s.qk_norm ? "k.norm" : "k";
   return s.Hkv > 1 ? "v.heads" : "v";
 }
 
@@ -204,7 +207,11 @@ StepText rope_text(StepId step, const Spec& s) {
   }
   const bool query = step == StepId::QRope;
   const char* id = query ? "q" : "k";
-  const std::string in = s.qk_norm ? fmt::format("{}.norm", id) : (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
+  const bool per_head = s.qk_norm && !s.qk_norm->whole_width;
+  const std::string in = per_head                       ? fmt::format("{}.norm", id)
+                         : (query ? s.H : s.Hkv) > 1    ? fmt::format("{}.heads", id)
+                         : s.qk_norm                    ? fmt::format("{}.norm", id)
+                                                        : std::string(id);
   const std::string rotate = r.style == RopeStyle::Half ? "rotate_half" : "rotate_every_two";
   const std::int64_t first = query ? r.offset : r.key_first;
   std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
@@ -323,12 +330,24 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::KNorm: {
       const bool query = step == StepId::QNorm;
       const char* id = query ? "q" : "k";
+      const auto& n = *s.qk_norm;
+      const std::string weight = n.plus_one ? fmt::format("(1 + {}_norm.weight)", id) : fmt::format("{}_norm.weight", id);
+      if (n.whole_width) {
+        return {query ? "Queries normalised" : "Keys normalised",
+                fmt::format("{0}.norm = {0} · rsqrt(mean({0}², -1) + {1}) · {2}", id, compact_number(n.eps), weight),
+                fmt::format("all {} = {} {} features of a token at once, every head together, scaled to a root mean square of 1 and then by a "
+                            "learned weight per feature ({}'s {}_norm, before the head split and RoPE)",
+                            query ? (s.general() ? "dk" : "C") : s.grouped() ? "Hkv·hs" : (s.general() ? "dk" : "C"), query ? s.dk : s.dkv(),
+                            query ? "query" : "key", n.family, id),
+                query ? Dims{Dim::B, Dim::T, s.general() ? Dim::dk : Dim::C} : Dims{Dim::B, Dim::S, s.grouped() ? Dim::dkv : s.general() ? Dim::dk : Dim::C}};
+      }
       const std::string in = (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
       return {query ? "Queries normalised per head" : "Keys normalised per head",
-              fmt::format("{0}.norm = {1} · rsqrt(mean({1}², -1) + {2}) · {0}_norm.weight", id, in, compact_number(s.qk_norm->eps)),
-              fmt::format("each head's {} features scaled to a root mean square of 1, then by a learned weight per feature (Qwen3's "
-                          "{}_norm, before RoPE): no head's {} can grow large enough to make its softmax one-hot",
-                          query ? "query" : "key", id, query ? "query" : "key"),
+              fmt::format("{0}.norm = {1} · rsqrt(mean({1}², -1) + {2}) · {3}", id, in, compact_number(n.eps), weight),
+              fmt::format("each head's {} features scaled to a root mean square of 1, then by a learned weight per feature ({}'s "
+                          "{}_norm, before RoPE{}): no head's {} can grow large enough to make its softmax one-hot",
+                          query ? "query" : "key", n.family, id, n.plus_one ? "; Gemma's norms multiply by 1 + the stored weight" : "",
+                          query ? "query" : "key"),
               Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
     }
     case StepId::KPast:
@@ -421,6 +440,7 @@ TraceConfig make_config(const Spec& s) {
   c.window = s.window;
   c.learned_positions = s.positions == Positions::Learned;
   c.softcap = s.softcap.value_or(0);
+  if (s.qk_norm) c.qk_norm = {s.qk_norm->family, s.qk_norm->whole_width, s.qk_norm->plus_one};
   if (s.rope) {
     c.first_position = s.rope->table_first;
     c.query_first_position = s.rope->offset;
@@ -448,7 +468,7 @@ TraceConfig make_config(const Spec& s) {
       break;
     case ScaleKind::Number:
       c.scale_factor = s.scale_number;
-      c.scale = fmt::format("{} (given)", s.scale_number);
+      c.scale = fmt::format("{} ({})", s.scale_number, s.scale_source.empty() ? "given" : s.scale_source);
       break;
   }
   return c;

@@ -4,6 +4,7 @@
 // Everything is in the file (styles, script, the weights as JSON with 4 decimals, the viridis
 // palette from color.cpp): no network, works offline, prints (the grid and the summaries).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <sstream>
@@ -58,13 +59,13 @@ constexpr const char* kScript = R"js(
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('heads-data').textContent);
-  var L = D.layers, H = D.heads, T = D.T, W = D.weights, P = D.palette, WIN = D.window;
-  function visible(i, j) { return j <= i && (WIN === 0 || j > i - WIN); }
+  var L = D.layers, H = D.heads, T = D.T, W = D.weights, P = D.palette, WIN = D.windows;
+  function visible(l, i, j) { var win = WIN.length ? WIN[l] : 0; return j <= i && (win === 0 || j > i - win); }
   function w(l, h, i, j) { return W[((l * H + h) * T + i) * T + j]; }
   function colour(x) { return P[Math.max(0, Math.min(255, Math.round(x * 255)))]; }
   function paint(ctx, l, h, cell, x0, y0) {
     for (var i = 0; i < T; i++) for (var j = 0; j < T; j++) {
-      ctx.fillStyle = visible(i, j) ? colour(w(l, h, i, j)) : '#e6e6e6';
+      ctx.fillStyle = visible(l, i, j) ? colour(w(l, h, i, j)) : '#e6e6e6';
       ctx.fillRect(x0 + j * cell, y0 + i * cell, cell, cell);
     }
   }
@@ -113,7 +114,7 @@ constexpr const char* kScript = R"js(
     var i = Math.floor(y / cell), j = Math.floor(x / cell);
     if (x < 0 || y < 0 || i < 0 || j < 0 || i >= T || j >= T) { at.textContent = 'hover a cell for its weight'; return; }
     var q = 'query ' + i + ' ' + D.tokens[i] + ' → key ' + j + ' ' + D.tokens[j] + ': ';
-    at.textContent = q + (visible(i, j) ? w(cur[0], cur[1], i, j).toFixed(4) : j > i ? 'masked (a later token)' : 'masked (outside the window)');
+    at.textContent = q + (visible(cur[0], i, j) ? w(cur[0], cur[1], i, j).toFixed(4) : j > i ? 'masked (a later token)' : 'masked (outside the window)');
   });
   big.addEventListener('mouseleave', function () { at.textContent = 'hover a cell for its weight'; });
   document.addEventListener('keydown', function (e) {
@@ -157,7 +158,7 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
   const auto lines = summary_lines(view, labels);
   // the data for the script; "</" never appears inside the <script> element
   std::ostringstream d;
-  d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"window\": " << view.window << ", \"tokens\": [";
+  d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "], \"tokens\": [";
   for (std::size_t i = 0; i < labels.size(); ++i) d << (i ? ", " : "") << json_quote(labels[i]);
   d << "],\n\"summaries\": [";
   for (std::size_t i = 0; i < lines.size(); ++i) d << (i ? ", " : "") << json_quote(lines[i]);

@@ -145,7 +145,7 @@ inline BlockCell block_cell(const HeadsView& v, std::int64_t l, std::int64_t h, 
   const std::int64_t j0 = c * block, j1 = std::min(v.T, j0 + block);
   for (std::int64_t i = i0; i < i1; ++i)
     for (std::int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-      if (!v.visible(i, j)) continue;
+      if (!v.visible(l, i, j)) continue;
       const float w = v.weight(l, h, i, j);
       if (out.masked || w > out.value) out.value = w;
       out.masked = false;

@@ -38,7 +38,7 @@ void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, 
   o << fmt::format("   <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{0}\" fill=\"{1}\"/>\n", T, kMasked);
   std::map<std::string, std::string> paths;  // colour -> path data
   for (std::int64_t i = 0; i < T; ++i) {
-    std::int64_t j = v.window > 0 ? std::max<std::int64_t>(0, i - v.window + 1) : 0;
+    std::int64_t j = v.window(l) > 0 ? std::max<std::int64_t>(0, i - v.window(l) + 1) : 0;
     while (j <= i) {
       const std::string c = svg_hex(viridis(static_cast<double>(v.weight(l, h, i, j))));
       std::int64_t e = j + 1;

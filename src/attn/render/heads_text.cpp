@@ -122,7 +122,7 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
     for (int k = 0; k < 16; ++k) out << heat_background(color, (k + 0.5) / 16.0) << "  ";
     out << kAnsiReset << " 1\n";
   }
-  out << "blank above the diagonal" << (view.window > 0 ? " and left of the window" : "") << ": " << view.masked_text() << "\n\n";
+  out << "blank above the diagonal" << (std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; }) ? " and left of the window" : "") << ": " << view.masked_text() << "\n\n";
   for (const auto& line : summary_lines(view, labels)) out << line << "\n";
 }
 

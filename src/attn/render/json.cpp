@@ -91,6 +91,10 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   if (!c.rope_scaling.empty()) out << fmt::format("    \"rope_scaling\": {},\n    \"rope_bands\": {},\n", quote(c.rope_scaling), quote(c.rope_bands));
   if (c.learned_positions) out << "    \"learned_positions\": true,\n";
   if (c.softcap > 0) out << fmt::format("    \"softcap\": {},\n", c.softcap);
+  if (!c.qk_norm.family.empty()) {
+    out << fmt::format("    \"qk_norm\": {{\"family\": {}, \"whole_width\": {}, \"plus_one\": {}}},\n", quote(c.qk_norm.family),
+                       c.qk_norm.whole_width, c.qk_norm.plus_one);
+  }
   if (c.first_position != 0 || c.query_first_position != 0 || c.key_first_position != 0) {
     out << fmt::format("    \"first_position\": {}, \"query_first_position\": {}, \"key_first_position\": {},\n", c.first_position,
                        c.query_first_position, c.key_first_position);
@@ -188,6 +192,10 @@ TraceConfig config_of(const json& cj) {
   c.rope_bands = cj.contains("rope_bands") && cj["rope_bands"].is_string() ? cj["rope_bands"].get<std::string>() : "";
   c.learned_positions = cj.value("learned_positions", false);
   c.softcap = cj.contains("softcap") && cj["softcap"].is_number() ? cj["softcap"].get<Scalar>() : 0;
+  if (cj.contains("qk_norm") && cj["qk_norm"].is_object()) {
+    const json& q = cj["qk_norm"];
+    c.qk_norm = {q.value("family", std::string()), q.value("whole_width", false), q.value("plus_one", false)};
+  }
   c.first_position = size("first_position", 0);
   c.query_first_position = size("query_first_position", 0);
   c.key_first_position = size("key_first_position", 0);

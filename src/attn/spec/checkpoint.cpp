@@ -2,6 +2,7 @@
 // a real model's layer as the input. The checkpoint computes the residual stream below the layer
 // (model/residual.cpp); what is traced is the layer's attention, as any other input.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -114,16 +115,40 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   layer.notes = std::move(in.notes);
   const bool gpt2 = a.family == model::Family::Gpt2;
   const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
-  layer.x_note = fmt::format("layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", gpt2 ? " (wte + wpe)" : "", below);
+  const std::string embeddings = gpt2 ? " (wte + wpe)"
+                                 : a.embed_scale ? fmt::format(" (× √C = {}, rounded to the embeddings' dtype as {} does)", in.ckpt.embedding_scale(), a.name())
+                                                 : "";
+  layer.x_note = a.block == model::Architecture::Block::PostNorm
+                     ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after attention, not before), of the embeddings{}{}",
+                                   in.layer, a.name(), embeddings, below)
+                     : fmt::format("layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", embeddings, below);
   if (a.family == model::Family::Llama && a.positions > 0 && static_cast<std::int64_t>(in.ids.size()) > a.positions) {
     layer.notes.push_back(fmt::format("{} tokens, more than the {} positions the model was trained for (max_position_embeddings); RoPE "
                                       "computes them all the same", in.ids.size(), a.positions));
   }
-  if (layer.window > 0) layer.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
+  if (!a.sliding.empty() && a.window > 0) {
+    std::vector<std::int64_t> sliding;
+    for (std::int64_t l = 0; l < a.layers; ++l)
+      if (a.window_of(l) > 0) sliding.push_back(l);
+    const std::string which = fmt::format("{}'s sliding layers: {}", a.name(), fmt::join(sliding, ", "));
+    layer.notes.push_back(a.window_of(in.layer) > 0 ? fmt::format("window: sliding_window = {} on layer {} ({}){}", a.window, in.layer, which,
+                                                                  layer.window == 0 ? "; it covers every token of this input" : "")
+                                                    : fmt::format("window: none, layer {} attends to every earlier token ({})", in.layer, which));
+  } else if (layer.window > 0) {
+    layer.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
+  }
   if (a.family == model::Family::Llama) {
-    layer.notes.push_back(fmt::format("rope: θ = {}{}", a.rope_theta,
-                                      a.rope_scaling.kind == RopeScaling::Kind::None ? std::string(", no scaling")
-                                                                                     : ", scaling " + a.rope_scaling.describe()));
+    const bool local = a.local_rope(in.layer);
+    layer.notes.push_back(fmt::format("rope: θ = {}{}{}", local ? a.local_rope_theta : a.rope_theta,
+                                      local || a.rope_scaling.kind == RopeScaling::Kind::None ? std::string(", no scaling")
+                                                                                              : ", scaling " + a.rope_scaling.describe(),
+                                      a.local_rope_theta > 0 ? fmt::format(" ({}: rope_local_base_freq {} on the sliding layers, rope_theta {} on the full ones)",
+                                                                           a.name(), a.local_rope_theta, a.rope_theta)
+                                                             : ""));
+  }
+  if (a.block != model::Architecture::Block::PreNorm) {
+    layer.notes.push_back(fmt::format("output: o_proj's result, as attention computes it; {} then applies post_attention_layernorm to it before "
+                                      "adding it to the residual stream", a.name()));
   }
   if (!a.unread.empty()) {
     layer.notes.push_back(fmt::format("config.json: not read, and not known to attn: {} (keys that change attention are refused; these are "
@@ -151,7 +176,9 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   }
   HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.pieces);
   view.notes = in.notes;
-  if (view.window > 0) view.notes.push_back(fmt::format("window: {}'s sliding_window = {}", a.name(), a.window));
+  if (a.window > 0 && std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; })) {
+    view.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
+  }
   return view;
 }
 
