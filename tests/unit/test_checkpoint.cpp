@@ -295,6 +295,23 @@ TEST_CASE("every config.json key is read, known to change nothing, refused, or n
   CHECK(read_architecture(c, "c").window_of(0) == 4);
   c["max_window_layers"] = 4;  // none
   CHECK(read_architecture(c, "c").window == 0);
+  // the newer families too: Gemma 2, Gemma 3 and OLMo 2, each with a key that matters and that it does not compute
+  json g = {{"model_type", "gemma2"}, {"hidden_size", 32}, {"num_attention_heads", 4}, {"num_hidden_layers", 2}, {"vocab_size", 100},
+            {"intermediate_size", 64}, {"head_dim", 8}};
+  g["use_parallel_residual"] = true;
+  CHECK_THAT(refusal(g), Catch::StartsWith("c: \"use_parallel_residual\": true is a setting of another model family"));
+  CHECK_THAT(refusal(g), Catch::Contains("attn's Gemma 2 checkpoint reader does not compute it"));
+  g.erase("use_parallel_residual");
+  g["model_type"] = "gemma3_text";
+  g["partial_rotary_factor"] = 0.5;
+  CHECK_THAT(refusal(g), Catch::Contains("attn's Gemma 3 checkpoint reader does not compute it"));
+  c = kLlama;
+  c["model_type"] = "olmo2";
+  c["clip_qkv"] = 8.0;
+  CHECK_THAT(refusal(c), Catch::StartsWith("c: \"clip_qkv\": 8.0 is a setting of another model family"));
+  c.erase("clip_qkv");
+  c["attn_logit_softcapping"] = 50.0;  // Gemma's, not OLMo 2's
+  CHECK_THAT(refusal(c), Catch::Contains("attn's OLMo 2 checkpoint reader does not compute it"));
   // set to what changes nothing, a setting of another family is no setting
   c = kLlama;
   c["layer_types"] = {"full_attention", "full_attention"};
