@@ -254,11 +254,12 @@ def main():
         checks.append(("T = 256 JSON trace: --threads 1, --threads N, portable kernel", "identical" if d1 == d2 == d3 else "DIFFERENT",
                        "identical", d1 == d2 == d3))
 
-    # 6. a real model's layer: a GPT-2-small-sized checkpoint, layer 11 on 64 tokens (bench/checkpoint_bench.py)
+    # 6. real-size checkpoints: GPT-2 small's and Llama-3.2-1B's shapes, whole processes (bench/checkpoint_bench.py)
     import checkpoint_bench
-    m = checkpoint_bench.measure(attn, n, reps=3 if args.quick else 5)
-    checks += checkpoint_bench.rows(m)
-    print(f"  checkpoint: attn {m['attn_s'] * 1000:.0f} ms, torch {m['torch_s'] * 1000:.0f} ms", flush=True)
+    results = checkpoint_bench.measure(attn, n, reps=3)
+    checks += checkpoint_bench.rows(results)
+    for r in results:
+        print(f"  checkpoint {r['name']}: attn {r['attn_s']:.2f} s, torch {r['torch_s']:.2f} s", flush=True)
 
     fmt_ms = lambda v: f"{v:.1f} ms" if v < 100 else f"{v:.0f} ms"
     perf = ["| causal, C = 768, H = 12 | attn (whole process) | NumPy (in process) | PyTorch (in process) | attn / NumPy | "

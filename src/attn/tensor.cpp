@@ -125,7 +125,7 @@ Tensor Tensor::deferred(Shape shape, std::function<void(Scalar*)> fill, std::fun
   return t;
 }
 
-Tensor Tensor::generated(Shape shape, OpenAt open) {
+Tensor Tensor::generated(Shape shape, OpenAt open, Columns columns) {
   const std::int64_t n = element_count(shape);
   Tensor t = deferred(
       std::move(shape), [open, n](Scalar* out) { open(0)(out, n); },
@@ -135,6 +135,7 @@ Tensor Tensor::generated(Shape shape, OpenAt open) {
         return v;
       });
   t.deferred_->open = std::move(open);
+  t.deferred_->columns = std::move(columns);
   return t;
 }
 

@@ -78,9 +78,16 @@ class Tensor {
   // B), takes open() itself (reader()).
   using Reader = std::function<void(Scalar* out, std::int64_t n)>;
   using OpenAt = std::function<Reader(std::int64_t first)>;
-  static Tensor generated(Shape shape, OpenAt open);
+  // A 2-D generated tensor may also give whole columns: columns(j0, j1, out) writes columns
+  // [j0, j1), each as one row of out ((j1 − j0) × rows): for a weight stored as its transpose (a
+  // checkpoint's nn.Linear [out, in]), read along its stored rows. Thread-safe: products call it from
+  // every thread at once.
+  using Columns = std::function<void(std::int64_t j0, std::int64_t j1, Scalar* out)>;
+  static Tensor generated(Shape shape, OpenAt open, Columns columns = {});
   // The generated tensor's open(), while its values are not held; else null.
   const OpenAt* reader() const { return deferred_ && deferred_->open && !deferred_->storage ? &deferred_->open : nullptr; }
+  // Its columns(), while its values are not held; else null.
+  const Columns* column_reader() const { return deferred_ && deferred_->columns && !deferred_->storage ? &deferred_->columns : nullptr; }
   // The deferred tensor's first non-finite entry, or -1 (also when held, or when no check was given).
   std::int64_t deferred_nonfinite(bool minus_inf_allowed = false) const {
     return deferred_ && deferred_->nonfinite ? deferred_->nonfinite(minus_inf_allowed) : -1;
@@ -116,6 +123,7 @@ class Tensor {
     std::function<Scalar(std::int64_t)> element;
     FindNonfinite nonfinite;
     OpenAt open;                       // a generated tensor's values in order
+    Columns columns;                   // and its columns, where it has them
     std::shared_ptr<Storage> storage;  // set once filled
   };
   const Storage* storage() const;  // fills a deferred tensor

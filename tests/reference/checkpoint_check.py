@@ -57,8 +57,8 @@ class Run:
         return None
 
 
-def run_attn(attn, input_path, timeout=120):
-    p = subprocess.run([attn, "run", input_path, "--format", "json"], capture_output=True, text=True,
+def run_attn(attn, input_path, timeout=120, extra=()):
+    p = subprocess.run([attn, "run", input_path, "--format", "json", *extra], capture_output=True, text=True,
                        timeout=timeout)
     doc = None
     if p.returncode == 0:
@@ -184,6 +184,31 @@ def distinct_matters(report, attn, work, name, checkpoint, config, tensors, ids)
             report.fail(f"{name}: the reference {what} differs by only {d:.3g}: the check could not tell that mistake")
             ok = False
     return ok
+
+
+def check_many_rows(report, attn, work, made):
+    """T = 40 tokens, more than the CPU backend's few-row products take: the products read each
+    checkpoint weight by its stored rows (the column path). Every layer against the reference, and the
+    JSON trace byte for byte the same with 1 and 2 threads."""
+    print("== 40 tokens: the products' column path, against the reference and across thread counts")
+    ok_all = []
+    for name in ("llama-bf16-sharded", "mistral-window", "gemma2", "phi3-fused", "olmo2"):
+        d, config = made[name]
+        _, tensors = model_reference.load(d)
+        ids = [int(i) for i in np.random.RandomState(40).randint(0, model_reference.vocab_size(config), size=40)]
+        worst = {}
+        ok = compare_layers(report, attn, work, name + "-T40", {"path": os.path.relpath(d, work)}, config, tensors, ids,
+                            range(model_reference.num_layers(config)), worst)
+        path = os.path.join(work, f"in-{name}-T40-L{model_reference.num_layers(config) - 1}-T40.json")
+        one, two = run_attn(attn, path, extra=("--threads", "1")), run_attn(attn, path, extra=("--threads", "2"))
+        same = one.rc == 0 and one.stdout == two.stdout
+        if not same:
+            report.fail(f"{name}, T = 40: the JSON trace differs between --threads 1 and --threads 2")
+        figures = ", ".join(f"{k} {v:.2g}" for k, v in worst.items())
+        print(f"  {'ok  ' if ok and same else 'FAIL'} {name} T = 40: largest |diff| {figures}; threads 1 and 2 "
+              f"{'byte-identical' if same else 'DIFFERENT'}")
+        ok_all.append(ok and same)
+    report.groups.append(("40 tokens", sum(ok_all), len(ok_all)))
 
 
 def check_numbers(report, attn, work, made):
@@ -521,6 +546,7 @@ def main(argv):
         made = make_checkpoints.make_all(work)
         report = Report()
         check_numbers(report, attn, work, made)
+        check_many_rows(report, attn, work, made)
         check_sentences(report, attn, work, made)
         check_refusals(report, attn, work, made)
         print("== summary")

@@ -1,4 +1,5 @@
 // Each numeric primitive of the CPU backend against hand-computed values.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -48,6 +49,37 @@ TEST_CASE("a shared weight, held or generated, gives each element's fma chain ov
       }
     CHECK(differ == 0);
   }
+}
+
+TEST_CASE("a generated weight read by columns (stored as its transpose) gives the same fma chains", "[cpu]") {
+  // B (k, n) given also by columns: n = 150 is two full chunks of 64 columns and a short one; 2 · 45
+  // rows take the column path, 3 · 11 rows (a few) the row reader's
+  auto be = make_cpu_backend();
+  const std::int64_t k = 600, n = 150;
+  const Tensor held = random_uniform(2, "W", {k, n}, 0.1);
+  const Scalar* h = held.data();
+  auto columns_read = std::make_shared<std::atomic<std::int64_t>>(0);
+  const Tensor by_columns = Tensor::generated(
+      {k, n},
+      [h](std::int64_t first) {
+        return [h, pos = first](Scalar* out, std::int64_t count) mutable {
+          if (out != nullptr) std::copy_n(h + pos, count, out);
+          pos += count;
+        };
+      },
+      [h, k, n, columns_read](std::int64_t j0, std::int64_t j1, Scalar* out) {
+        for (std::int64_t j = j0; j < j1; ++j)
+          for (std::int64_t kk = 0; kk < k; ++kk) out[(j - j0) * k + kk] = h[kk * n + j];
+        *columns_read += j1 - j0;  // chunks run on any thread, in any order
+      });
+  for (const auto& [batches, m] : {std::pair<std::int64_t, std::int64_t>{2, 45}, {3, 11}}) {
+    const Tensor a = random_normal(1, "a", {batches, m, k});
+    const auto from_held = run(*be, be->matmul(be->upload(a), be->upload(held)));
+    const auto from_columns = run(*be, be->matmul(be->upload(a), be->upload(by_columns)));
+    CHECK_FALSE(by_columns.held());
+    CHECK(std::memcmp(from_held.data(), from_columns.data(), from_held.size() * sizeof(Scalar)) == 0);
+  }
+  CHECK(*columns_read >= n);  // the 90-row product read B by its columns
 }
 
 TEST_CASE("batched matmul multiplies each batch with its own matrix", "[cpu]") {

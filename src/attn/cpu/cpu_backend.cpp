@@ -35,6 +35,7 @@ namespace {
 
 constexpr std::int64_t kRowChunk = 64;  // rows per parallel block of a shared-weight product
 constexpr std::int64_t kFewRows = 32;   // products of up to this many rows in all leave B unpacked
+constexpr std::int64_t kColumnChunk = 64;  // columns per parallel block of a product whose B is read by columns
 
 // Work below this many floating-point operations (or elements moved) runs on the calling thread: a
 // thread team costs more than it saves there, and idle OpenMP workers spin on the CPU afterwards
@@ -212,7 +213,23 @@ class CpuBackend final : public Backend {
     Scalar* po = out.mutable_data();
     constexpr std::int64_t kStreamRows = 16;  // rows of a generated B per block
     thread_local std::vector<Scalar> stream;
-    if (n_batch * m <= kFewRows) {  // a few rows: B read where it is, on this thread
+    const Tensor::Columns* columns = generated != nullptr ? host(b).column_reader() : nullptr;
+    if (columns != nullptr && n_batch * m > kFewRows) {
+      // a weight stored as its transpose: fixed chunks of kColumnChunk columns in parallel, each read
+      // along its stored rows (whole pages), packed, and multiplied by every row of A; each chain runs
+      // over all of k in order, so the bits are the k-blocked path's
+      const std::int64_t rows = n_batch * m, chunks = (n + kColumnChunk - 1) / kColumnChunk;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel(2.0 * rows * k * n))
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t j0 = c * kColumnChunk, w = std::min(kColumnChunk, n - j0);
+        thread_local std::vector<Scalar> bt;
+        thread_local gemm::PackedB packed;
+        bt.resize(static_cast<std::size_t>(w * k));
+        (*columns)(j0, j0 + w, bt.data());
+        gemm::pack_b_into(packed, bt.data(), k, true, k, w);
+        gemm::multiply(pa, k, rows, packed, po + j0, n, -1, 0, -1, /*a_in_place=*/true);  // B narrow: A read where it is
+      }
+    } else if (n_batch * m <= kFewRows) {  // a few rows: B read where it is, on this thread
       if (generated != nullptr) {
         const Tensor::Reader read = (*generated)(0);
         for (std::int64_t kk = 0; kk < k; kk += kStreamRows) {  // each chain continued block by block

@@ -46,7 +46,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }  // namespace
 
 Checkpoint::Checkpoint(Architecture arch, TensorStore store, std::string shown)
-    : arch_(std::move(arch)), store_(std::move(store)), shown_(std::move(shown)) {}
+    : arch_(std::move(arch)), store_(std::make_shared<const TensorStore>(std::move(store))), shown_(std::move(shown)) {}
 Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
 Checkpoint::~Checkpoint() = default;
 
@@ -92,13 +92,13 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
                         : c.arch_.model_type == "gemma3" ? std::vector<const char*>{"language_model.model.", "model.language_model."}
                                                          : std::vector<const char*>{"model.", ""};
   for (const char* prefix : prefixes) {
-    if (c.store_.find(std::string(prefix) + embed)) {
+    if (c.store_->find(std::string(prefix) + embed)) {
       c.prefix_ = prefix;
       break;
     }
   }
-  if (!c.store_.find(c.prefix_ + embed)) {
-    throw InputError(fmt::format("{}: tensor \"{}{}\" (or \"{}{}\") is missing: the token embeddings of a {} checkpoint", c.store_.path(),
+  if (!c.store_->find(c.prefix_ + embed)) {
+    throw InputError(fmt::format("{}: tensor \"{}{}\" (or \"{}{}\") is missing: the token embeddings of a {} checkpoint", c.store_->path(),
                                  prefixes[0], embed, prefixes[1], embed, c.arch_.name()));
   }
   if (fs::is_directory(status)) {
@@ -125,8 +125,8 @@ std::string Checkpoint::describe() const {
 }
 
 const StoredTensor& Checkpoint::stored(const std::string& name) const {
-  const StoredTensor* t = store_.find(prefix_ + name);
-  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing: {} checkpoints have it ({} in all)", store_.path(), prefix_ + name, arch_.name(), store_.describe()));
+  const StoredTensor* t = store_->find(prefix_ + name);
+  if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing: {} checkpoints have it ({} in all)", store_->path(), prefix_ + name, arch_.name(), store_->describe()));
   return *t;
 }
 
@@ -141,14 +141,121 @@ Tensor Checkpoint::tensor(const std::string& name, const Shape& shape, const cha
   return out;
 }
 
-Tensor Checkpoint::transposed(const std::string& name, std::int64_t out, std::int64_t in, const char* dims) const {
-  const Tensor w = tensor(name, {out, in}, dims);
-  Tensor t = Tensor::uninitialized({in, out});
-  const Scalar* src = w.data();
-  Scalar* dst = t.mutable_data();
-  for (std::int64_t o = 0; o < out; ++o)
-    for (std::int64_t i = 0; i < in; ++i) dst[i * out + o] = src[o * in + i];
-  return t;
+namespace {
+
+// A weight in x@W form [in, width] read in order from flat index `pos` on: B[r][j] = stored[row0 + j][r]
+// (transpose) or stored[r][row0 + j]; the stored tensor's rows are `ld` elements long. A transposing
+// reader converts kBufferRows rows of B at a time into its buffer, in 16 × 16 tiles (the stored rows
+// read 16 at a time, each along kBufferRows elements), and copies the rows asked for from there.
+// Stored rows [r0, r1) of `ld` elements each, converted to float32, one after another into out.
+template <FloatType F>
+void convert_rows(const unsigned char* data, std::int64_t ld, std::int64_t r0, std::int64_t r1, Scalar* out) {
+  const std::int64_t n = (r1 - r0) * ld, first = r0 * ld;
+  for (std::int64_t i = 0; i < n; ++i) out[i] = element_f32(data, F, first + i);
+}
+
+class WeightReader {
+ public:
+  // 128: half of a product's k-block, what one of its two readers reads before skipping ahead
+  static constexpr std::int64_t kBufferRows = 128, kTile = 16;
+  WeightReader(const unsigned char* data, FloatType f, std::int64_t ld, std::int64_t row0, std::int64_t width, std::int64_t in, bool transpose,
+               std::int64_t pos)
+      : data_(data), f_(f), ld_(ld), row0_(row0), width_(width), in_(in), transpose_(transpose), pos_(pos) {}
+
+  void read(Scalar* out, std::int64_t n) {
+    if (out == nullptr) {
+      pos_ += n;
+      return;
+    }
+    while (n > 0) {
+      const std::int64_t r = pos_ / width_, j = pos_ % width_;
+      std::int64_t advance = std::min(n, width_ - j);
+      if (!transpose_) {
+        for (std::int64_t q = 0; q < advance; ++q) out[q] = element_f32(data_, f_, r * ld_ + row0_ + j + q);
+      } else if (j == 0 && n >= width_) {  // whole rows: from the buffer
+        if (r < first_ || r >= first_ + rows_) fill(r);
+        const std::int64_t rows = std::min(n / width_, first_ + rows_ - r);
+        advance = rows * width_;
+        std::copy_n(buffer_.data() + (r - first_) * width_, advance, out);
+      } else {
+        for (std::int64_t q = 0; q < advance; ++q) out[q] = element_f32(data_, f_, (row0_ + j + q) * ld_ + r);
+      }
+      out += advance, n -= advance, pos_ += advance;
+    }
+  }
+
+ private:
+  // rows [r, r + kBufferRows) of B (fewer at the end) into the buffer
+  void fill(std::int64_t r) {
+    first_ = r;
+    rows_ = std::min(kBufferRows, in_ - r);
+    buffer_.resize(static_cast<std::size_t>(kBufferRows * width_));
+    switch (f_) {  // the element type decided once per fill, not per element
+      case FloatType::F32: fill_as<FloatType::F32>(r); break;
+      case FloatType::F16: fill_as<FloatType::F16>(r); break;
+      case FloatType::BF16: fill_as<FloatType::BF16>(r); break;
+    }
+  }
+
+  template <FloatType F>
+  void fill_as(std::int64_t r) {
+    Scalar* buffer = buffer_.data();
+    constexpr std::int64_t size = F == FloatType::F32 ? 4 : 2;
+    for (std::int64_t j0 = 0; j0 < width_; j0 += kTile) {
+      const std::int64_t j1 = std::min(width_, j0 + kTile);
+      // the next tile's stored rows, asked for early: each is another page, whose translation and
+      // first lines then arrive while this tile is converted
+      for (std::int64_t j = j1; j < std::min(width_, j1 + kTile); ++j)
+        for (std::int64_t b = 0; b < rows_ * size; b += 64) __builtin_prefetch(data_ + ((row0_ + j) * ld_ + r) * size + b);
+      for (std::int64_t i0 = 0; i0 < rows_; i0 += kTile) {
+        const std::int64_t i1 = std::min(rows_, i0 + kTile);
+        for (std::int64_t j = j0; j < j1; ++j) {
+          const std::int64_t from = (row0_ + j) * ld_ + r;
+          for (std::int64_t i = i0; i < i1; ++i) buffer[i * width_ + j] = element_f32(data_, F, from + i);
+        }
+      }
+    }
+  }
+
+  const unsigned char* data_;
+  FloatType f_;
+  std::int64_t ld_, row0_, width_, in_;
+  bool transpose_;
+  std::int64_t pos_;
+  std::vector<Scalar> buffer_;
+  std::int64_t first_ = 0, rows_ = 0;
+};
+
+}  // namespace
+
+Tensor Checkpoint::weight(const std::string& name, const Shape& stored_shape, const char* dims, bool transpose, std::int64_t row0,
+                          std::int64_t width) const {
+  const StoredTensor& t = stored(name);
+  if (t.shape != stored_shape) {
+    throw InputError(fmt::format("{}: tensor \"{}\": expected {} = {}, got {}", t.file, t.name, dims, shape_text(stored_shape), shape_text(t.shape)));
+  }
+  const FloatType f = float_type(t);
+  if (const std::int64_t bad = first_nonfinite(t); bad >= 0) {
+    const float v = element_f32(t.data, f, bad);
+    throw InputError(fmt::format("{}: tensor \"{}\" holds {} at flat index {}: a checkpoint's weights must be finite", t.file, t.name,
+                                 std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", bad));
+  }
+  const std::int64_t ld = stored_shape[1], in = transpose ? stored_shape[1] : stored_shape[0];
+  if (width < 0) width = transpose ? stored_shape[0] : stored_shape[1];
+  Tensor::OpenAt open = [keep = store_, data = t.data, f, ld, row0, width, in, transpose](std::int64_t first) {
+    auto reader = std::make_shared<WeightReader>(data, f, ld, row0, width, in, transpose, first);
+    return [keep, reader](Scalar* out, std::int64_t n) { reader->read(out, n); };
+  };
+  if (!transpose) return Tensor::generated({in, width}, std::move(open));
+  // columns of x@W are the stored rows: read along them, a page at a time
+  Tensor::Columns columns = [keep = store_, data = t.data, f, ld, row0](std::int64_t j0, std::int64_t j1, Scalar* out) {
+    switch (f) {
+      case FloatType::F32: convert_rows<FloatType::F32>(data, ld, row0 + j0, row0 + j1, out); break;
+      case FloatType::F16: convert_rows<FloatType::F16>(data, ld, row0 + j0, row0 + j1, out); break;
+      case FloatType::BF16: convert_rows<FloatType::BF16>(data, ld, row0 + j0, row0 + j1, out); break;
+    }
+  };
+  return Tensor::generated({in, width}, std::move(open), std::move(columns));
 }
 
 namespace {
@@ -210,15 +317,15 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
     const std::string p = fmt::format("h.{}.", i);
     w.norm1_w = tensor(p + "ln_1.weight", {C}, "[C]");
     w.norm1_b = tensor(p + "ln_1.bias", {C}, "[C]");
-    w.W_qkv = tensor(p + "attn.c_attn.weight", {C, 3 * C}, "[C, 3C]");  // Conv1D: already x@W
+    w.W_qkv = weight(p + "attn.c_attn.weight", {C, 3 * C}, "[C, 3C]", false);  // Conv1D: already x@W
     w.b_qkv = tensor(p + "attn.c_attn.bias", {3 * C}, "[3C]");
-    w.W_o = tensor(p + "attn.c_proj.weight", {C, C}, "[C, C]");
+    w.W_o = weight(p + "attn.c_proj.weight", {C, C}, "[C, C]", false);
     w.b_o = tensor(p + "attn.c_proj.bias", {C}, "[C]");
     w.norm2_w = tensor(p + "ln_2.weight", {C}, "[C]");
     w.norm2_b = tensor(p + "ln_2.bias", {C}, "[C]");
-    w.W_up = tensor(p + "mlp.c_fc.weight", {C, I}, "[C, 4C]");
+    w.W_up = weight(p + "mlp.c_fc.weight", {C, I}, "[C, 4C]", false);
     w.b_up = tensor(p + "mlp.c_fc.bias", {I}, "[4C]");
-    w.W_down = tensor(p + "mlp.c_proj.weight", {I, C}, "[4C, C]");
+    w.W_down = weight(p + "mlp.c_proj.weight", {I, C}, "[4C, C]", false);
     w.b_down = tensor(p + "mlp.c_proj.bias", {C}, "[C]");
     return w;
   }
@@ -234,11 +341,11 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
   if (a.block != Architecture::Block::PostNorm) w.norm1_w = norm("input_layernorm.weight", C, "[C]");
   if (a.fused_qkv) {
     // Phi-3: one qkv_proj [H·hd + 2·Hkv·hd, C], its rows q's, then k's, then v's: the trace's fused qkv step
-    w.W_qkv = transposed(p + "self_attn.qkv_proj.weight", dq + 2 * dkv, C, "[H·hd + 2·Hkv·hd, C]");
+    w.W_qkv = weight(p + "self_attn.qkv_proj.weight", {dq + 2 * dkv, C}, "[H·hd + 2·Hkv·hd, C]", true);
   } else {
-    w.W_q = transposed(p + "self_attn.q_proj.weight", dq, C, "[H·hd, C]");  // nn.Linear: [out, in]
-    w.W_k = transposed(p + "self_attn.k_proj.weight", dkv, C, "[Hkv·hd, C]");
-    w.W_v = transposed(p + "self_attn.v_proj.weight", dkv, C, "[Hkv·hd, C]");
+    w.W_q = weight(p + "self_attn.q_proj.weight", {dq, C}, "[H·hd, C]", true);  // nn.Linear: [out, in]
+    w.W_k = weight(p + "self_attn.k_proj.weight", {dkv, C}, "[Hkv·hd, C]", true);
+    w.W_v = weight(p + "self_attn.v_proj.weight", {dkv, C}, "[Hkv·hd, C]", true);
   }
   if (a.qkv_bias) {
     w.b_q = tensor(p + "self_attn.q_proj.bias", {dq}, "[H·hd]");
@@ -252,7 +359,7 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
     w.q_norm = norm("self_attn.q_norm.weight", dq, "[H·hd]");
     w.k_norm = norm("self_attn.k_norm.weight", dkv, "[Hkv·hd]");
   }
-  w.W_o = transposed(p + "self_attn.o_proj.weight", C, dq, "[C, H·hd]");
+  w.W_o = weight(p + "self_attn.o_proj.weight", {C, dq}, "[C, H·hd]", true);
   if (a.block == Architecture::Block::PreNorm) {
     w.norm2_w = norm("post_attention_layernorm.weight", C, "[C]");  // Llama's name for the MLP's input norm
   } else {
@@ -262,20 +369,13 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
   }
   if (a.fused_qkv) {
     // Phi-3: one gate_up_proj [2I, C], the gate's rows first (its MLP chunks the product in two)
-    const Tensor gu = transposed(p + "mlp.gate_up_proj.weight", 2 * I, C, "[2I, C]");  // [C, 2I]
-    Tensor gate = Tensor::uninitialized({C, I}), up = Tensor::uninitialized({C, I});
-    for (std::int64_t r = 0; r < C; ++r)
-      for (std::int64_t j = 0; j < I; ++j) {
-        gate.mutable_data()[r * I + j] = gu.data()[r * 2 * I + j];
-        up.mutable_data()[r * I + j] = gu.data()[r * 2 * I + I + j];
-      }
-    w.W_gate = std::move(gate);
-    w.W_up = std::move(up);
+    w.W_gate = weight(p + "mlp.gate_up_proj.weight", {2 * I, C}, "[2I, C]", true, 0, I);
+    w.W_up = weight(p + "mlp.gate_up_proj.weight", {2 * I, C}, "[2I, C]", true, I, I);
   } else {
-    w.W_gate = transposed(p + "mlp.gate_proj.weight", I, C, "[I, C]");
-    w.W_up = transposed(p + "mlp.up_proj.weight", I, C, "[I, C]");
+    w.W_gate = weight(p + "mlp.gate_proj.weight", {I, C}, "[I, C]", true);
+    w.W_up = weight(p + "mlp.up_proj.weight", {I, C}, "[I, C]", true);
   }
-  w.W_down = transposed(p + "mlp.down_proj.weight", C, I, "[C, I]");
+  w.W_down = weight(p + "mlp.down_proj.weight", {C, I}, "[C, I]", true);
   return w;
 }
 

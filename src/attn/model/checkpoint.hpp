@@ -63,7 +63,8 @@ struct Architecture {
 // origin names config.json (or "checkpoint.config") in messages, each key as origin + ": " + key.
 Architecture read_architecture(const nlohmann::json& config, const std::string& origin);
 
-// One layer's weights as float32 tensors, in x@W form ([in, out]) whatever the file's layout.
+// One layer's weights as float32 tensors, in x@W form ([in, out]) whatever the file's layout: the
+// products' weights read from the mapped file as they are used (Checkpoint::weight), the norms held.
 // Gemma's norms multiply by (1 + w): that sum is what the norm weights hold here.
 struct LayerWeights {
   Tensor norm1_w, norm1_b;            // [C] ln_1 / input_layernorm (no bias: RMSNorm); none in OLMo 2
@@ -91,7 +92,7 @@ class Checkpoint {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   bool adds_bos() const { return adds_bos_; }  // the tokenizer puts BOS first (Llama's does)
   std::string describe() const;                // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
-  std::string weights_description() const { return store_.describe(); }
+  std::string weights_description() const { return store_->describe(); }
   // Gemma: √C rounded to the embedding tensor's dtype, as its modeling code makes the factor (1 elsewhere).
   float embedding_scale() const;
 
@@ -107,11 +108,16 @@ class Checkpoint {
   // A tensor under its hub name (the prefix found once), as float32 of the expected shape; `dims`
   // names the shape's letters for the message ("[C, 3C]").
   Tensor tensor(const std::string& name, const Shape& shape, const char* dims) const;
-  Tensor transposed(const std::string& name, std::int64_t out, std::int64_t in, const char* dims) const;  // nn.Linear [out, in] -> [in, out]
+  // A weight in x@W form [in, width], read from the mapped file as the products need it: converted to
+  // float32 a block at a time and never held (a reader that wants every value at once, an upload to a
+  // device, has them filled). Stored as nn.Linear's [rows, in] (transpose: rows [row0, row0 + width)
+  // of it, read across), or as Conv1D's [in, width] itself. Refused when a value is not finite.
+  Tensor weight(const std::string& name, const Shape& stored_shape, const char* dims, bool transpose, std::int64_t row0 = 0,
+                std::int64_t width = -1) const;
   const StoredTensor& stored(const std::string& name) const;
 
   Architecture arch_;
-  TensorStore store_;
+  std::shared_ptr<const TensorStore> store_;  // shared with the weights read lazily from its mappings
   std::string shown_;
   std::string prefix_;  // "", "transformer.", "model.", or Gemma 3's "language_model.model." / "model.language_model."
   std::unique_ptr<Tokenizer> tokenizer_;

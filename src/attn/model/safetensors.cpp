@@ -105,6 +105,8 @@ json parse_json(const char* first, const char* last, std::string& dup) {
   return json::parse(first, last, cb, /*allow_exceptions=*/false);
 }
 
+}  // namespace
+
 float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h >> 15) << 31;
   const std::uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
@@ -115,6 +117,8 @@ float half_to_float(std::uint16_t h) {
   if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // inf, NaN (payload kept)
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
+
+namespace {
 
 void require_float_dtype(const StoredTensor& t) {
   if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
@@ -129,14 +133,62 @@ void convert(const StoredTensor& t, const unsigned char* src, std::size_t n, flo
     std::memcpy(out, src, n * 4);
     return;
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint16_t v;
-    std::memcpy(&v, src + 2 * i, 2);
-    out[i] = t.dtype == "F16" ? half_to_float(v) : std::bit_cast<float>(static_cast<std::uint32_t>(v) << 16);
+  if (t.dtype == "F16") {
+    for (std::size_t i = 0; i < n; ++i) out[i] = element_f32(src, FloatType::F16, static_cast<std::int64_t>(i));
+  } else {  // BF16: the dtype is compared once, not per element
+    for (std::size_t i = 0; i < n; ++i) out[i] = element_f32(src, FloatType::BF16, static_cast<std::int64_t>(i));
   }
 }
 
+// Whether any of elements [i0, i1) has its exponent's bits all set (inf or NaN): a loop without an
+// early exit, so that it vectorises; the index is found afterwards, in the rare block that has one.
+template <typename U>
+bool any_exponent_full(const unsigned char* data, std::int64_t i0, std::int64_t i1, U mask) {
+  U any = 0;
+  for (std::int64_t i = i0; i < i1; ++i) {
+    U v;
+    std::memcpy(&v, data + sizeof(U) * i, sizeof(U));
+    any |= static_cast<U>((v & mask) == mask);
+  }
+  return any != 0;
+}
+
+template <typename U>
+std::int64_t first_exponent_full(const unsigned char* data, std::int64_t n, U mask) {
+  constexpr std::int64_t kBlock = std::int64_t{1} << 16;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::int64_t first = n;
+#pragma omp parallel for schedule(static) reduction(min : first) if (n >= 4 * kBlock)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t i0 = b * kBlock, i1 = std::min(n, i0 + kBlock);
+    if (!any_exponent_full<U>(data, i0, i1, mask)) continue;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      U v;
+      std::memcpy(&v, data + sizeof(U) * i, sizeof(U));
+      if ((v & mask) == mask) {
+        first = std::min(first, i);
+        break;
+      }
+    }
+  }
+  return first == n ? -1 : first;
+}
+
 }  // namespace
+
+FloatType float_type(const StoredTensor& t) {
+  require_float_dtype(t);
+  return t.dtype == "F32" ? FloatType::F32 : t.dtype == "F16" ? FloatType::F16 : FloatType::BF16;
+}
+
+std::int64_t first_nonfinite(const StoredTensor& t) {
+  switch (float_type(t)) {
+    case FloatType::F32: return first_exponent_full<std::uint32_t>(t.data, t.elements(), 0x7f800000u);
+    case FloatType::F16: return first_exponent_full<std::uint16_t>(t.data, t.elements(), 0x7c00u);
+    case FloatType::BF16: return first_exponent_full<std::uint16_t>(t.data, t.elements(), 0x7f80u);
+  }
+  return -1;
+}
 
 std::int64_t StoredTensor::elements() const {
   std::int64_t n = 1;

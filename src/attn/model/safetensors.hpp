@@ -6,7 +6,9 @@
 // expected. Nothing here knows about models: names are looked up exactly as stored.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,6 +41,26 @@ void convert_to_f32(const StoredTensor& t, float* out);
 // Rows [row, row + 1) .. of a tensor read as [rows, elements/rows]: for embedding lookups, so only
 // the pages of the rows asked for are touched. `rows` are checked against dim 0.
 void convert_rows_to_f32(const StoredTensor& t, std::span<const std::int64_t> rows, float* out);
+
+// A float tensor's element type, for readers that convert elements where they are (the products'
+// weights, read from the mapping as they are needed). Any other dtype is refused as convert_to_f32 does.
+enum class FloatType { F32, F16, BF16 };
+FloatType float_type(const StoredTensor& t);
+float half_to_float(std::uint16_t h);
+// Element i (a flat index) of a tensor of type f whose bytes start at `data`, as float32 (exact).
+inline float element_f32(const unsigned char* data, FloatType f, std::int64_t i) {
+  if (f == FloatType::F32) {
+    float v;
+    std::memcpy(&v, data + 4 * i, 4);
+    return v;
+  }
+  std::uint16_t v;
+  std::memcpy(&v, data + 2 * i, 2);
+  return f == FloatType::F16 ? half_to_float(v) : std::bit_cast<float>(static_cast<std::uint32_t>(v) << 16);
+}
+// The flat index of t's first element that is NaN or ±inf (-1: none), read from the stored bits in
+// parallel blocks, so that a weight can be refused before a product reads it.
+std::int64_t first_nonfinite(const StoredTensor& t);
 
 // A checkpoint's tensors: one mapped .safetensors file, or every shard an index names. The maps stay
 // open as long as the store lives; tensors are found by their exact stored name.
