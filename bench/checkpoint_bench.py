@@ -40,8 +40,9 @@ MODELS = {
 # PyTorch's whole process: read the safetensors header, map the file, convert each tensor to float32
 # as it is used, and run the forward pass to the layer (the published architectures' steps).
 ANCHOR = r'''
-import json, math, mmap, struct, sys
+import json, math, mmap, struct, sys, warnings
 cfg = json.loads(sys.argv[1])
+warnings.filterwarnings("ignore", "The given buffer is not writable")  # torch.frombuffer on the read-only map: read, never written
 import torch
 torch.set_num_threads(cfg["threads"])
 if cfg.get("sgemm"):
