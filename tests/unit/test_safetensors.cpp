@@ -201,8 +201,8 @@ TEST_CASE("every dtype safetensors defines parses with its size", "[safetensors]
     CHECK(ts[0].bytes == static_cast<std::uint64_t>(3 * size));
     CHECK(ts[0].data == b.data() + 8 + header.size());
   }
-  // Gaps between tensors and spaces padding the header are allowed.
-  const Bytes b = safetensors(R"({"a": {"dtype": "I64", "shape": [1], "data_offsets": [8, 16]}}    )", Bytes(24));
+  // Gaps between tensors and spaces padding the header are allowed (bytes after the last tensor are not).
+  const Bytes b = safetensors(R"({"a": {"dtype": "I64", "shape": [1], "data_offsets": [8, 16]}}    )", Bytes(16));
   CHECK(attn::model::parse_safetensors(b.data(), b.size(), "m.safetensors").size() == 1);
 }
 
@@ -253,6 +253,13 @@ TEST_CASE("malformed safetensors bytes are refused, naming the file, the tensor 
   CHECK(refusal(safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
                             R"( "b": {"dtype": "F16", "shape": [2], "data_offsets": [6, 10]}})",
                             Bytes(10))) == "m.safetensors: tensors \"a\" [0, 8] and \"b\" [6, 10] overlap");
+  // bytes after the last tensor's data: a file appended to, refused as the safetensors library does
+  CHECK(refusal(safetensors(one(R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})"), Bytes(12))) ==
+        "m.safetensors: 4 bytes after the last tensor's data (the tensors end at byte 8 of the 12 after the header); a safetensors "
+        "file ends with its last tensor");
+  CHECK(refusal(safetensors("{}", Bytes(3))) ==
+        "m.safetensors: 3 bytes after the last tensor's data (the tensors end at byte 0 of the 3 after the header); a safetensors "
+        "file ends with its last tensor");
 }
 
 TEST_CASE("a model.safetensors.index.json maps each shard once and finds every tensor", "[safetensors]") {

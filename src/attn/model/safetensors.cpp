@@ -293,6 +293,14 @@ std::vector<StoredTensor> parse_safetensors(const unsigned char* bytes, std::uin
       throw InputError(fmt::format("{}: tensors \"{}\" [{}, {}] and \"{}\" [{}, {}] overlap", file, a.name, a.data - data,
                                    a.data - data + a.bytes, b.name, b.data - data, b.data - data + b.bytes));
   }
+  // As the safetensors library requires, the tensors fill the data section: bytes after the last one
+  // are a file that was appended to or mis-written, not data to ignore.
+  const std::uint64_t used = by_offset.empty() ? 0 : static_cast<std::uint64_t>(by_offset.back()->data - data) + by_offset.back()->bytes;
+  if (used < data_size) {
+    throw InputError(fmt::format("{}: {} bytes after the last tensor's data (the tensors end at byte {} of the {} after the header); a "
+                                 "safetensors file ends with its last tensor",
+                                 file, data_size - used, used, data_size));
+  }
   return out;
 }
 
