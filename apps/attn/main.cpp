@@ -274,7 +274,7 @@ struct DecodeOptions {
   Resources resources;
   std::string file;
   std::string backend = "cpu";
-  std::int64_t prefill = 1;
+  std::int64_t prefill = -1;  // −1: not given (1)
   int precision = 4;
   std::string color = "auto";
   std::vector<std::string> steps;

@@ -39,7 +39,7 @@ Spec window_of(const Spec& s, std::int64_t from, std::int64_t n) {
   if (w.rope) {
     w.rope->offset = s.rope->offset + from;
     const auto count = w.rope->place(n, n, false);
-    RopeTables t = rope_tables(w.rope->table_first, count, w.rope->dims, w.rope->theta);
+    RopeTables t = rope_tables(w.rope->table_first, count, w.rope->dims, w.rope->theta, w.rope->scaling);
     w.rope->cos = std::move(t.cos), w.rope->sin = std::move(t.sin);
   }
   w.expect.clear();
@@ -84,6 +84,11 @@ Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
   }
   if (!s.lengths.empty()) throw InputError("padding: decode feeds every batch row the same tokens one by one; padding is not supported here");
   if (s.user_mask != UserMask::None) throw InputError("attn_mask: decode's mask is causal (with the window, if any); an attn_mask is not supported here");
+  if (prefill < 0 && s.T < 2) {  // --prefill not given: 1
+    throw InputError(fmt::format("T = {}: decode needs at least 2 tokens, the first in one causal pass (the prefill) and each later one "
+                                 "decoded against the cache", s.T));
+  }
+  if (prefill < 0) prefill = 1;
   if (prefill < 1 || prefill >= s.T) {
     throw InputError(fmt::format("--prefill {}: expected 1 ≤ P < T = {} (P tokens in one causal pass, then T − P decoded one by one)", prefill, s.T));
   }

@@ -36,6 +36,7 @@ struct Decode {
 
 // InputError unless the spec can be generated left to right: mode causal from embeddings, no padding
 // or attn_mask, 1 ≤ prefill < T.
+// prefill −1: not given, 1.
 Decode run_decode(const Spec& spec, Backend& backend, std::int64_t prefill);
 
 // step_ids: the steps shown in every pass (all when empty).

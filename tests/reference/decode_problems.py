@@ -42,6 +42,10 @@ def main():
             problem["random"]["B"] = 2
         if case % 4 != 3:
             problem["rope"] = {"style": ["half", "interleaved"][case % 2], "offset": [0, 3][(case // 4) % 2]}
+            if case % 7 in (2, 4):  # scaled RoPE: the cache's tables must be scaled as the full pass's are
+                problem["rope"]["scaling"] = {"rope_type": "linear", "factor": 8.0} if case % 7 == 2 else \
+                    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 16}
         if case % 3 == 1:
             problem["window"] = [1, 2, 3][case % 3]
         if case % 4 == 2:
@@ -61,6 +65,7 @@ def main():
         ({"mode": "self", "random": {"seed": 1, "T": 3, "C": 2}}, [], "mode"),
         ({"mode": "causal", "random": {"seed": 1, "T": 3, "C": 2}}, ["--prefill", "3"], "--prefill 3"),
         ({"mode": "causal", "random": {"seed": 1, "T": 3, "C": 2}}, ["--prefill", "0"], "--prefill 0"),
+        ({"mode": "causal", "random": {"seed": 1, "T": 1, "C": 2}}, [], "T = 1: decode needs at least 2 tokens"),
         ({"mode": "causal", "q": [[1.0]], "k": [[1.0]], "v": [[1.0]]}, [], "q: decode needs embeddings"),
         ({"mode": "causal", "random": {"seed": 1, "B": 2, "T": 3, "C": 2}, "padding": {"lengths": [3, 2]}}, [], "padding"),
     ]

@@ -159,7 +159,7 @@ Hooks hooks_for(Mistake m) {
         const auto& s = heads.shape;  // (B, G, L, h)
         const auto& rope = *spec.rope;
         const auto width = s[1] * s[3], rotated = s[1] * rope.dims;
-        const RopeTables t = rope_tables(rope.table_first, rope.cos.dim(0), rotated, rope.theta);
+        const RopeTables t = rope_tables(rope.table_first, rope.cos.dim(0), rotated, rope.theta, rope.scaling);
         const BackendTensor flat = be.swap_axes_1_2(heads).view({s[0], s[2], width});
         const BackendTensor turned = be.rotate_pairs(flat, be.upload(t.cos), be.upload(t.sin), first, rope.style == RopeStyle::Interleaved);
         return be.swap_axes_1_2(turned.view({s[0], s[2], s[1], s[3]}));
