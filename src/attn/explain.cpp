@@ -345,6 +345,12 @@ std::string explain_step(const Trace& t, const Step& s) {
                          "to 1, so softmax gets moderate inputs and does not put nearly all the weight on the largest score.",
                          c.hs, c.hs, std::sqrt(static_cast<double>(c.hs)), c.hs, c.scale_factor);
     }
+    if (!c.scale_source.empty()) {
+      return fmt::format("The scores are multiplied by {} ({}), not by 1/√hs = 1/√{} = {:.4f}: the model's config sets the scale with a "
+                         "number of its own rather than the head size (they agree when that number is hs). The aim is the same: keep "
+                         "the scores' spread moderate, so that softmax does not put nearly all the weight on one key.",
+                         c.scale_factor, c.scale_source, c.hs, 1.0 / std::sqrt(static_cast<double>(c.hs)));
+    }
     return fmt::format("The scores are multiplied by the given factor {}.", c.scale_factor);
   }
   if (id == "alibi") {

@@ -53,6 +53,8 @@ struct TraceConfig {
   std::string rope_bands;          // with llama3 scaling, each pair's band: 'h' kept, 'm' smoothed, 'l' divided by the factor
   bool learned_positions = false;  // the positions step is a given table, not sinusoids
   Scalar softcap = 0;              // the capped step's c; 0 = no capping
+  std::string scale_source;        // where a scale that is not 1/√hs comes from ("Gemma 2's query_pre_attn_scalar = 24: 1/√24"; "" = given)
+  std::string starts_from;         // what x is, when not given embeddings ("a checkpoint layer's input x"; "" = the entry's name)
   struct QkNorm {                  // q.norm and k.norm: whose, over what, with which weight
     std::string family;            // "Qwen3", "Gemma 3", "OLMo 2" ("" = no q/k norm)
     bool whole_width = false;      // OLMo 2: all of q's (k's) features at once, before the head split

@@ -529,6 +529,14 @@ def check_refusals(report, attn, work, made):
             why = f"exit {r.rc} (want 2)" if r.rc != 2 else f"message lacks {missing}"
             report.fail(f"refusal '{what}': {why}; stderr: {msg[:500]!r}")
         results.append(ok)
+        if "layer out of range" in what:  # attn heads (which draws every layer) and decode refuse it too
+            for cmd in ("heads", "decode"):
+                p = subprocess.run([attn, cmd, os.path.join(work, f"in-bad-{i:02d}.json")], capture_output=True, text=True, timeout=120)
+                ok = p.returncode == 2 and all(s in p.stderr for s in needles)
+                print(f"  {'ok  ' if ok else 'FAIL'} {what}, attn {cmd}: exit {p.returncode}: {p.stderr.strip()[:200]}")
+                if not ok:
+                    report.fail(f"refusal '{what}' by attn {cmd}: exit {p.returncode}; stderr: {p.stderr[:300]!r}")
+                results.append(ok)
     report.groups.append(("refusals", sum(results), len(results)))
 
 

@@ -164,6 +164,10 @@ TEST_CASE("Gemma 2 and 3 and OLMo 2: their norms, scale, soft-cap, sliding layer
   CHECK(a.local_rope_theta == 10000.0);
   CHECK(a.rope_theta == 1000000.0);
   CHECK(a.unread.empty());
+  json g1 = g2;
+  g1["model_type"] = "gemma";  // Gemma 1: another architecture, not a misspelt "gemma2"
+  CHECK_THAT(refusal(g1), Catch::EndsWith("got \"gemma\" (an architecture of its own, which attn does not read)"));
+  CHECK(read_architecture(g2, "c").sliding_rule == "every even layer: Gemma 2's rule where config.json has no layer_types");
   mm.erase("text_config");
   CHECK(refusal(mm) == "ckpt/config.json: \"text_config\" is required for model_type \"gemma3\": the language model's config");
   // OLMo 2: q/k norms over the whole width, norms after each block, rms_norm_eps defaulting to 1e-5

@@ -169,16 +169,18 @@ TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
       "",
       "    queries ↓ keys →",
       "    h0      h1",
-      "L0  ██      ██",
-      "    ██      ██",
+      "L0  ██····  ██····",
+      "    ██  ··  ██  ··",
       "      ██    ██",
       "",
-      "L1  ██      ██",
-      "      ██    ▓▓▓▓",
+      "L1  ██····  ██····",
+      "      ██··  ▓▓▓▓··",
       "        ██  ▒▒▒▒▒▒",
       "",
       "weight:  ' ' < 0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ ≥ 0.75",
-      "blank above the diagonal: masked (a query sees only itself and earlier tokens)",
+      "· above the diagonal: masked (a query sees only itself and earlier tokens)",
+      "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform head's, "
+      "or for mixed the largest of the three means (under 0.5)",
       "",
       "L0 h0  previous token 1.00   entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
       "L0 h1  first token 1.00      entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
@@ -216,7 +218,7 @@ TEST_CASE("heads text: colour cells and downsampling say what they show", "[head
   const auto top = std::find(nl.begin(), nl.end(), "    h0             h1");
   REQUIRE(top != nl.end());
   REQUIRE(nl.end() - top > 15);
-  CHECK(top[1] == "L0  █              █");
+  CHECK(top[1] == "L0  █············· █·············");  // masked cells dotted, a weight near 0 blank
   CHECK(top[14] == "                 █              █");
   CHECK(top[15].empty());
   for (int r = 1; r <= 14; ++r) CHECK(attn::cells(top[r]) <= 40);

@@ -126,6 +126,7 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
       first = v.get<std::int64_t>();
     }
     if (first >= a.layers) a.window = 0;  // no layer reaches it: no window anywhere
+    a.sliding_rule = fmt::format("layers {} and on: max_window_layers = {}", first, first);
     a.sliding.assign(static_cast<std::size_t>(a.layers), false);
     for (std::int64_t i = first; i < a.layers; ++i) a.sliding[static_cast<std::size_t>(i)] = true;
   }
@@ -149,11 +150,15 @@ void read_sliding_layers(const json& c, const std::string& origin, Architecture&
       }
       a.sliding[i] = t[i] == "sliding_attention";
     }
+    a.sliding_rule = "config.json's layer_types";
   } else if (a.model_type == "gemma2") {
     for (std::int64_t i = 0; i < a.layers; i += 2) a.sliding[static_cast<std::size_t>(i)] = true;  // layer_idx % 2 == 0
+    a.sliding_rule = "every even layer: Gemma 2's rule where config.json has no layer_types";
   } else {
     const std::int64_t pattern = positive(c, origin, "sliding_window_pattern", 6);
     for (std::int64_t i = 0; i < a.layers; ++i) a.sliding[static_cast<std::size_t>(i)] = (i + 1) % pattern != 0;
+    a.sliding_rule = fmt::format("all but every {}th layer: sliding_window_pattern = {}{}", pattern, pattern,
+                                 c.contains("sliding_window_pattern") ? "" : " (Gemma 3's default)");
   }
   const bool any = std::find(a.sliding.begin(), a.sliding.end(), true) != a.sliding.end();
   if (any && a.window == 0) {
@@ -339,8 +344,12 @@ Architecture read_architecture(const json& config, const std::string& origin) {
       throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
     }
   } else {
+    // an older family whose name is close to a newer one's is another architecture, not a typo
+    static const std::vector<std::string_view> kOther = {"gemma", "olmo", "qwen", "phi", "phi3small", "qwen2_moe", "qwen3_moe", "mixtral",
+                                                          "gpt_neox", "gptj", "falcon", "mpt", "bloom", "opt", "stablelm", "starcoder2"};
+    const bool other = std::find(kOther.begin(), kOther.end(), a.model_type) != kOther.end();
     throw InputError(fmt::format("{}: \"model_type\": attn reads \"{}\", got \"{}\"{}", origin, fmt::join(kTypes, "\", \""), a.model_type,
-                                 did_you_mean(a.model_type, kTypes)));
+                                 other ? " (an architecture of its own, which attn does not read)" : did_you_mean(a.model_type, kTypes)));
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   check_every_key(c, origin, a);

@@ -121,7 +121,7 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
 
 std::string Checkpoint::describe() const {
   return fmt::format("{} ({}): {} layers × {} heads{}, C = {}", arch_.name(), shown_, arch_.layers, arch_.H,
-                     arch_.Hkv != arch_.H ? fmt::format(" on {} kv heads", arch_.Hkv) : "", arch_.C);
+                     arch_.Hkv != arch_.H ? fmt::format(" on {} kv head{}", arch_.Hkv, arch_.Hkv == 1 ? "" : "s") : "", arch_.C);
 }
 
 const StoredTensor& Checkpoint::stored(const std::string& name) const {

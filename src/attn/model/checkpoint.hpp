@@ -43,6 +43,7 @@ struct Architecture {
   RopeScaling rope_scaling;           // rope_scaling, or rope_parameters' rope_type and its keys
   std::int64_t window = 0;            // sliding_window (0: none), on the layers `sliding` names
   std::vector<bool> sliding;          // [layers] which layers are windowed (empty: all of them when window > 0)
+  std::string sliding_rule;           // what chose them ("layer_types", "every even layer: Gemma 2's rule without layer_types", ...)
   double local_rope_theta = 0;        // Gemma 3: the sliding layers' θ, rope_local_base_freq (0: rope_theta)
   bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
   enum class QkNorm { None, PerHead, WholeWidth } qk_norm = QkNorm::None;  // Qwen3, Gemma 3: each head's hd features; OLMo 2: all H·hd (Hkv·hd)

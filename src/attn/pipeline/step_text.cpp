@@ -242,8 +242,8 @@ StepText mask_text(const Spec& s) {
   std::string note;
   if (s.causal && rules.size() == 1) note = "a query sees itself and earlier positions, never later ones";
   if (s.window > 0) {
-    note = s.window == 1 ? std::string("a sliding window of W = 1 key (Mistral's rule): a query sees only itself")
-                         : fmt::format("a sliding window of W = {} keys, the query's own included (Mistral): a query sees itself and the {} "
+    note = s.window == 1 ? std::string("a sliding window of W = 1 key (as Mistral and Gemma count it): a query sees only itself")
+                         : fmt::format("a sliding window of W = {} keys, the query's own included (as Mistral and Gemma count it): a query sees itself and the {} "
                                        "before it, never later ones; older keys are out of reach (stacked layers pass their information on)",
                                        s.window, s.window - 1);
   }
@@ -440,6 +440,8 @@ TraceConfig make_config(const Spec& s) {
   c.window = s.window;
   c.learned_positions = s.positions == Positions::Learned;
   c.softcap = s.softcap.value_or(0);
+  c.scale_source = s.scale_source;
+  if (!s.x_note.empty()) c.starts_from = "a checkpoint layer's input x";
   if (s.qk_norm) c.qk_norm = {s.qk_norm->family, s.qk_norm->whole_width, s.qk_norm->plus_one};
   if (s.rope) {
     c.first_position = s.rope->table_first;

@@ -75,7 +75,7 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
           for (std::int64_t c = 0; c < f.n; ++c) {
             const BlockCell b = block_cell(view, l, h, r, c, f.block);
             if (color == ColorMode::None) {
-              const std::string s = b.masked ? " " : shade(b.value);
+              const std::string s = b.masked ? "·" : shade(b.value);  // masked apart from a weight near 0, which is blank
               for (int k = 0; k < f.cell_w; ++k) line += s;
             } else if (b.masked) {
               if (painted) line += kAnsiReset, painted = false;
@@ -122,7 +122,11 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
     for (int k = 0; k < 16; ++k) out << heat_background(color, (k + 0.5) / 16.0) << "  ";
     out << kAnsiReset << " 1\n";
   }
-  out << "blank above the diagonal" << (std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; }) ? " and left of the window" : "") << ": " << view.masked_text() << "\n\n";
+  const bool windowed = std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; });
+  out << (color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") << (windowed ? " and left of the window" : "") << ": "
+      << view.masked_text() << "\n";
+  out << "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform "
+         "head's, or for mixed the largest of the three means (under 0.5)\n\n";
   for (const auto& line : summary_lines(view, labels)) out << line << "\n";
 }
 

@@ -91,6 +91,8 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   if (!c.rope_scaling.empty()) out << fmt::format("    \"rope_scaling\": {},\n    \"rope_bands\": {},\n", quote(c.rope_scaling), quote(c.rope_bands));
   if (c.learned_positions) out << "    \"learned_positions\": true,\n";
   if (c.softcap > 0) out << fmt::format("    \"softcap\": {},\n", c.softcap);
+  if (!c.scale_source.empty()) out << fmt::format("    \"scale_source\": {},\n", quote(c.scale_source));
+  if (!c.starts_from.empty()) out << fmt::format("    \"starts_from\": {},\n", quote(c.starts_from));
   if (!c.qk_norm.family.empty()) {
     out << fmt::format("    \"qk_norm\": {{\"family\": {}, \"whole_width\": {}, \"plus_one\": {}}},\n", quote(c.qk_norm.family),
                        c.qk_norm.whole_width, c.qk_norm.plus_one);
@@ -192,6 +194,8 @@ TraceConfig config_of(const json& cj) {
   c.rope_bands = cj.contains("rope_bands") && cj["rope_bands"].is_string() ? cj["rope_bands"].get<std::string>() : "";
   c.learned_positions = cj.value("learned_positions", false);
   c.softcap = cj.contains("softcap") && cj["softcap"].is_number() ? cj["softcap"].get<Scalar>() : 0;
+  c.scale_source = cj.contains("scale_source") && cj["scale_source"].is_string() ? cj["scale_source"].get<std::string>() : "";
+  c.starts_from = cj.contains("starts_from") && cj["starts_from"].is_string() ? cj["starts_from"].get<std::string>() : "";
   if (cj.contains("qk_norm") && cj["qk_norm"].is_object()) {
     const json& q = cj["qk_norm"];
     c.qk_norm = {q.value("family", std::string()), q.value("whole_width", false), q.value("plus_one", false)};

@@ -117,7 +117,7 @@ class TextRenderer {
     sizes += fmt::format(" · T = {} · S = {}", c_.T, c_.S);
     sizes += " · " + widths_text(c_, " · ");
     out_ << fmt::format("mode {} · {}\n", mode_name(c_.mode), sizes);
-    out_ << fmt::format("scale {} · starts from {}", c_.scale, entry_name(c_.entry));
+    out_ << fmt::format("scale {} · starts from {}", c_.scale, c_.starts_from.empty() ? std::string(entry_name(c_.entry)) : c_.starts_from);
     if (c_.entry == Entry::Embeddings) out_ << fmt::format(" · layout {}", layout_name(c_.layout));
     out_ << "\n";
     for (const auto& n : c_.notes) out_ << "  note: " << n << "\n";

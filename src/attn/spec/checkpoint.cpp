@@ -61,6 +61,12 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     layer = l.get<std::int64_t>();
   }
   model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, layer, {}};
+  // every command that reads the input checks the layer (attn heads draws them all, but a layer it
+  // was given must still be one the model has)
+  const auto& arch = in.ckpt.arch();
+  if (layer < 0 || layer >= arch.layers) {
+    fail("checkpoint.layer", fmt::format("expected 0 .. {} ({} has {} layers), got {}", arch.layers - 1, arch.name(), arch.layers, layer));
+  }
   const auto& ckpt = in.ckpt;
   const bool has_sentence = root.contains("sentence"), has_ids = root.contains("token_ids");
   if (has_sentence == has_ids) fail(has_ids ? "token_ids" : "sentence", "give \"sentence\" (tokenised by the checkpoint's tokenizer) or \"token_ids\", one of them");
@@ -130,7 +136,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
     std::vector<std::int64_t> sliding;
     for (std::int64_t l = 0; l < a.layers; ++l)
       if (a.window_of(l) > 0) sliding.push_back(l);
-    const std::string which = fmt::format("{}'s sliding layers: {}", a.name(), fmt::join(sliding, ", "));
+    const std::string which = fmt::format("{}'s sliding layers: {}, {}", a.name(), fmt::join(sliding, ", "), a.sliding_rule);
     layer.notes.push_back(a.window_of(in.layer) > 0 ? fmt::format("window: sliding_window = {} on layer {} ({}){}", a.window, in.layer, which,
                                                                   layer.window == 0 ? "; it covers every token of this input" : "")
                                                     : fmt::format("window: none, layer {} attends to every earlier token ({})", in.layer, which));
