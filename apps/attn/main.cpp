@@ -411,7 +411,7 @@ int run_run(const RunOptions& o) {
     flash = attn::run_flash(spec, trace, bq, bk);
   }
   if (o.format == "json") {
-    attn::render_json(trace, std::cout);
+    attn::render_json(trace, std::cout, false, t.steps);  // --steps, --from, --to: only those
   } else if (o.format == "markdown") {
     attn::render_markdown(trace, std::cout, t);
   } else if (o.format == "html") {

@@ -4,6 +4,7 @@
 // traces stream out without building a document in memory; read with nlohmann/json.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -66,7 +67,7 @@ void nested(std::ostream& out, const Tensor& t, std::size_t axis, std::int64_t& 
 
 }  // namespace
 
-void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) {
+void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files, const std::vector<std::size_t>& only) {
   const auto& c = trace.config;
   out << "{\n  \"format\": \"attn-trace\",\n  \"format_version\": 1,\n  \"config\": {\n";
   out << "    \"title\": " << quote(c.title) << ",\n";
@@ -105,9 +106,12 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files) 
   out << "    \"source_tokens\": " << labels(c.source_tokens) << ",\n";
   out << "    \"notes\": " << string_list(c.notes) << "\n  },\n";
   out << "  \"steps\": [";
+  bool first = true;
   for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    if (!only.empty() && std::find(only.begin(), only.end(), i) == only.end()) continue;
     const auto& s = trace.steps[i];
-    out << (i ? ",\n" : "\n") << "    {\n";
+    out << (first ? "\n" : ",\n") << "    {\n";
+    first = false;
     out << "      \"id\": " << quote(s.id) << ",\n";
     out << "      \"title\": " << quote(s.title) << ",\n";
     out << "      \"formula\": " << quote(s.formula) << ",\n";

@@ -36,7 +36,8 @@ void render_text_header(const Trace& trace, std::ostream& out, const TextOptions
 void render_text_step(const Trace& trace, std::size_t index, std::ostream& out, const TextOptions& options);
 
 // data_in_npy_files: each step says "npy": "<id>.npy" instead of holding its data (attn run --dump).
-void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files = false);
+// only: indices into trace.steps to write (--steps); empty: every step.
+void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files = false, const std::vector<std::size_t>& only = {});
 // render_json's output read back: the whole config and every step (title, formula, dims, values,
 // row sums), so that render_json of the result gives the same bytes. "npy" steps are read from the
 // directory of `origin`; metadata_only keeps shapes without values. InputError when it is no trace.
