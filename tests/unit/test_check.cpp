@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "attn/check.hpp"
+#include "attn/compare.hpp"
 #include "attn/diagnose.hpp"
 #include "helpers.hpp"
 
@@ -82,6 +83,20 @@ TEST_CASE("a printed -inf matches only a computed -inf", "[check]") {
   CHECK(check_of(spec + R"([[1, "-inf"], [0.5, 0.2]]}})").differences == 0);
   CHECK(check_of(spec + R"([[1, -1e9], [0.5, 0.2]]}})").differences == 1);
   CHECK(check_of(spec + R"([[1, "-inf"], ["-inf", 0.2]]}})").differences == 1);
+}
+
+TEST_CASE("diff: a finite value where the other side has -inf is an infinite difference", "[diff]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  // a reference with -inf in the masked scores, a student with a large finite value there
+  const Tensor ref({2, 2}, {0.5f, -inf, 0.25f, 0.75f}), student({2, 2}, {0.5f, -1e9f, 0.25f, 0.75f});
+  const attn::StepDiff d = attn::compare_step("masked", ref, student, {1e-5, 1e-5}, std::nullopt, {});
+  CHECK(d.differ == 1);
+  CHECK(std::isinf(d.max_abs));
+  CHECK(attn::value_text(d.max_abs) == "inf");
+  // both -inf there: the same, and no difference
+  const attn::StepDiff same = attn::compare_step("masked", ref, ref, {1e-5, 1e-5}, std::nullopt, {});
+  CHECK(same.differ == 0);
+  CHECK(same.max_abs == 0);
 }
 
 TEST_CASE("check refuses a missing expect, an unknown step and a wrong shape", "[check][bad]") {
