@@ -82,16 +82,24 @@ std::string printed_text(const CheckEntry& e) {
   return format_fixed(static_cast<Scalar>(e.printed), std::max(e.decimals, 0));
 }
 
-// Two more decimals than were printed, so the reader sees where the printed value went wrong.
+// Two more decimals than were printed, so the reader sees where the printed value went wrong, and
+// more where the difference is smaller than that shows: two of its significant digits (a printed 0
+// against 0.002334 reads 0.0023, not 0.00).
+int shown_decimals(const CheckEntry& e) {
+  int d = std::max(e.decimals, 0) + 2;
+  const double diff = std::fabs(e.difference);
+  if (std::isfinite(diff) && diff > 0) d = std::max(d, static_cast<int>(std::ceil(-std::log10(diff))) + 1);
+  return std::min(d, 9);
+}
+
 std::string computed_text(const CheckEntry& e) {
-  const int d = std::max(e.decimals, 0) + 2;
   if (const auto name = nonfinite_name(e.computed)) return std::string(*name);
-  return fmt::format("{:.{}f}", e.computed, d);
+  return fmt::format("{:.{}f}", e.computed, shown_decimals(e));
 }
 
 std::string difference_text(const CheckEntry& e) {
   if (!std::isfinite(e.difference)) return "non-finite";
-  return fmt::format("{:+.{}f}", e.difference, std::max(e.decimals, 0) + 2);
+  return fmt::format("{:+.{}f}", e.difference, shown_decimals(e));
 }
 
 std::string tolerance_text(const CheckReport& r) {

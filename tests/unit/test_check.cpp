@@ -78,6 +78,16 @@ TEST_CASE("a differing entry is reported with its position, labels, printed and 
   CHECK_THAT(text.str(), Catch::Contains("summary: 4 printed values checked: 2 match, 2 differ\n"));
 }
 
+TEST_CASE("a printed 0 against a small computed weight shows digits that differ", "[check]") {
+  attn::CheckReport r;
+  r.checked = 1, r.differences = 1;
+  r.differing.push_back({"weights", "[0, 3]", 0.0, attn::kExactInteger, 0.002334, 0.002334, 0});
+  std::ostringstream text;
+  render_check_text(r, text);
+  // not "0.00 · +0.00": the computed value and the difference with two significant digits
+  CHECK_THAT(text.str(), Catch::Contains("weights  [0, 3]          0    0.0023     +0.0023  ±0 (exact)\n"));
+}
+
 TEST_CASE("a printed -inf matches only a computed -inf", "[check]") {
   const std::string spec = R"({"mode": "causal", "scores": [[1, 0], [0.5, 0.2]], "expect": {"masked": )";
   CHECK(check_of(spec + R"([[1, "-inf"], [0.5, 0.2]]}})").differences == 0);
