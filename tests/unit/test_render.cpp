@@ -41,10 +41,14 @@ TEST_CASE("numbers: fixed decimals, no -0, non-finite spelled out", "[render]") 
   CHECK(format_fixed(std::numeric_limits<Scalar>::quiet_NaN(), 4) == "nan");
   CHECK(format_fixed(2.0f, 0) == "2");
   CHECK(format_fixed(0.125f, 2) == "0.12");  // a tie: the exact value, rounded half to even
-  CHECK(format_fixed(3.0e38f, 1) == "300000000549775575777803994281145270272.0");
+  // beyond ten integer digits, scientific notation with the same decimals (not 39 digits)
+  CHECK(format_fixed(3.0e38f, 1) == "3.0e+38");
+  CHECK(format_fixed(-3.0e38f, 4) == "-3.0000e+38");
+  CHECK(format_fixed(1.5e10f, 2) == "1.50e+10");
+  CHECK(format_fixed(-1e9f, 2) == "-1000000000.00");  // ten digits still read as a number
 }
 
-TEST_CASE("numbers: the exact float rounded, as fmt's {:.Nf} prints it", "[render]") {
+TEST_CASE("numbers: the exact float rounded, as fmt's {:.Nf} (from 1e10, {:.Ne}) prints it", "[render]") {
   std::mt19937 rng(3);
   std::uniform_int_distribution<std::uint32_t> bits;
   int differ = 0;
@@ -55,7 +59,8 @@ TEST_CASE("numbers: the exact float rounded, as fmt's {:.Nf} prints it", "[rende
     std::memcpy(&v, &b, sizeof v);
     if (!std::isfinite(v)) continue;
     const int precision = i % 14;  // 0..12 in integers, 13 the general path
-    std::string want = fmt::format("{:.{}f}", v, precision);
+    // (from 1e10 on, scientific: as fmt's {:.Ne} prints it)
+    std::string want = std::fabs(v) >= 1e10F ? fmt::format("{:.{}e}", v, precision) : fmt::format("{:.{}f}", v, precision);
     if (want.front() == '-' && want.find_first_not_of("-0.") == std::string::npos) want.erase(0, 1);
     differ += format_fixed(v, precision) != want;
   }

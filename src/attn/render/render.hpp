@@ -62,7 +62,8 @@ void render_svg(const Trace& trace, std::ostream& out, const TextOptions& option
 // labels, heatmaps, each entry's computation on hover, and print styles for handouts.
 void render_html(const Trace& trace, std::ostream& out, const TextOptions& options);
 
-// Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0".
+// Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0"; scientific (3.0000e+38)
+// from 1e10 on, where fixed notation would be a row of unreadable digits.
 std::string format_fixed(Scalar v, int precision);
 
 

@@ -18,6 +18,13 @@ namespace attn {
 std::string format_fixed(Scalar v, int precision) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // Beyond ten integer digits, fixed notation is a row of digits nobody reads (3e38 has 39): the same
+  // decimals in scientific notation, 3.0000e+38
+  if (std::fabs(v) >= 1e10F) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, std::max(precision, 0));
+    return std::string(buf, r.ptr);
+  }
   // The exact value rounded to `precision` decimals (as "{:.Nf}" prints it). Up to 12 decimals, and
   // while the digits fit 2^53, in integers: v · 10^p is exact in double (v's 24-bit significand
   // times 5^p's at most 29 bits), so rounding it to an integer (ties to even, as the exact decimal
