@@ -28,15 +28,35 @@ struct Row {
   const Scalar* values = nullptr;  // S entries
 };
 
-// The row of a [.., T, S] step to talk about: the first query of block 0 whose largest entry is
-// below 1 (a row that actually spreads its attention), else query 0.
+// The block explanations speak of (set by explain_step for the call: --batch, --head).
+thread_local ExplainBlock g_block;
+
+// Where block (batch, head) of a [.., T, S] step starts, in its values: other leading axes at 0.
+std::int64_t block_offset(const Step& s, const ExplainBlock& b) {
+  const auto& shape = s.value.shape();
+  std::int64_t offset = 0, stride = 1;
+  for (std::size_t ax = shape.size(); ax-- > 0;) {
+    if (ax + 2 < shape.size() && ax < s.dims.size()) {
+      const Dim d = s.dims[ax];
+      const std::int64_t i = d == Dim::B ? b.batch : d == Dim::H ? b.head : 0;
+      offset += std::min(i, shape[ax] - 1) * stride;
+    }
+    stride *= shape[ax];
+  }
+  return offset;
+}
+
+// The row of a [.., T, S] step to talk about: the first query of the chosen block whose largest
+// entry is below 1 (a row that actually spreads its attention), else query 0.
 Row pick_row(const Step& s) {
   const auto& shape = s.value.shape();
   const auto S = shape.back(), T = shape[shape.size() - 2];
   Row r;
-  r.values = s.value.data();
+  const std::int64_t base = block_offset(s, g_block);
+  r.batch = g_block.batch, r.head = g_block.head;
+  r.values = s.value.data() + base;
   for (std::int64_t i = 0; i < T; ++i) {
-    const Scalar* row = s.value.data() + i * S;
+    const Scalar* row = s.value.data() + base + i * S;
     if (*std::max_element(row, row + S) < 0.999f) {
       r.query = i;
       r.values = row;
@@ -46,17 +66,17 @@ Row pick_row(const Step& s) {
   return r;
 }
 
-// "In batch row 0, head 0, " or "": which block a sentence about block 0 speaks of.
+// "In batch row 0, head 2, " or "": which block a sentence about one block speaks of.
 std::string block_prefix(const Step& s) {
   std::vector<std::string> parts;
   for (const auto& d : s.dims) {
-    if (d == Dim::B) parts.push_back("batch row 0");
-    if (d == Dim::H) parts.push_back("head 0");
+    if (d == Dim::B) parts.push_back(fmt::format("batch row {}", g_block.batch));
+    if (d == Dim::H) parts.push_back(fmt::format("head {}", g_block.head));
   }
   return parts.empty() ? "" : fmt::format("In {}, ", fmt::join(parts, ", "));
 }
 
-// "In batch row 0, head 0, row" or "Row": how a sentence about one row of block 0 begins.
+// "In batch row 0, head 0, row" or "Row": how a sentence about one row of the block begins.
 std::string row_words(const Step& s) {
   const auto prefix = block_prefix(s);
   return prefix.empty() ? "Row" : prefix + "row";
@@ -143,10 +163,12 @@ std::string rope_demonstration(const Trace& t) {
 
 }  // namespace
 
-std::string explain_step(const Trace& t, const Step& s) {
+namespace {
+
+std::string explain_step_in_block(const Trace& t, const Step& s) {
   const auto& c = t.config;
   const bool cross = c.mode == Mode::Cross;
-  const auto tok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, 0)); };
+  const auto tok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, g_block.batch)); };
   const auto& id = s.id;
   if (id == "x" && !s.note.empty()) {
     return fmt::format("Each row is one token's vector as it enters this layer's attention ({}): C = {} numbers. Attention will replace "
@@ -466,8 +488,6 @@ std::string explain_step(const Trace& t, const Step& s) {
 
 // ---- one entry ---------------------------------------------------------------------------------
 
-namespace {
-
 // A flat index split into the step's axes; `lead` is the index over every axis but the last two.
 struct Cell {
   std::vector<std::int64_t> at;
@@ -556,6 +576,13 @@ const Step* score_rows_step(const Trace& t, char which) {
 }
 
 }  // namespace
+
+std::string explain_step(const Trace& t, const Step& s, ExplainBlock block) {
+  g_block = block;
+  std::string text = explain_step_in_block(t, s);
+  g_block = {};
+  return text;
+}
 
 std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
   const auto& c = t.config;

@@ -8,7 +8,12 @@
 
 namespace attn {
 
-std::string explain_step(const Trace& trace, const Step& step);
+// The block a sentence about one row speaks of: --batch and --head (0 when not chosen).
+struct ExplainBlock {
+  std::int64_t batch = 0, head = 0;
+};
+
+std::string explain_step(const Trace& trace, const Step& step, ExplainBlock block = {});
 
 // How one entry (flat index into step.value) was computed, with this run's numbers: the terms of a
 // dot product, exp(·)/Σexp(·) of a softmax, the entry another step moved here. For the HTML

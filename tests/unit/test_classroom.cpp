@@ -75,6 +75,16 @@ TEST_CASE("selection: --steps, --from/--to, --head, --batch", "[classroom]") {
   CHECK_THROWS_WITH(select_steps(t, {}, "weights", "q"), "--from weights comes after --to q in this trace");
 }
 
+TEST_CASE("explanations speak of the head and batch row that --head and --batch chose", "[classroom]") {
+  const Trace t = trace_of(R"({"mode": "multi-head", "heads": 2, "random": {"seed": 1, "B": 2, "T": 3, "C": 4}})");
+  const Step& w = step(t, "weights");
+  const std::string chosen = explain_step(t, w, {1, 1}), first = explain_step(t, w);
+  CHECK_THAT(chosen, Catch::Contains("In batch row 1, head 1, row"));
+  CHECK_THAT(first, Catch::Contains("In batch row 0, head 0, row"));
+  // the numbers are that block's: head 1 of batch row 1 is not head 0 of batch row 0
+  CHECK(chosen.substr(chosen.find("row \"")) != first.substr(first.find("row \"")));
+}
+
 TEST_CASE("explanations use this run's numbers", "[classroom]") {
   const Trace t = trace_of(kCatSat);
   CHECK_THAT(explain_step(t, step(t, "weights")), Catch::Contains("Row \"cat\" puts 0.64 of its attention on itself and 0.36 on \"sat\"."));

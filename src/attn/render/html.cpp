@@ -230,7 +230,7 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
         << (l.summarised ? " · summarised: the first and last entries of each axis" : "") << "</p>\n";
     if (!s.note.empty()) out << "<p class=\"note\">" << esc(s.note) << "</p>\n";
     if (o.explain) {
-      const auto text = explain_step(t, s);
+      const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
       if (!text.empty()) {
         out << "<p class=\"explain\">" << esc(text);
         // steps with heads or batch rows quote their first block

@@ -117,7 +117,7 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
       else out << fmt::format("\n![{}](data:image/svg+xml;base64,{})\n", alt, base64(p.svg));
     }
     if (o.explain) {
-      const auto text = explain_step(t, s);
+      const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
       if (!text.empty()) out << "\n> " << text << "\n";
     }
   }

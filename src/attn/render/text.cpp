@@ -157,7 +157,7 @@ class TextRenderer {
     tensor(s, layout);
     if (heatmap_able(s) && std::find(o_.heatmaps.begin(), o_.heatmaps.end(), s.id) != o_.heatmaps.end()) heatmap(s, layout);
     if (o_.explain) {
-      const auto text = explain_step(tr_, s);
+      const auto text = explain_step(tr_, s, {o_.view.batch.value_or(0), o_.view.head.value_or(0)});
       if (!text.empty()) out_ << "\n" << wrap(text, 96, "    ▸ ", "      ");
     }
   }
