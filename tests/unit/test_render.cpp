@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "attn/render/render.hpp"
+#include "attn/render/layout.hpp"
 #include "helpers.hpp"
 
 using namespace attn;
@@ -31,6 +32,21 @@ std::string json(const Trace& t) {
 }
 
 }  // namespace
+
+TEST_CASE("display widths: wide characters count 2, combining marks 0", "[render]") {
+  CHECK(attn::cells("cat") == 3);
+  CHECK(attn::cells("猫") == 2);            // CJK: East Asian wide
+  CHECK(attn::cells("e\u0301") == 1);      // e + a combining acute accent
+  CHECK(attn::cells("🐈") == 2);            // emoji
+  CHECK(attn::cells("☕") == 2);            // a wide symbol below the emoji planes
+  CHECK(attn::cells("한국어") == 6);        // Hangul syllables
+  CHECK(attn::cells("▁the") == 4);          // SentencePiece's space marker is narrow
+  CHECK(attn::pad_right("猫", 4) == "猫  ");
+  CHECK(attn::pad_left("🐈", 3) == " 🐈");
+  CHECK(attn::clip("猫猫猫", 5) == "猫猫…");  // whole characters, never half of one
+  CHECK(attn::clip("e\u0301e\u0301e\u0301", 2) == "e\u0301…");
+  CHECK(attn::cells("\xff") == 1);          // a malformed byte: one replacement character
+}
 
 TEST_CASE("numbers: fixed decimals, no -0, non-finite spelled out", "[render]") {
   CHECK(format_fixed(0.64045745f, 4) == "0.6405");

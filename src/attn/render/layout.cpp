@@ -69,24 +69,19 @@ std::string markup_escape(std::string_view s) {
   return out;
 }
 
-std::size_t cells(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xC0) != 0x80) ++n;
-  return n;
-}
-
 std::string clip(std::string_view s, std::size_t max_cells) {
   if (cells(s) <= max_cells) return std::string(s);
   if (max_cells == 0) return {};
-  std::string out;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const bool lead = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
-    if (lead && ++n > max_cells - 1) break;
-    out += s[i];
+  // whole characters (with the marks that combine with them) up to max_cells − 1 columns, then "…"
+  std::size_t n = 0, i = 0;
+  while (i < s.size()) {
+    const auto [c, len] = decode_utf8(s, i);
+    const auto w = static_cast<std::size_t>(char_width(c));
+    if (n + w > max_cells - 1) break;
+    n += w;
+    i += len;
   }
-  return out + "…";
+  return std::string(s.substr(0, i)) + "…";
 }
 
 std::string pad_left(std::string_view s, std::size_t width) {

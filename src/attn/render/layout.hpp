@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -77,8 +78,12 @@ inline bool blocked(const Step* masked, std::int64_t at) {
 // For SVG and HTML text and attribute values: < > & " ' as entities.
 std::string markup_escape(std::string_view s);
 
-// Display width in terminal cells: counts UTF-8 code points, not bytes.
+// Display width in terminal cells (display_width.cpp): East Asian wide characters and emoji count 2,
+// combining marks 0, everything else 1; not bytes, not code points.
 std::size_t cells(std::string_view s);
+int char_width(char32_t c);
+// The code point at byte i of UTF-8 text and its length in bytes (a malformed byte: U+FFFD, 1).
+std::pair<char32_t, std::size_t> decode_utf8(std::string_view s, std::size_t i);
 // Cut to at most max_cells code points, ending in "…" when cut ("" when max_cells is 0).
 std::string clip(std::string_view s, std::size_t max_cells);
 // Padded with spaces to `width` cells, on the left (right-aligned) or the right.

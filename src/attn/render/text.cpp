@@ -165,7 +165,8 @@ class TextRenderer {
  private:
   static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
 
-  std::string label(Dim dim, std::int64_t index, std::int64_t b) const { return axis_label(c_, dim, index, b); }
+  // a repeated token numbered (the₁, the₂), so its rows and columns can be told apart
+  std::string label(Dim dim, std::int64_t index, std::int64_t b) const { return distinct_axis_label(c_, dim, index, b); }
 
   std::string number(const Step& s, Scalar v) const {
     if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
