@@ -73,6 +73,7 @@ struct Spec {
 
   Labels tokens;         // queries: [1 or B][T]
   Labels source_tokens;  // keys/values: [1 or B][S]; equal to tokens unless cross
+  std::vector<std::string> token_pieces;  // a checkpoint's tokens as its vocabulary spells them ("Ġcat"); tokens hold their text ("␣cat")
 
   // Rotary position embedding on q and k per head, after the head split.
   struct Rope {

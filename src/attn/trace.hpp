@@ -61,6 +61,7 @@ struct TraceConfig {
     bool plus_one = false;         // Gemma: × (1 + w)
   } qk_norm;
   Labels tokens, source_tokens;
+  std::vector<std::string> token_pieces;  // a checkpoint's vocabulary spellings of the tokens ("Ġcat"), for JSON and hover text
   std::vector<std::string> notes;
 };
 

@@ -12,6 +12,7 @@ Exit 0: every layer's "x", "weights" and "output" agree within 1e-4 and every re
 1: a difference or a wrong refusal. 77: skipped (torch not importable).
 """
 import json
+import re
 import os
 import shutil
 import struct
@@ -332,6 +333,43 @@ def expects_bos(directory, config):
     return True
 
 
+def tokenizer_is_byte_level(directory):
+    """GPT-2's vocab.json + merges.txt, or a tokenizer.json with a ByteLevel pre-tokenizer."""
+    tj = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(tj):
+        return "ByteLevel" in open(tj, encoding="utf-8").read()
+    return os.path.exists(os.path.join(directory, "vocab.json"))
+
+
+def _gpt2_byte_decoder():
+    """The inverse of GPT-2's bytes_to_unicode (OpenAI's encoder.py, as tiny_tokenizers.py writes it)."""
+    import tiny_tokenizers
+    return {ch: b for b, ch in tiny_tokenizers.bytes_to_unicode().items()}
+
+
+def readable(piece, byte_level):
+    """A piece as attn labels it: its bytes (GPT-2's characters mapped back, or SentencePiece's ▁ and
+    <0xNN>) decoded as UTF-8, a space as ␣, a newline ⏎, a tab ⇥, a byte that is no whole character <0xNN>."""
+    if byte_level:
+        dec = _gpt2_byte_decoder()
+        raw = b"".join(bytes([dec[ch]]) if ch in dec else ch.encode("utf-8") for ch in piece)
+    else:
+        m = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", piece)
+        raw = bytes([int(m.group(1), 16)]) if m else piece.replace("▁", " ").encode("utf-8")
+    out, i = "", 0
+    while i < len(raw):
+        b = raw[i]
+        n = 1 if b < 0x80 else 2 if b >> 5 == 6 else 3 if b >> 4 == 14 else 4 if b >> 3 == 30 else 1
+        chunk = raw[i:i + n]
+        if n > 1 and 0xC2 <= b <= 0xF4 and len(chunk) == n and all(c >> 6 == 2 for c in chunk[1:]):
+            out += chunk.decode("utf-8", errors="replace")
+            i += n
+            continue
+        out += {32: "␣", 10: "⏎", 9: "⇥"}.get(b, chr(b) if 0x20 <= b < 0x7F else f"<0x{b:02X}>")
+        i += 1
+    return out or piece
+
+
 def check_sentences(report, attn, work, made):
     print(f"== sentences through each checkpoint's tokenizer: {SENTENCES}")
     if make_checkpoints.tiny_tokenizers is None:
@@ -352,7 +390,10 @@ def check_sentences(report, attn, work, made):
                 report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
                 results.append(False)
                 continue
-            tokens = r.doc["config"].get("tokens")
+            tokens = r.doc["config"].get("token_pieces")  # the vocabulary's spellings; "tokens" hold the text
+            labels = r.doc["config"].get("tokens") or []
+            if labels and isinstance(labels[0], list):  # one list per batch row
+                labels = labels[0]
             ref = reference_pieces(d, sentence)
             ok = True
             how = "no reference tokenizer: labels not compared"
@@ -364,9 +405,13 @@ def check_sentences(report, attn, work, made):
                     how = f"BOS {pieces[0]!r} first, then the reference pieces"
                 else:
                     how = "labels equal the reference pieces"
+                want_labels = [readable(p, byte_level=tokenizer_is_byte_level(d)) for p in pieces]
                 if tokens != pieces:
                     report.fail(f"{where}: trace tokens {tokens} ≠ reference pieces {pieces}"
                                 + (" (BOS expected first)" if expects_bos(d, config) else ""))
+                    ok = False
+                elif labels != want_labels:
+                    report.fail(f"{where}: labels {labels} ≠ the pieces read as text {want_labels}")
                     ok = False
                 else:  # the numbers of the sentence's ids, at the last layer
                     _, tensors = model_reference.load(d)
@@ -376,7 +421,7 @@ def check_sentences(report, attn, work, made):
                     if dd > TOL:
                         report.fail(f"{where}: differs by {dd:.3g} from the reference on ids {ids}")
                         ok = False
-            print(f"  {'ok  ' if ok else 'FAIL'} {where}: {len(tokens or [])} tokens {tokens} ({how})")
+            print(f"  {'ok  ' if ok else 'FAIL'} {where}: {len(tokens or [])} tokens {tokens}, labelled {labels} ({how})")
             results.append(ok)
     report.groups.append(("sentences", sum(results), len(results)))
 

@@ -138,7 +138,8 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
 struct CheckpointInput {
   Checkpoint ckpt;
   std::vector<std::int64_t> ids;    // [T], BOS first where the tokenizer adds it
-  std::vector<std::string> pieces;  // [T] their vocabulary spellings (labels), "#id" without a tokenizer
+  std::vector<std::string> pieces;  // [T] their labels: the text each stands for ("␣cat"), "#id" without a tokenizer
+  std::vector<std::string> raw;     // [T] their vocabulary spellings ("Ġcat", "▁cat"), for the JSON and hover text
   std::int64_t layer = 0;
   std::vector<std::string> notes;   // what was read
 };

@@ -135,6 +135,7 @@ void render_heads_json(const HeadsView& view, std::ostream& out) {
     return s + "]";
   };
   out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(view.model) << ",\n  \"tokens\": " << strings(view.tokens)
+      << ",\n  \"pieces\": " << strings(view.pieces)
       << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "],\n  \"notes\": " << strings(view.notes)
       << ",\n  \"weights\": [";
   // [L][H][T][T], one query's row a line

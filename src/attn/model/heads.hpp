@@ -27,7 +27,8 @@ struct HeadSummary {
 
 struct HeadsView {
   std::string model;                 // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
-  std::vector<std::string> tokens;   // [T] the vocabulary's pieces
+  std::vector<std::string> tokens;   // [T] the tokens' text ("␣cat")
+  std::vector<std::string> pieces;   // [T] as the vocabulary spells them ("Ġcat"), for the JSON and hover text; may be empty
   std::int64_t layers = 0, heads = 0, T = 0;
   std::vector<std::int64_t> windows; // [layers] each layer's sliding window W: query i sees keys i − W < j ≤ i; 0 (or none given): every earlier key
   std::vector<float> weights;        // [layers, heads, T, T], row-major; causal: zero above the diagonal

@@ -130,6 +130,7 @@ class Gpt2FilesTokenizer final : public Tokenizer {
     return ids;
   }
   std::string piece(std::int64_t id) const override { return model_.piece(id); }
+  bool byte_level() const override { return true; }
   std::int64_t vocab_size() const override { return model_.vocab_size(); }
   std::string describe() const override {
     return fmt::format("byte-level BPE from vocab.json + merges.txt ({} tokens)", bpe::with_commas(vocab_size()));
@@ -250,6 +251,7 @@ class JsonTokenizer final : public Tokenizer {
     }
     bool byte_level = false;
     for (const auto& s : pre_) byte_level = byte_level || s.kind == PreStep::byte_level;
+    byte_level_ = byte_level;
     kind_ = byte_level           ? "byte-level BPE"
             : model_.byte_fallback ? "SentencePiece-style BPE (byte fallback)"
                                    : "BPE";
@@ -273,6 +275,7 @@ class JsonTokenizer final : public Tokenizer {
     return ids;
   }
   std::string piece(std::int64_t id) const override { return model_.piece(id); }
+  bool byte_level() const override { return byte_level_; }
   std::int64_t vocab_size() const override { return model_.vocab_size(); }
   std::string describe() const override { return fmt::format("{} from tokenizer.json ({} tokens)", kind_, bpe::with_commas(vocab_size())); }
 
@@ -467,6 +470,7 @@ class JsonTokenizer final : public Tokenizer {
   std::vector<NormalizeStep> normalize_;
   std::vector<PreStep> pre_;
   std::string kind_;
+  bool byte_level_ = false;
 };
 
 // ---- tokenizer.model, through attn_sentencepiece.so -------------------------------------------
@@ -554,6 +558,7 @@ class SentencePieceTokenizer final : public Tokenizer {
     }
     throw InternalError("SentencePiece module: the id count changed between two encodings of the same text");
   }
+  bool byte_level() const override { return false; }
   std::string piece(std::int64_t id) const override {
     if (id < 0 || id >= size_)
       throw InputError(fmt::format("{}: token id {} is outside the vocabulary ({} tokens)", path_, id, bpe::with_commas(size_)));

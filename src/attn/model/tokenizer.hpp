@@ -19,6 +19,12 @@ class Tokenizer {
   // id's spelling in the vocabulary, exactly as stored ("Ġcat", "▁cat", "<0x0A>"); id < vocab_size().
   virtual std::string piece(std::int64_t id) const = 0;
   virtual std::int64_t vocab_size() const = 0;
+  // Whether pieces spell bytes as GPT-2's bytes_to_unicode characters ("Ġ" a space); else they are
+  // SentencePiece-style ("▁" a space, "<0x0A>" a byte).
+  virtual bool byte_level() const = 0;
+  // id as a learner reads it: the text it stands for, a space as "␣" whatever the tokenizer's own
+  // marker, a newline "⏎", a tab "⇥", and bytes that are not whole UTF-8 characters as <0xE2>.
+  std::string label(std::int64_t id) const;
   // What was read, for the trace's notes: "byte-level BPE from vocab.json + merges.txt (50,257 tokens)".
   virtual std::string describe() const = 0;
 };

@@ -458,6 +458,7 @@ TraceConfig make_config(const Spec& s) {
   }
   c.tokens = s.tokens;
   c.source_tokens = s.source_tokens;
+  c.token_pieces = s.token_pieces;
   c.notes = s.notes;
   switch (s.scale_kind) {
     case ScaleKind::SqrtDk:

@@ -180,7 +180,11 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
                          view.layers, view.heads, view.T, view.masked_text()));
   for (const auto& n : view.notes) out << "<br>note: " << esc(n);
   out << "</div>\n<div class=\"tokens\">";
-  for (std::size_t i = 0; i < labels.size(); ++i) out << (i ? " · " : "") << "<span>" << i << "&nbsp;" << esc(labels[i]) << "</span>";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::string piece = i < view.pieces.size() ? view.pieces[i] : "";
+    out << (i ? " · " : "") << "<span" << (piece.empty() ? "" : " title=\"vocabulary piece: " + esc(piece) + "\"") << ">" << i << "&nbsp;"
+        << esc(labels[i]) << "</span>";
+  }
   out << "</div>\n<div class=\"keys\">click a head to enlarge it · arrow keys move between heads · hover the enlarged head for each weight</div>\n"
       << "</header>\n<div class=\"layout\">\n<table class=\"grid\">\n<thead><tr><th></th>";
   for (std::int64_t h = 0; h < view.heads; ++h) out << "<th>h" << h << "</th>";

@@ -140,15 +140,23 @@ std::string number(const Step& s, Scalar v, int precision) {
   return format_fixed(v, precision);
 }
 
+// A token axis header's hover text: the vocabulary's own spelling of a checkpoint's token ("Ġcat").
+std::string piece_title(const TraceConfig& c, Dim dim, std::int64_t i) {
+  if ((dim != Dim::T && dim != Dim::S) || i < 0 || i >= static_cast<std::int64_t>(c.token_pieces.size())) return "";
+  return " title=\"vocabulary piece: " + esc(c.token_pieces[static_cast<std::size_t>(i)]) + "\"";
+}
+
 void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l, const Block& b, int precision) {
   const auto& c = t.config;
   const Step* masked = blocking_step(t, s);
   out << "<table class=\"tensor\"><thead><tr><th></th>";
-  for (const auto& j : l.cols) out << "<th>" << (j ? esc(distinct_axis_label(c, l.col_dim, *j, b.batch)) : "…") << "</th>";
+  for (const auto& j : l.cols) {
+    out << "<th" << (j ? piece_title(c, l.col_dim, *j) : "") << ">" << (j ? esc(distinct_axis_label(c, l.col_dim, *j, b.batch)) : "…") << "</th>";
+  }
   if (s.row_sums) out << "<th>sum</th>";
   out << "</tr></thead><tbody>\n";
   for (const auto& i : l.rows) {
-    out << "<tr><th>" << (i ? esc(distinct_axis_label(c, l.row_dim, *i, b.batch)) : "…") << "</th>";
+    out << "<tr><th" << (i ? piece_title(c, l.row_dim, *i) : "") << ">" << (i ? esc(distinct_axis_label(c, l.row_dim, *i, b.batch)) : "…") << "</th>";
     for (const auto& j : l.cols) {
       if (!i || !j) {
         out << "<td>…</td>";

@@ -104,6 +104,7 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files, 
   }
   out << "    \"tokens\": " << labels(c.tokens) << ",\n";
   out << "    \"source_tokens\": " << labels(c.source_tokens) << ",\n";
+  if (!c.token_pieces.empty()) out << "    \"token_pieces\": " << string_list(c.token_pieces) << ",\n";
   out << "    \"notes\": " << string_list(c.notes) << "\n  },\n";
   out << "  \"steps\": [";
   bool first = true;
@@ -209,6 +210,8 @@ TraceConfig config_of(const json& cj) {
   c.key_first_position = size("key_first_position", 0);
   c.tokens = labels_of(cj.value("tokens", json()));
   c.source_tokens = labels_of(cj.value("source_tokens", json()));
+  if (cj.contains("token_pieces") && cj["token_pieces"].is_array())
+    for (const auto& p : cj["token_pieces"]) c.token_pieces.push_back(p.is_string() ? p.get<std::string>() : "");
   c.notes = cj.value("notes", std::vector<std::string>{});
   return c;
 }

@@ -60,7 +60,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (!l.is_number_integer()) fail("checkpoint.layer", fmt::format("expected a layer index, an integer ≥ 0, got {}", describe(l)));
     layer = l.get<std::int64_t>();
   }
-  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, layer, {}};
+  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, {}, layer, {}};
   // every command that reads the input checks the layer (attn heads draws them all, but a layer it
   // was given must still be one the model has)
   const auto& arch = in.ckpt.arch();
@@ -99,7 +99,9 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
            fmt::format("token id {} is outside the vocabulary: vocab_size = {} in {}'s config (ids 0 .. {})", id, ckpt.arch().vocab, shown,
                        ckpt.arch().vocab - 1));
     }
-    in.pieces.push_back(ckpt.tokenizer() && id < ckpt.tokenizer()->vocab_size() ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
+    const bool known = ckpt.tokenizer() && id < ckpt.tokenizer()->vocab_size();
+    in.pieces.push_back(known ? ckpt.tokenizer()->label(id) : fmt::format("#{}", id));
+    in.raw.push_back(known ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
   }
   if (!ckpt.tokenizer()) in.notes.push_back("tokens: the checkpoint has no tokenizer: labels are #id");
   in.notes.insert(in.notes.begin(), fmt::format("checkpoint: {}; weights {}, converted to float32 and computed in float32", ckpt.describe(),
@@ -119,6 +121,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                                                                : c["model"].get<std::string>();
   layer.title = s.title.empty() ? fmt::format("{} layer {} of {} ({})", a.name(), in.layer, a.layers, name) : s.title;
   layer.notes = std::move(in.notes);
+  layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
   const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
   const std::string embeddings = gpt2 ? " (wte + wpe)"
@@ -182,6 +185,7 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   }
   HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.pieces);
   view.notes = in.notes;
+  view.pieces = in.raw;
   if (a.window > 0 && std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; })) {
     view.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
   }
