@@ -151,6 +151,8 @@ try:
     visible = lambda: page.js("Array.prototype.filter.call(document.querySelectorAll('section.step'), function (s) "
                               "{ return getComputedStyle(s).display !== 'none'; }).length")
     check(current() == "step-x" and visible() == 1, "it opens on step 1, alone")
+    check(page.js("window.scrollY") == 0 and page.js("document.querySelector('h1').getBoundingClientRect().top") >= 0,
+          f"it opens at the top, its title in view (scrollY {page.js('window.scrollY')})")
     page.screenshot("html_step1.png")
 
     # ---- the keyboard ----

@@ -71,14 +71,16 @@ constexpr const char* kScript = R"js(
   var links = Array.prototype.slice.call(document.querySelectorAll('nav.steps a'));
   var pos = document.getElementById('pos');
   var cur = 0;
-  function show(k) {
+  function show(k, opening) {
     cur = Math.max(0, Math.min(steps.length - 1, k));
     steps.forEach(function (s, i) { s.classList.toggle('current', i === cur); });
     links.forEach(function (a, i) { if (i === cur) a.setAttribute('aria-current', 'step'); else a.removeAttribute('aria-current'); });
     pos.textContent = 'step ' + (cur + 1) + ' of ' + steps.length;
     document.getElementById('prev').disabled = cur === 0;
     document.getElementById('next').disabled = cur === steps.length - 1;
-    if (history.replaceState) history.replaceState(null, '', '#' + steps[cur].id);
+    // (not while the page opens without a step in its address: Chromium would then scroll to the
+    // fragment when loading ends, away from the title)
+    if (history.replaceState && !(opening && !location.hash)) history.replaceState(null, '', '#' + steps[cur].id);
     // one step at a time: from the top, controls in view; every step on one page: go to it
     if (document.body.classList.contains('all')) steps[cur].scrollIntoView({block: 'start'});
     else window.scrollTo(0, 0);
@@ -130,7 +132,7 @@ constexpr const char* kScript = R"js(
   var start = 0;
   steps.forEach(function (s, i) { if ('#' + s.id === location.hash) start = i; });
   filter();
-  show(start);
+  show(start, true);
 })();
 )js";
 
