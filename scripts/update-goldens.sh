@@ -25,7 +25,7 @@ while read -r golden args; do
   fi
   rc=0
   # shellcheck disable=SC2086  # the manifest's arguments are split on purpose
-  "$attn" $args >"$tmp" || rc=$?
+  env -u COLUMNS "$attn" $args >"$tmp" || rc=$?  # 80 columns, as the golden tests run it
   if [[ "$rc" != "$want" ]]; then
     echo "update-goldens: attn $args exited $rc, the manifest says $want; golden/$golden left as it was" >&2
     exit 1

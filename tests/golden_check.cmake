@@ -10,7 +10,8 @@ separate_arguments(args UNIX_COMMAND "${ARGS}")
 get_filename_component(name "${GOLDEN}" NAME)
 set(received "${RECEIVED_DIR}/${name}")
 file(MAKE_DIRECTORY "${RECEIVED_DIR}")
-execute_process(COMMAND "${ATTN}" ${args} WORKING_DIRECTORY "${SOURCE_DIR}"
+# (COLUMNS unset: text is written for 80 columns, as to any pipe, whatever the terminal ctest runs in)
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=COLUMNS "${ATTN}" ${args} WORKING_DIRECTORY "${SOURCE_DIR}"
                 OUTPUT_FILE "${received}" ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL want)
   message(FATAL_ERROR "attn ${ARGS} exited ${rc}, expected ${want}: ${err}")

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <omp.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -98,9 +99,24 @@ attn::Spec load_checked(const std::string& file, const Resources& r, bool fused 
   return spec;
 }
 
+// --width, else $COLUMNS when it is a number from 20 to 1000, else the terminal's width when standard
+// output is one, else 80.
+int terminal_width(int given) {
+  if (given > 0) return given;
+  if (const char* c = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long w = std::strtol(c, &end, 10);
+    if (end != c && *end == '\0' && w >= 20 && w <= 1000) return static_cast<int>(w);
+  }
+  struct winsize ws {};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return std::min<int>(ws.ws_col, 1000);
+  return 80;
+}
+
 struct RunOptions {
   Resources resources;
   std::string file;
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   std::string format = "text";
   std::string backend = "cpu";
   int precision = 4;
@@ -154,6 +170,7 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): →, Space or Enter next; ← or b back; a number and Enter goes to "
                 "that step; q or Ctrl-D quits. Redrawn in place; line by line where the terminal cannot (TERM=dumb)");
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
+  run->add_option("--width", o.width, "display columns of text output (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
   run->add_option("--from", o.from, "show steps from this id on");
   run->add_option("--to", o.to, "show steps up to this id");
@@ -319,7 +336,7 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
   heads->add_option("file", o.file, "input JSON file naming a checkpoint (- reads standard input)")->required();
   heads->add_option("--format", o.format, "text (default), svg, html or json")->check(CLI::IsMember({"text", "svg", "html", "json"}));
   heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
-  heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else 120)")->check(CLI::Range(20, 1000));
+  heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   add_resources(heads, o.resources);
 }
 
@@ -383,6 +400,7 @@ int run_run(const RunOptions& o) {
   if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir, o.force);
   attn::TextOptions t;
   t.precision = o.precision;
+  t.width = terminal_width(o.width);
   t.shapes_only = o.shapes_only;
   t.view.summary_threshold = o.summary_threshold;
   t.view.head = o.head;
@@ -460,16 +478,6 @@ int run_decode(const DecodeOptions& o) {
   return d.agrees() ? kExitOk : kExitDiffers;
 }
 
-// --width, else $COLUMNS when it is a number from 20 to 1000, else 120.
-int terminal_width(int given) {
-  if (given > 0) return given;
-  if (const char* c = std::getenv("COLUMNS")) {
-    char* end = nullptr;
-    const long w = std::strtol(c, &end, 10);
-    if (end != c && *end == '\0' && w >= 20 && w <= 1000) return static_cast<int>(w);
-  }
-  return 120;
-}
 
 int run_heads(const HeadsOptions& o) {
   o.resources.apply();

@@ -43,7 +43,11 @@ TEST_CASE("the weights heatmap marks blocked cells apart from small weights", "[
   const auto out = text(trace_of(kMasked));
   // rows [1], [0.5744 0.4256], [0.3322 0.3672 0.3006], [0.2138 0.2612 0.2887 0.2363]
   CHECK_THAT(out, Catch::Contains("    t0  ██ ·· ·· ··\n    t1  ▓▓ ▒▒ ·· ··\n    t2  ▒▒ ▒▒ ▒▒ ··\n    t3  ░░ ▒▒ ▒▒ ░░\n"));
-  CHECK_THAT(out, Catch::Contains("heatmap of weights · ' ' 0.00–0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ 0.75–1.00 · ·· masked"));
+  // the legend wraps at the width (80), its parts whole
+  CHECK_THAT(out, Catch::Contains("    heatmap of weights · ' ' 0.00–0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75\n      █ 0.75–1.00  ·· masked\n"));
+  TextOptions wide;
+  wide.width = 120;
+  CHECK_THAT(text(trace_of(kMasked), wide), Catch::Contains("    heatmap of weights · ' ' 0.00–0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ 0.75–1.00  ·· masked\n"));
   TextOptions colour;
   colour.color = ColorMode::TrueColor;
   const auto c = text(trace_of(kMasked), colour);
@@ -51,6 +55,27 @@ TEST_CASE("the weights heatmap marks blocked cells apart from small weights", "[
   TextOptions none;
   none.heatmaps.clear();
   CHECK(text(trace_of(kMasked), none).find("heatmap") == std::string::npos);
+}
+
+TEST_CASE("text fits the width: wide tables split into column blocks, notes and formulas wrap", "[classroom]") {
+  const Trace t = trace_of(R"({"title": "a long title that goes on and on, well past the eighty columns of a terminal window", "mode": "self",
+                              "random": {"seed": 1, "T": 3, "C": 24}})");
+  TextOptions narrow;
+  narrow.width = 60;
+  const auto out = text(t, narrow);
+  std::size_t widest = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) widest = std::max(widest, attn::cells(line));
+  CHECK(widest <= 60);
+  CHECK_THAT(out, Catch::Contains("    columns 0–5 of 24 (split to fit 60 columns)\n"));
+  CHECK_THAT(out, Catch::Contains("\n    columns 6–11\n"));
+  CHECK_THAT(out, Catch::StartsWith("Attention Tracer · a long title that goes on and on, well\n  past the eighty columns"));
+  // a wider width uses the room: fewer column blocks, fewer lines
+  TextOptions wide;
+  wide.width = 300;
+  const auto w = text(t, wide);
+  CHECK(w.find("split to fit") == std::string::npos);
+  CHECK(std::count(w.begin(), w.end(), '\n') < std::count(out.begin(), out.end(), '\n'));
 }
 
 TEST_CASE("selection: --steps, --from/--to, --head, --batch", "[classroom]") {

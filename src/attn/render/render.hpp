@@ -24,6 +24,7 @@ struct TextOptions {
   bool explain = false;       // a short explanation after each step
   bool fit_range = false;     // --heat-range fit: each heatmap's colours span its own values
   bool timings = false;       // each step's time (varies run to run: never in goldens)
+  int width = 80;             // display columns: notes, formulas and explanations wrap, wider tables split into column blocks
   // where --svg-dir writes the pictures: the markdown handout links them there (relative to where
   // the handout is read); empty: the handout carries them inline as data URIs
   std::string picture_dir;

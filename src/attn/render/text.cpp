@@ -96,12 +96,14 @@ std::string fit(const std::string& s, std::size_t width) {
   return out + "…";
 }
 
-// Word-wraps a paragraph to `width` cells: the first line starts with `first`, the others with `rest`.
+// Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
+// `first`, the others with `rest` (a hanging indent). A word longer than a line stands alone.
 std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
   std::istringstream in(text);
   std::string word, line, out;
   while (in >> word) {
-    if (!line.empty() && cells(line) + 1 + cells(word) > width) {
+    const std::size_t prefix = cells(out.empty() ? first : rest);
+    if (!line.empty() && prefix + cells(line) + 1 + cells(word) > width) {
       out += (out.empty() ? first : rest) + line + "\n";
       line.clear();
     }
@@ -117,17 +119,18 @@ class TextRenderer {
   TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {}
 
   void header() {
-    out_ << "Attention Tracer";
-    if (!c_.title.empty()) out_ << " · " << c_.title;
-    out_ << "\n";
-    std::string sizes = c_.batched ? fmt::format("B = {}", c_.B) : "B = 1 (no batch dimension)";
-    sizes += fmt::format(" · T = {} · S = {}", c_.T, c_.S);
-    sizes += " · " + widths_text(c_, " · ");
-    out_ << fmt::format("mode {} · {}\n", mode_name(c_.mode), sizes);
-    out_ << fmt::format("scale {} · starts from {}", c_.scale, c_.starts_from.empty() ? std::string(entry_name(c_.entry)) : c_.starts_from);
-    if (c_.entry == Entry::Embeddings) out_ << fmt::format(" · layout {}", layout_name(c_.layout));
-    out_ << "\n";
-    for (const auto& n : c_.notes) out_ << "  note: " << n << "\n";
+    out_ << (c_.title.empty() ? std::string("Attention Tracer\n") : wrap("Attention Tracer · " + c_.title, width(), "", "  "));
+    // the sizes, a line of " · "-separated parts, wrapped between parts
+    std::vector<std::string> parts = {fmt::format("mode {}", mode_name(c_.mode)),
+                                      c_.batched ? fmt::format("B = {}", c_.B) : std::string("B = 1 (no batch dimension)"),
+                                      fmt::format("T = {}", c_.T), fmt::format("S = {}", c_.S)};
+    for (auto&& w : split_parts(widths_text(c_, " · "))) parts.push_back(std::move(w));
+    out_ << join_fitting(parts, width());
+    parts = {fmt::format("scale {}", c_.scale),
+             fmt::format("starts from {}", c_.starts_from.empty() ? std::string(entry_name(c_.entry)) : c_.starts_from)};
+    if (c_.entry == Entry::Embeddings) parts.push_back(fmt::format("layout {}", layout_name(c_.layout)));
+    out_ << join_fitting(parts, width());
+    for (const auto& n : c_.notes) out_ << wrap(n, width(), "  note: ", "        ");
   }
 
   void shape_flow(const std::vector<std::size_t>& indices) {
@@ -149,21 +152,47 @@ class TextRenderer {
   void step(std::size_t index) {
     const Step& s = tr_.steps[index];
     out_ << fmt::format("\n[{}] {} · {}\n", index + 1, s.id, s.title);
-    out_ << "    " << s.formula << "\n";
+    out_ << wrap(s.formula, width(), "    ", "        ");
     out_ << fmt::format("    {} = {}\n", symbolic(s), shape_string(s.value.shape()));
-    if (!s.note.empty()) out_ << "    " << s.note << "\n";
+    if (!s.note.empty()) out_ << wrap(s.note, width(), "    ", "      ");
     if (o_.timings) out_ << fmt::format("    time: {:.3f} ms\n", s.seconds * 1e3);
     const StepLayout layout = layout_step(s, c_, o_.view);
     tensor(s, layout);
     if (heatmap_able(s) && std::find(o_.heatmaps.begin(), o_.heatmaps.end(), s.id) != o_.heatmaps.end()) heatmap(s, layout);
     if (o_.explain) {
       const auto text = explain_step(tr_, s, {o_.view.batch.value_or(0), o_.view.head.value_or(0)});
-      if (!text.empty()) out_ << "\n" << wrap(text, 96, "    ▸ ", "      ");
+      if (!text.empty()) out_ << "\n" << wrap(text, width(), "    ▸ ", "      ");
     }
   }
 
  private:
   static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
+  std::size_t width() const { return static_cast<std::size_t>(std::max(o_.width, 20)); }
+
+  static std::vector<std::string> split_parts(const std::string& text) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0;;) {
+      const auto next = text.find(" · ", at);
+      out.push_back(text.substr(at, next == std::string::npos ? std::string::npos : next - at));
+      if (next == std::string::npos) return out;
+      at = next + std::string_view(" · ").size();
+    }
+  }
+
+  // Parts joined by " · ", a new line (indented by two) before a part that would pass the width.
+  static std::string join_fitting(const std::vector<std::string>& parts, std::size_t width) {
+    std::string out, line;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const auto& p = parts[k];
+      // (room for the " ·" that ends a line broken after this part, unless it is the last)
+      if (!line.empty() && cells(line) + 3 + cells(p) + (k + 1 < parts.size() ? 2 : 0) > width) {
+        out += line + " ·\n";
+        line = "  ";
+      }
+      line += (line.empty() || line == "  " ? "" : " · ") + p;
+    }
+    return out + line + "\n";
+  }
 
   // a repeated token numbered (the₁, the₂), so its rows and columns can be told apart
   std::string label(Dim dim, std::int64_t index, std::int64_t b) const { return distinct_axis_label(c_, dim, index, b); }
@@ -193,6 +222,8 @@ class TextRenderer {
     each_block(l, [&](const Block& b) { matrix(s, l, b, num_w, shown, next); });
   }
 
+  // One block's numbers under its labels; columns that do not fit the width go on in further column
+  // blocks (as NumPy prints a wide array), each saying which columns it holds.
   void matrix(const Step& s, const StepLayout& l, const Block& b, std::size_t num_w, const std::vector<std::string>& shown, std::size_t& next) {
     std::vector<std::string> row_labels;
     std::size_t label_w = 0;
@@ -201,20 +232,69 @@ class TextRenderer {
     std::vector<std::string> col_labels;
     for (const auto& j : l.cols) col_w.push_back(std::max(num_w, cells(col_labels.emplace_back(j ? label(l.col_dim, *j, b.batch) : std::string(kEllipsis)))));
     const bool sums = s.row_sums.has_value();
-    std::string line = "    ";
-    line.append(label_w, ' ');
-    for (std::size_t c = 0; c < l.cols.size(); ++c) line += "  ", append_left(line, col_labels[c], col_w[c]);
-    if (sums) line += "  │ ", append_left(line, "sum", num_w);
-    line += '\n';
+    // where each shown row's numbers start in `shown`: its real columns, then its sum
+    std::size_t real_cols = 0;
+    for (const auto& j : l.cols) real_cols += j.has_value() ? 1 : 0;
+    std::vector<std::size_t> row_start(l.rows.size(), 0);
     for (std::size_t r = 0; r < l.rows.size(); ++r) {
-      const bool row = l.rows[r].has_value();
+      row_start[r] = next;
+      if (l.rows[r]) next += real_cols + (sums ? 1 : 0);
+    }
+    const auto chunks = column_chunks(col_w, 4 + label_w, sums ? 4 + num_w : 0);
+    std::string line;
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      const auto [c0, c1] = chunks[k];
+      const bool last = k + 1 == chunks.size();
+      if (chunks.size() > 1) {
+        line += k > 0 ? "\n" : "";
+        line += k == 0 ? fmt::format("    {} {} of {} (split to fit {} columns)\n", c1 - c0 == 1 ? "column" : "columns",
+                                     column_range(col_labels, c0, c1), l.col_count, std::max(o_.width, 20))
+                       : fmt::format("    {} {}\n", c1 - c0 == 1 ? "column" : "columns", column_range(col_labels, c0, c1));
+      }
       line += "    ";
-      append_right(line, row_labels[r], label_w);
-      for (std::size_t c = 0; c < l.cols.size(); ++c) line += "  ", append_left(line, row && l.cols[c] ? std::string_view(shown[next++]) : kEllipsis, col_w[c]);
-      if (sums) line += "  │ ", append_left(line, row ? std::string_view(shown[next++]) : kEllipsis, num_w);
+      line.append(label_w, ' ');
+      for (std::size_t c = c0; c < c1; ++c) line += "  ", append_left(line, col_labels[c], col_w[c]);
+      if (sums && last) line += "  │ ", append_left(line, "sum", num_w);
       line += '\n';
+      for (std::size_t r = 0; r < l.rows.size(); ++r) {
+        const bool row = l.rows[r].has_value();
+        line += "    ";
+        append_right(line, row_labels[r], label_w);
+        std::size_t at = row_start[r];
+        for (std::size_t c = 0; c < c1; ++c) {
+          const bool real = row && l.cols[c].has_value();
+          if (c >= c0) line += "  ", append_left(line, real ? std::string_view(shown[at]) : kEllipsis, col_w[c]);
+          if (real) ++at;
+        }
+        if (sums && last) line += "  │ ", append_left(line, row ? std::string_view(shown[row_start[r] + real_cols]) : kEllipsis, num_w);
+        line += '\n';
+      }
     }
     out_ << line;
+  }
+
+  // Columns [c0, c1) of a table, as many as fit the width after `lead` cells of labels (and `tail`
+  // cells of row sums on the last), at least one each.
+  // (Each column takes `sep` cells before it.)
+  std::vector<std::pair<std::size_t, std::size_t>> column_chunks(const std::vector<std::size_t>& col_w, std::size_t lead, std::size_t tail,
+                                                                 std::size_t sep = 2) const {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    const auto width = static_cast<std::size_t>(std::max(o_.width, 20));
+    std::size_t total = lead + tail;
+    for (const auto w : col_w) total += sep + w;
+    if (total <= width) return {{0, col_w.size()}};
+    for (std::size_t c0 = 0; c0 < col_w.size();) {
+      std::size_t c1 = c0, used = lead;
+      while (c1 < col_w.size() && (c1 == c0 || used + sep + col_w[c1] + (c1 + 1 == col_w.size() ? tail : 0) <= width)) used += sep + col_w[c1++];
+      out.emplace_back(c0, c1);
+      c0 = c1;
+    }
+    return out;
+  }
+
+  // "0–7" by the columns' labels (or positions, where a label is "…").
+  static std::string column_range(const std::vector<std::string>& labels, std::size_t c0, std::size_t c1) {
+    return c1 - c0 == 1 ? labels[c0] : fmt::format("{}–{}", labels[c0], labels[c1 - 1]);
   }
 
   // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
@@ -223,46 +303,56 @@ class TextRenderer {
     const bool colour = o_.color != ColorMode::None;
     const Step* masked = blocking_step(tr_, s);
     HeatScale sc = heat_scale(s);
-    out_ << fmt::format("\n    heatmap of {} · ", s.id);
-    if (o_.fit_range) out_ << "colours fitted to each block's own values\n";
-    else legend(sc);
+    if (o_.fit_range) out_ << fmt::format("\n    heatmap of {} · colours fitted to each block's own values\n", s.id);
+    else out_ << "\n" << legend(fmt::format("    heatmap of {} · ", s.id), sc);
     each_block(l, [&](const Block& b) {
       if (o_.fit_range) {
         sc = fitted_heat_scale(s, masked, b.offset, l.row_count * l.col_count);
-        out_ << "    ";
-        legend(sc);
+        out_ << legend("    ", sc);
       }
       std::size_t label_w = 0, cell_w = 2;
       for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : 1);
       for (const auto& j : l.cols) cell_w = std::max(cell_w, j ? std::min<std::size_t>(6, cells(label(l.col_dim, *j, b.batch))) : 1);
-      std::string head = "    " + std::string(label_w + 1, ' ');
-      for (const auto& j : l.cols) {
-        head += ' ';
-        head += pad_right(j ? fit(label(l.col_dim, *j, b.batch), cell_w) : std::string(kEllipsis), cell_w);
-      }
-      out_ << head << "\n";
-      for (const auto& i : l.rows) {
-        std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w) + " ";
-        for (const auto& j : l.cols) {
-          line += " ";
-          if (!i || !j) {
-            line += pad_right(kEllipsis, cell_w);
-            continue;
-          }
-          const auto at = b.offset + *i * l.col_count + *j;
-          Scalar v = s.value.at(at);
-          if (blocked(masked, at)) v = masked->value.at(at);
-          if (!std::isfinite(v)) {
-            // -inf (blocked) as "··"; +inf or nan, which a mistaken trace can hold, as "??"
-            const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
-            line += colour ? std::string(kAnsiDim) + mark + kAnsiReset : mark;
-          } else if (colour) {
-            line += heat_background(o_.color, std::clamp(sc.t(v), 0.0, 1.0)) + std::string(cell_w, ' ') + kAnsiReset;
-          } else {
-            line += repeat(shade(std::clamp(sc.t(v), 0.0, 1.0)), cell_w);
-          }
+      std::vector<std::string> col_labels;
+      for (const auto& j : l.cols) col_labels.push_back(j ? label(l.col_dim, *j, b.batch) : std::string(kEllipsis));
+      const auto chunks = column_chunks(std::vector<std::size_t>(l.cols.size(), cell_w), 4 + label_w + 1, 0, 1);
+      for (std::size_t k = 0; k < chunks.size(); ++k) {
+        const auto [c0, c1] = chunks[k];
+        if (chunks.size() > 1) {
+          if (k > 0) out_ << "\n";
+          out_ << (k == 0 ? fmt::format("    keys {} of {} (split to fit {} columns)\n", column_range(col_labels, c0, c1), l.col_count, width())
+                          : fmt::format("    keys {}\n", column_range(col_labels, c0, c1)));
         }
-        out_ << line << "\n";
+        std::string head = "    " + std::string(label_w + 1, ' ');
+        for (std::size_t c = c0; c < c1; ++c) {
+          head += ' ';
+          head += pad_right(fit(col_labels[c], cell_w), cell_w);
+        }
+        out_ << head << "\n";
+        for (const auto& i : l.rows) {
+          std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w) + " ";
+          for (std::size_t c = c0; c < c1; ++c) {
+            const auto& j = l.cols[c];
+            line += " ";
+            if (!i || !j) {
+              line += pad_right(kEllipsis, cell_w);
+              continue;
+            }
+            const auto at = b.offset + *i * l.col_count + *j;
+            Scalar v = s.value.at(at);
+            if (blocked(masked, at)) v = masked->value.at(at);
+            if (!std::isfinite(v)) {
+              // -inf (blocked) as "··"; +inf or nan, which a mistaken trace can hold, as "??"
+              const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
+              line += colour ? std::string(kAnsiDim) + mark + kAnsiReset : mark;
+            } else if (colour) {
+              line += heat_background(o_.color, std::clamp(sc.t(v), 0.0, 1.0)) + std::string(cell_w, ' ') + kAnsiReset;
+            } else {
+              line += repeat(shade(std::clamp(sc.t(v), 0.0, 1.0)), cell_w);
+            }
+          }
+          out_ << line << "\n";
+        }
       }
     });
   }
@@ -281,7 +371,8 @@ class TextRenderer {
     }
   }
 
-  void legend(const HeatScale& sc) {
+  // The legend after `lead`, on as many lines as the width needs (its parts never split).
+  std::string legend(const std::string& lead, const HeatScale& sc) const {
     const auto lo = format_fixed(static_cast<Scalar>(sc.lo), o_.precision);
     const auto hi = format_fixed(static_cast<Scalar>(sc.hi), o_.precision);
     if (o_.color == ColorMode::None) {
@@ -293,8 +384,19 @@ class TextRenderer {
         bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((from + kShadeBands[k]) / 2), k == 0 ? "'" : "",
                                     format_fixed(static_cast<Scalar>(a), 2), format_fixed(static_cast<Scalar>(z), 2)));
       }
-      out_ << fmt::format("{} · ·· masked\n", fmt::join(bands, "  "));
-      return;
+      bands.emplace_back("·· masked");
+      std::string out, line = lead;
+      bool fresh = true;  // nothing after the line's lead yet
+      for (const auto& part : bands) {
+        if (!fresh && cells(line) + 2 + cells(part) > width()) {
+          out += line + "\n";
+          line = "      ";
+          fresh = true;
+        }
+        line += (fresh ? "" : "  ") + part;
+        fresh = false;
+      }
+      return out + line + "\n";
     }
     // one swatch per 256-colour step (the cells' own table), ten samples of viridis in 24-bit colour
     std::string bar;
@@ -303,7 +405,7 @@ class TextRenderer {
       const double t = o_.color == ColorMode::Ansi256 ? (k + 0.5) / 16.0 : k / 9.0;
       bar += heat_background(o_.color, t) + " " + kAnsiReset;
     }
-    out_ << fmt::format("{} {} {} · {}··{} masked\n", lo, bar, hi, kAnsiDim, kAnsiReset);
+    return fmt::format("{}{} {} {} · {}··{} masked\n", lead, lo, bar, hi, kAnsiDim, kAnsiReset);
   }
 
   static std::string repeat(const std::string& s, std::size_t n) {
