@@ -179,8 +179,8 @@ TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
       "",
       "weight:  ' ' < 0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ ≥ 0.75",
       "· above the diagonal: masked (a query sees only itself and earlier tokens)",
-      "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform head's, "
-      "or for mixed the largest of the three means (under 0.5)",
+      "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform",
+      "  head's, or for mixed the largest of the three means (under 0.5)",
       "",
       "L0 h0  previous token 1.00   entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
       "L0 h1  first token 1.00      entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",

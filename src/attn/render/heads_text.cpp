@@ -46,10 +46,12 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
   check_view(view);
   width = std::max(width, 20);
   const auto labels = token_labels(view);
-  out << "attn heads · " << view.model << "\n";
-  out << fmt::format("{} {} × {} {}, T = {}; weights on one scale, 0 to 1, for every head\n", view.layers, view.layers == 1 ? "layer" : "layers",
-                     view.heads, view.heads == 1 ? "head" : "heads", view.T);
-  for (const auto& n : view.notes) out << "  note: " << n << "\n";
+  const auto w = static_cast<std::size_t>(width);
+  out << wrap("attn heads · " + view.model, w, "", "  ");
+  out << wrap(fmt::format("{} {} × {} {}, T = {}; weights on one scale, 0 to 1, for every head", view.layers, view.layers == 1 ? "layer" : "layers",
+                          view.heads, view.heads == 1 ? "head" : "heads", view.T),
+              w, "", "  ");
+  for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
   token_lines(out, labels, width);
   if (view.layers == 0 || view.heads == 0 || view.T == 0) return;
 
@@ -122,12 +124,20 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
     for (int k = 0; k < 16; ++k) out << heat_background(color, (k + 0.5) / 16.0) << "  ";
     out << kAnsiReset << " 1\n";
   }
-  const bool windowed = std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; });
-  out << (color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") << (windowed ? " and left of the window" : "") << ": "
-      << view.masked_text() << "\n";
-  out << "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform "
-         "head's, or for mixed the largest of the three means (under 0.5)\n\n";
-  for (const auto& line : summary_lines(view, labels)) out << line << "\n";
+  const bool windowed = std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t v) { return v > 0; });
+  out << wrap(std::string(color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") + (windowed ? " and left of the window" : "") +
+                  ": " + view.masked_text(),
+              w, "", "  ");
+  out << wrap("after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform "
+              "head's, or for mixed the largest of the three means (under 0.5)",
+              w, "", "  ")
+      << "\n";
+  // a line that would pass the width goes on below, indented: the largest off-diagonal weight
+  for (const auto& line : summary_lines(view, labels)) {
+    const auto at = line.find("   max off-diagonal");
+    if (cells(line) <= w || at == std::string::npos) out << line << "\n";
+    else out << line.substr(0, at) << "\n" << wrap(line.substr(at + 3), w, "       ", "         ");
+  }
 }
 
 }  // namespace attn::model

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "attn/error.hpp"
 #include "attn/render/render.hpp"
@@ -66,6 +67,24 @@ std::string markup_escape(std::string_view s) {
       default: out += c;
     }
   }
+  return out;
+}
+
+// Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
+// `first`, the others with `rest` (a hanging indent). A word longer than a line stands alone.
+std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
+  std::istringstream in(text);
+  std::string word, line, out;
+  while (in >> word) {
+    const std::size_t prefix = cells(out.empty() ? first : rest);
+    if (!line.empty() && prefix + cells(line) + 1 + cells(word) > width) {
+      out += (out.empty() ? first : rest) + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty()) out += (out.empty() ? first : rest) + line + "\n";
   return out;
 }
 

@@ -81,6 +81,9 @@ std::string markup_escape(std::string_view s);
 // Display width in terminal cells (display_width.cpp): East Asian wide characters and emoji count 2,
 // combining marks 0, everything else 1; not bytes, not code points.
 std::size_t cells(std::string_view s);
+// Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
+// `first`, the others with `rest` (a hanging indent); each line ends in "\n".
+std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest);
 int char_width(char32_t c);
 // The code point at byte i of UTF-8 text and its length in bytes (a malformed byte: U+FFFD, 1).
 std::pair<char32_t, std::size_t> decode_utf8(std::string_view s, std::size_t i);

@@ -96,24 +96,6 @@ std::string fit(const std::string& s, std::size_t width) {
   return out + "…";
 }
 
-// Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
-// `first`, the others with `rest` (a hanging indent). A word longer than a line stands alone.
-std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
-  std::istringstream in(text);
-  std::string word, line, out;
-  while (in >> word) {
-    const std::size_t prefix = cells(out.empty() ? first : rest);
-    if (!line.empty() && prefix + cells(line) + 1 + cells(word) > width) {
-      out += (out.empty() ? first : rest) + line + "\n";
-      line.clear();
-    }
-    if (!line.empty()) line += ' ';
-    line += word;
-  }
-  if (!line.empty()) out += (out.empty() ? first : rest) + line + "\n";
-  return out;
-}
-
 class TextRenderer {
  public:
   TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {}
