@@ -113,6 +113,57 @@ int terminal_width(int given) {
   return 80;
 }
 
+// Writes a report's text fitted to `width` columns: a line that would pass it wraps, indented under
+// its own start (+2): between its " · " parts where it has them, else at word boundaries. Lines with
+// colour escapes, and table rows (runs of spaces inside), are left as they are.
+void print_fitted(const std::string& text, int width) {
+  const auto w = static_cast<std::size_t>(width);
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto indent = line.find_first_not_of(' ');
+    const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
+    const std::string body = line.substr(lead.size());
+    if (attn::cells(line) <= w || line.find('\x1b') != std::string::npos || body.find("  ") != std::string::npos) {
+      std::cout << line << "\n";
+      continue;
+    }
+    // between parts, unless a part alone is too long for a line: then at words
+    bool parts_fit = body.find(" · ") != std::string::npos;
+    for (std::size_t at = 0; parts_fit && at != std::string::npos;) {
+      const auto next = body.find(" · ", at);
+      parts_fit = attn::cells(body.substr(at, next == std::string::npos ? std::string::npos : next - at)) + lead.size() + 4 <= w;
+      at = next == std::string::npos ? next : next + std::string_view(" · ").size();
+    }
+    if (!parts_fit) {
+      std::cout << attn::wrap(body, w, lead, lead + "  ");
+      continue;
+    }
+    std::string out = lead;
+    bool fresh = true;
+    for (std::size_t at = 0; at != std::string::npos;) {
+      const auto next = body.find(" · ", at);
+      const std::string part = body.substr(at, next == std::string::npos ? std::string::npos : next - at);
+      at = next == std::string::npos ? next : next + std::string_view(" · ").size();
+      if (!fresh && attn::cells(out) + 3 + attn::cells(part) + (at != std::string::npos ? 2 : 0) > w) {
+        std::cout << out << " ·\n";
+        out = lead + "  ";
+        fresh = true;
+      }
+      out += (fresh ? "" : " · ") + part;
+      fresh = false;
+    }
+    std::cout << out << "\n";
+  }
+}
+
+// Runs `render` into a string, then prints it fitted to the width.
+template <typename Render>
+void print_report(int width, Render&& render) {
+  std::ostringstream text;
+  render(text);
+  print_fitted(text.str(), width);
+}
+
 struct RunOptions {
   Resources resources;
   std::string file;
@@ -200,12 +251,14 @@ void add_tolerances(CLI::App* cmd, attn::Tolerance& t) {
 }
 
 struct DiffOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   std::string a, b;
   attn::Tolerance tol;
 };
 
 void setup_diff(CLI::App& app, DiffOptions& o) {
   auto* diff = app.add_subcommand("diff", "Compare two traces step by step (JSON traces or directories of <step id>.npy)");
+  diff->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   diff->footer(R"(Example: yesterday's trace against today's
   $ attn run examples/cat_sat.json --format json > old.json
   $ attn diff old.json my_trace.json
@@ -217,6 +270,7 @@ Exit codes: 0 same within the tolerance, 1 they differ (the first diverging step
 }
 
 struct DiagnoseOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   Resources resources;
   std::string spec, student;
   attn::Tolerance tol;
@@ -224,6 +278,7 @@ struct DiagnoseOptions {
 
 void setup_diagnose(CLI::App& app, DiagnoseOptions& o) {
   auto* d = app.add_subcommand("diagnose", "Find which common mistake reproduces a student's tensors");
+  d->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   d->footer(R"(Example: a student's .npy files (named by step id: q.npy, scores.npy, weights.npy, ...)
   $ attn run examples/diagnose_causal_2heads.json --mistake scale-missing --dump student/
   $ attn diagnose examples/diagnose_causal_2heads.json student/
@@ -238,6 +293,7 @@ Exit codes: 0 the student is correct, 1 a difference (with the mistake that expl
 }
 
 struct CheckOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   Resources resources;
   std::string file;
   std::string format = "text";
@@ -245,6 +301,7 @@ struct CheckOptions {
 
 void setup_check(CLI::App& app, CheckOptions& o) {
   auto* check = app.add_subcommand("check", "Compare the numbers a document printed (the input's expect) with the computed ones");
+  check->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   check->footer(R"(Example: a document's printed weights against the true ones
   $ attn check examples/masked_4x4.json
     ...
@@ -258,6 +315,7 @@ overrides). Exit codes: 0 every number matches, 1 some differ, 2 bad input.)");
 }
 
 struct CostOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   std::string file;
   attn::SizeArgs sizes;
   std::string mode = "self";
@@ -266,6 +324,7 @@ struct CostOptions {
 
 void setup_cost(CLI::App& app, CostOptions& o) {
   auto* cost = app.add_subcommand("cost", "FLOPs and bytes of every step before running, and how they grow with T");
+  cost->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   cost->footer(R"(Examples:
   $ attn cost examples/cross_narrow_source.json
   $ attn cost --T 100000 --C 768 --H 12 --mode causal
@@ -288,6 +347,7 @@ void setup_cost(CLI::App& app, CostOptions& o) {
 }
 
 struct DecodeOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   Resources resources;
   std::string file;
   std::string backend = "cpu";
@@ -300,6 +360,7 @@ struct DecodeOptions {
 void setup_decode(CLI::App& app, DecodeOptions& o) {
   auto* dec = app.add_subcommand("decode", "Generate with a KV cache: a causal prefill, then one token at a time against the cache, "
                                            "each row checked against the full causal trace");
+  dec->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   dec->footer(R"(Example:
   $ attn decode examples/llama_like.json --prefill 3
     ...
@@ -341,6 +402,7 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
 }
 
 struct TokenizeOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
   std::string dir;
   std::string text;
   std::string format = "text";
@@ -348,6 +410,7 @@ struct TokenizeOptions {
 
 void setup_tokenize(CLI::App& app, TokenizeOptions& o) {
   auto* tok = app.add_subcommand("tokenize", "The token ids and pieces a checkpoint's tokenizer makes of a text (no special tokens added)");
+  tok->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, or tokenizer.model), or a model hub id "
                                 "(org/name) in the hub's local cache")->required();
   tok->add_option("text", o.text, "the text")->required();
@@ -443,7 +506,7 @@ int run_run(const RunOptions& o) {
     attn::page_steps(trace, t, STDIN_FILENO, std::cout, raw);
   } else {
     attn::render_text(trace, std::cout, t);
-    if (flash) attn::render_flash_text(*flash, trace, std::cout, t);
+    if (flash) print_report(t.width, [&](std::ostream& os) { attn::render_flash_text(*flash, trace, os, t); });
   }
   if (o.timings && o.format == "text") {
     const auto moved = backend->traffic();  // rendering included: what it read from the device moved too
@@ -471,9 +534,10 @@ int run_decode(const DecodeOptions& o) {
   attn::TextOptions t;
   t.precision = o.precision;
   t.color = color_mode(o.color);
+  t.width = terminal_width(o.width);
   // --steps must name steps of a decoding pass (the last token's holds every kind); unknown ids are refused there
   if (!o.steps.empty()) attn::select_steps(d.tokens.back(), o.steps, "", "");
-  attn::render_decode_text(d, std::cout, t, o.steps);
+  print_report(t.width, [&](std::ostream& os) { attn::render_decode_text(d, os, t, o.steps); });
   std::cout.flush();
   return d.agrees() ? kExitOk : kExitDiffers;
 }
@@ -494,7 +558,8 @@ int run_tokenize(const TokenizeOptions& o) {
   // a directory, or else a hub id ("org/name") found in the hub's local cache
   std::string dir = o.dir;
   if (!std::filesystem::exists(dir) && attn::model::looks_like_hub_id(dir)) dir = attn::model::find_in_hub_cache(dir, "main", "tokenize " + o.dir);
-  attn::model::render_tokenized(dir, o.text, std::cout, o.format == "json");
+  if (o.format == "json") attn::model::render_tokenized(dir, o.text, std::cout, true);
+  else print_report(terminal_width(o.width), [&](std::ostream& os) { attn::model::render_tokenized(dir, o.text, os, false); });
   std::cout.flush();
   return kExitOk;
 }
@@ -504,20 +569,20 @@ int run_check(const CheckOptions& o) {
   auto backend = attn::make_cpu_backend();
   const attn::CheckReport report = attn::check_trace(spec, attn::run_pipeline(spec, *backend));
   if (o.format == "json") attn::render_check_json(report, std::cout);
-  else attn::render_check_text(report, std::cout);
+  else print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_check_text(report, os); });
   std::cout.flush();
   return report.differences == 0 ? kExitOk : kExitDiffers;
 }
 
 int run_diff(const DiffOptions& o) {
   const auto report = attn::diff_traces(attn::load_trace(o.a), attn::load_trace(o.b), o.tol);
-  attn::render_diff_text(report, std::cout);
+  print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_diff_text(report, os); });
   return report.same() ? kExitOk : kExitDiffers;
 }
 
 int run_cost(const CostOptions& o) {
   if (!o.file.empty()) {
-    attn::render_cost(attn::load_spec(o.file), std::cout);
+    print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_cost(attn::load_spec(o.file), os); });
     return kExitOk;
   }
   if (o.sizes.T <= 0 || o.sizes.C <= 0) throw attn::InputError("cost: give an input file, or at least --T and --C (and --B, --S, --H, --mode)");
@@ -525,14 +590,14 @@ int run_cost(const CostOptions& o) {
   sizes.mode = o.mode == "causal" ? attn::Mode::Causal : o.mode == "cross" ? attn::Mode::Cross
                : o.mode == "multi-head" ? attn::Mode::MultiHead : attn::Mode::Self;
   sizes.output_projection = !o.no_output_projection;
-  attn::render_cost(attn::spec_from_sizes(sizes), std::cout);
+  print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_cost(attn::spec_from_sizes(sizes), os); });
   return kExitOk;
 }
 
 int run_diagnose(const DiagnoseOptions& o) {
   const attn::Spec spec = load_checked(o.spec, o.resources);
   const auto d = attn::diagnose(spec, o.spec, attn::load_trace(o.student), o.tol);
-  attn::render_diagnosis_text(d, std::cout);
+  print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_diagnosis_text(d, os); });
   return d.correct ? kExitOk : kExitDiffers;
 }
 

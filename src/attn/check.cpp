@@ -123,7 +123,7 @@ void render_check_text(const CheckReport& r, std::ostream& out) {
       w_diff = std::max(w_diff, difference_text(e).size());
     }
     out << "\n" << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", "step", w_step, "position", w_pos, "printed",
-                               w_printed, "computed", w_computed, "difference", w_diff, "tolerance");
+                               w_printed, "computed", w_computed, "difference", w_diff, "tol.");
     for (const auto& e : r.differing) {
       // Half a unit in the last printed decimal needs exactly one decimal more than was printed.
       const std::string tol = r.tolerance                       ? fmt::format("{}", e.tolerance)

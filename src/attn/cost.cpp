@@ -140,9 +140,9 @@ void render_cost(const Spec& spec, std::ostream& out) {
   // Growth: the same problem at T·2^k, six rows from T/4 where that is a whole number (S follows T
   // unless cross-attention fixed it).
   if (spec.cross()) {
-    out << fmt::format("\nas T grows (S held at {}: doubling T doubles every step with a T axis, the [T, S] ones included):\n", c.S);
+    out << fmt::format("\nas T grows (S held at {}; each doubling of T: every step with a T axis × 2):\n", c.S);
   } else {
-    out << "\nas T grows (S = T: doubling T doubles the [T, C] steps and quadruples every [T, S] step):\n";
+    out << "\nas T grows (S = T; each doubling of T: [T, C] steps × 2, [T, S] steps × 4):\n";
   }
   out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}\n", "T", "FLOPs", "bytes kept", "one attention matrix");
   std::vector<std::int64_t> sizes;
