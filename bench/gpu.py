@@ -166,11 +166,11 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.update_readme:
-        readme = os.path.join(ROOT, "docs", "manual.md")
+        readme = os.path.join(ROOT, "docs", "cuda.md")
         s = open(readme).read()
         a, b = s.index("<!-- gpu-bench:begin -->"), s.index("<!-- gpu-bench:end -->")
         open(readme, "w").write(s[:a] + "<!-- gpu-bench:begin -->\n" + text + s[b:])
-        print("docs/manual.md updated")
+        print("docs/cuda.md updated")
     return 0 if ok else 1
 
 

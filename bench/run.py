@@ -277,11 +277,11 @@ def main():
     print()
     print(text)
     if args.update_readme:
-        readme = os.path.join(ROOT, "docs", "manual.md")
+        readme = os.path.join(ROOT, "docs", "performance.md")
         s = open(readme).read()
         a, b = s.index("<!-- bench:begin -->"), s.index("<!-- bench:end -->")
         open(readme, "w").write(s[:a] + "<!-- bench:begin -->\n" + text + s[b:])
-        print("docs/manual.md updated")
+        print("docs/performance.md updated")
     all_ok = all(ok for *_, ok in big) and all(ok for *_, ok in checks)
     return 0 if honest and all_ok else 1
 

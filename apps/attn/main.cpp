@@ -66,7 +66,7 @@ More:
 Checking a document's printed numbers (the input's "expect" block):
   attn check examples/masked_4x4.json
 
-Input format and every option: docs/manual.md.
+Input format: docs/input-format.md; every option: docs/usage.md; the manual: docs/README.md.
 Exit codes: 0 ok, 1 a check or diff found differences, 2 bad input or usage, 3 internal error.)";
 
 // Options every command that runs the pipeline takes.

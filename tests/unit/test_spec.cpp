@@ -113,7 +113,7 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
       {base("", R"("W_q": "identity", "W_k": "identity", "W_v": [[1, 0], [0, 1], [1, 1]], "W_o": "identity", "b_o": [1, 2, 3])"),
        "weights.b_o: expected [Co] = [2], got [3]"},
       {"{\"mode\": \"self\",\n  \"tokens\": [\"a\",]\n}", "test.json:2:18: invalid JSON: syntax error while parsing value - unexpected ']'; expected '[', '{', or a literal"},
-      {"[1, 2]", "(root): expected a JSON object (see docs/manual.md, \"Input format\"), got an array of 2"},
+      {"[1, 2]", "(root): expected a JSON object (see docs/input-format.md), got an array of 2"},
       {base(R"("mode": "selff")"), "mode: expected one of \"self\", \"causal\", \"cross\", \"multi-head\", got \"selff\" (did you mean \"self\"?)"},
       {base(R"("mode": 3)"), "mode: expected one of \"self\", \"causal\", \"cross\", \"multi-head\", got the number 3"},
       {base(R"("heads": 2)"), "heads: H = 2 does not divide C = 3 (each head gets hs = C / H features)"},

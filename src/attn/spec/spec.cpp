@@ -136,7 +136,7 @@ void draw_seeded(ReadContext& ctx) {
 Spec parse_spec(std::string_view text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
   const ParsedJson parsed = parse_json(text, origin, "expect");
   const json& root = parsed.root;
-  if (!root.is_object()) fail("", fmt::format("expected a JSON object (see docs/manual.md, \"Input format\"), got {}", describe(root)));
+  if (!root.is_object()) fail("", fmt::format("expected a JSON object (see docs/input-format.md), got {}", describe(root)));
   Spec s;
   if (root.contains("checkpoint")) {
     read_checkpoint(root, base_dir, s);  // refuses the keys a checkpoint sets
