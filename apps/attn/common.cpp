@@ -1,0 +1,100 @@
+// What the subcommands share: resource limits, loading an input within them, the text width and fitting reports to it, tolerances, colour.
+#include "cli.hpp"
+
+namespace attn_cli {
+
+void add_resources(CLI::App* cmd, Resources& r) {
+  cmd->add_option("--max-memory", r.max_memory, "refuse runs whose kept tensors exceed this (e.g. 8G; default half of physical memory)");
+  cmd->add_option("--threads", r.threads, "threads for the CPU backend (default: all cores); results are the same for any count")
+      ->check(CLI::PositiveNumber);
+}
+
+// Reads the spec and refuses it, with the estimate, when its trace would not fit in memory.
+// fused: the trace of attn run --fused, which holds no [T, S] step.
+attn::Spec load_checked(const std::string& file, const Resources& r, bool fused) {
+  r.apply();
+  const auto max = r.max_bytes();
+  attn::Spec spec = attn::load_spec(file, max);
+  attn::require_fits(attn::plan_trace(spec, fused), max, r.why());
+  return spec;
+}
+
+// --width, else $COLUMNS when it is a number from 20 to 1000, else the terminal's width when standard
+// output is one, else 80.
+int terminal_width(int given) {
+  if (given > 0) return given;
+  if (const char* c = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long w = std::strtol(c, &end, 10);
+    if (end != c && *end == '\0' && w >= 20 && w <= 1000) return static_cast<int>(w);
+  }
+  struct winsize ws {};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return std::min<int>(ws.ws_col, 1000);
+  return 80;
+}
+
+// Writes a report's text fitted to `width` columns: a line that would pass it wraps, indented under
+// its own start (+2): between its " · " parts where it has them, else at word boundaries. Lines with
+// colour escapes, and table rows (runs of spaces inside), are left as they are.
+void print_fitted(const std::string& text, int width) {
+  const auto w = static_cast<std::size_t>(width);
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto indent = line.find_first_not_of(' ');
+    const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
+    const std::string body = line.substr(lead.size());
+    if (attn::cells(line) <= w || line.find('\x1b') != std::string::npos || body.find("  ") != std::string::npos) {
+      std::cout << line << "\n";
+      continue;
+    }
+    // between parts, unless a part alone is too long for a line: then at words
+    bool parts_fit = body.find(" · ") != std::string::npos;
+    for (std::size_t at = 0; parts_fit && at != std::string::npos;) {
+      const auto next = body.find(" · ", at);
+      parts_fit = attn::cells(body.substr(at, next == std::string::npos ? std::string::npos : next - at)) + lead.size() + 4 <= w;
+      at = next == std::string::npos ? next : next + std::string_view(" · ").size();
+    }
+    if (!parts_fit) {
+      std::cout << attn::wrap(body, w, lead, lead + "  ");
+      continue;
+    }
+    std::string out = lead;
+    bool fresh = true;
+    for (std::size_t at = 0; at != std::string::npos;) {
+      const auto next = body.find(" · ", at);
+      const std::string part = body.substr(at, next == std::string::npos ? std::string::npos : next - at);
+      at = next == std::string::npos ? next : next + std::string_view(" · ").size();
+      if (!fresh && attn::cells(out) + 3 + attn::cells(part) + (at != std::string::npos ? 2 : 0) > w) {
+        std::cout << out << " ·\n";
+        out = lead + "  ";
+        fresh = true;
+      }
+      out += (fresh ? "" : " · ") + part;
+      fresh = false;
+    }
+    std::cout << out << "\n";
+  }
+}
+
+void add_tolerances(CLI::App* cmd, attn::Tolerance& t) {
+  cmd->add_option("--atol", t.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", t.rtol, "relative tolerance, times |b| (default 1e-4)")->check(CLI::NonNegativeNumber);
+}
+
+attn::ColorMode color_mode(const std::string& choice) {
+  if (choice == "never") return attn::ColorMode::None;
+  if (choice == "256") return attn::ColorMode::Ansi256;
+  if (choice == "truecolor") return attn::ColorMode::TrueColor;
+  if (choice == "auto") {
+    const char* no_color = std::getenv("NO_COLOR");  // https://no-color.org: set and not empty
+    const char* term = std::getenv("TERM");          // a dumb terminal shows escape codes as text
+    if (!isatty(STDOUT_FILENO) || (no_color != nullptr && *no_color != '\0') || (term != nullptr && std::string_view(term) == "dumb")) {
+      return attn::ColorMode::None;
+    }
+  }
+  const char* colorterm = std::getenv("COLORTERM");
+  const std::string ct = colorterm != nullptr ? colorterm : "";
+  return ct == "truecolor" || ct == "24bit" ? attn::ColorMode::TrueColor : attn::ColorMode::Ansi256;
+}
+
+}  // namespace attn_cli

@@ -1,0 +1,150 @@
+// attn run: the walkthrough, in every format, with its options.
+#include "cli.hpp"
+
+namespace attn_cli {
+
+void setup_run(CLI::App& app, RunOptions& o) {
+  auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
+  run->add_option("file", o.file, "input JSON file (- reads standard input); it may name a checkpoint: {\"checkpoint\": {\"path\": \"DIR\", \"layer\": 5}, \"sentence\": \"...\"}")->required();
+  run->add_option("--format", o.format,
+                  "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
+                  "at a time, head and batch selectors, each number's computation on hover)")
+      ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
+  run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
+  run->add_option("--flash", o.flash, "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context")
+      ->each([&o](const std::string&) { o.flash_given = true; });
+  run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
+  run->add_flag("--fused", o.fused, "the context straight from q, k and v in one pass (FlashAttention's running max and sum): no "
+                                    "[T, S] step (kT, scores, scaled, masked, weights) is computed or kept (not attn cost's --fused, "
+                                    "which is one W_qkv projection)");
+  run->add_option("--color", o.color,
+                  "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
+                  "without colour heatmaps use the shades ' ░▒▓█'")
+      ->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  run->add_option("--heatmap", o.heatmaps, "steps drawn as heatmaps too (default weights; e.g. weights,scores; none)")
+      ->delimiter(',')
+      ->each([&o](const std::string&) { o.heatmap_given = true; });
+  run->add_option("--heat-range", o.heat_range,
+                  "heatmap colours: fixed (default: weights 0 to 1, other steps their whole range) or fit (each head's own "
+                  "smallest to largest value, for near-uniform heads; the legend says which)")
+      ->check(CLI::IsMember({"fixed", "fit"}));
+  run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): →, Space or Enter next; ← or b back; a number and Enter goes to "
+                "that step; q or Ctrl-D quits. Redrawn in place; line by line where the terminal cannot (TERM=dumb)");
+  run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
+  run->add_option("--width", o.width, "display columns of text output (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
+  run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
+  run->add_option("--from", o.from, "show steps from this id on");
+  run->add_option("--to", o.to, "show steps up to this id");
+  run->add_option("--head", o.head, "show only head N (0-based)");
+  run->add_option("--batch", o.batch, "show only batch row N (0-based)");
+  run->add_option("--summary-threshold", o.summary_threshold, "summarise tensors with more values than this (default 1000)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
+  run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output), and with --backend cuda the bytes copied "
+                                        "to and from the GPU");
+  run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_resources(run, o.resources);
+  run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json (a new or empty DIR, or one "
+                                        "holding attn's own earlier output, which is replaced)");
+  run->add_flag("--force", o.force, "let --dump and --svg-dir write into a directory holding other files (same-named files are replaced)");
+  std::vector<std::string> names;
+  for (const auto& m : attn::all_mistakes()) names.push_back(m.name);
+  run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + fmt::format("{}", fmt::join(names, ", ")))
+      ->check(CLI::IsMember(names));
+}
+
+int run_run(const RunOptions& o) {
+  const attn::Spec spec = load_checked(o.file, o.resources, o.fused);
+  auto backend = attn::make_backend(o.backend);
+  attn::require_fits_on(*backend, spec, o.fused);  // the device's memory, as load_checked did the host's
+  attn::PipelineOptions options;
+  if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
+  options.fused = o.fused;
+  options.timings = o.timings;
+  if (o.fused) {
+    // what draws or tiles the [T, S] steps has nothing to work on: said, not an empty picture
+    const char* what = o.format == "svg" ? "--format svg" : !o.svg_dir.empty() ? "--svg-dir" : o.flash_given ? "--flash" : nullptr;
+    if (what == nullptr && o.heatmap_given && !(o.heatmaps.size() == 1 && o.heatmaps[0] == "none")) what = "--heatmap";
+    if (what != nullptr) {
+      throw attn::InputError(fmt::format("--fused: {} draws or tiles the scores and weights, which the fused pass never keeps; run without "
+                                         "--fused",
+                                         what));
+    }
+  }
+  // text output of some steps shows only those: the others stay on a device unless read
+  if (o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
+      (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
+    const attn::Trace plan = attn::plan_trace(spec);
+    for (const auto i : attn::select_steps(plan, o.steps, o.from, o.to)) options.shown.push_back(plan.steps[i].id);
+    if (options.shown.empty()) options.shown.push_back("");  // (none: an id no step has)
+  }
+  const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
+  if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir, o.force);
+  attn::TextOptions t;
+  t.precision = o.precision;
+  t.width = terminal_width(o.width);
+  t.shapes_only = o.shapes_only;
+  t.view.summary_threshold = o.summary_threshold;
+  t.view.head = o.head;
+  t.view.batch = o.batch;
+  attn::check_view(trace, t.view);
+  try {
+    t.steps = attn::select_steps(trace, o.steps, o.from, o.to);
+  } catch (const attn::InputError& e) {
+    if (!o.fused) throw;
+    throw attn::InputError(std::string(e.what()) + " (--fused computes none of k.T, scores, scaled, mask, masked and weights)");
+  }
+  // (a fused trace has no weights to draw by default)
+  t.heatmaps = attn::heatmap_steps(trace, o.fused && !o.heatmap_given ? std::vector<std::string>{} : o.heatmaps);
+  t.color = color_mode(o.color);
+  t.explain = o.explain;
+  t.fit_range = o.heat_range == "fit";
+  t.timings = o.timings;
+  if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
+  t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
+  if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
+  std::optional<attn::Flash> flash;
+  if (o.flash_given) {
+    if (o.format != "text" || o.step || o.shapes_only) throw attn::InputError("--flash: the tiled pass is shown in text output (no --format, --step or --shapes-only)");
+    if (options.mistake != attn::Mistake::None) throw attn::InputError("--flash: tiles the correct pass; leave out --mistake");
+    const auto [bq, bk] = attn::parse_tile_sizes(o.flash);
+    flash = attn::run_flash(spec, trace, bq, bk);
+  }
+  if (o.format == "json") {
+    attn::render_json(trace, std::cout, false, t.steps);  // --steps, --from, --to: only those
+  } else if (o.format == "markdown") {
+    attn::render_markdown(trace, std::cout, t);
+  } else if (o.format == "html") {
+    attn::render_html(trace, std::cout, t);
+  } else if (o.format == "svg") {
+    attn::render_svg(trace, std::cout, t);
+  } else if (o.step && isatty(STDIN_FILENO) && o.file != "-" && !o.shapes_only) {
+    // single keys, redrawn in place, on a terminal that can; lines otherwise (TERM=dumb, output to a file)
+    const char* term = std::getenv("TERM");
+    const bool raw = isatty(STDOUT_FILENO) && term != nullptr && std::string_view(term) != "dumb";
+    attn::page_steps(trace, t, STDIN_FILENO, std::cout, raw);
+  } else {
+    attn::render_text(trace, std::cout, t);
+    if (flash) print_report(t.width, [&](std::ostream& os) { attn::render_flash_text(*flash, trace, os, t); });
+  }
+  if (o.timings && o.format == "text") {
+    const auto moved = backend->traffic();  // rendering included: what it read from the device moved too
+    if (moved.uploaded + moved.downloaded > 0) {
+      std::cout << fmt::format("{}: {} copied to the device, {} copied back ({} and {} bytes)\n", o.backend,
+                               attn::human_bytes(static_cast<double>(moved.uploaded)), attn::human_bytes(static_cast<double>(moved.downloaded)),
+                               moved.uploaded, moved.downloaded);
+    }
+  }
+  if (flash && flash->max_diff > 1e-5) return kExitDiffers;
+  if (!o.check_against.empty()) {
+    const auto report = attn::check_against(spec, trace, o.backend, o.check_against, options);
+    attn::render_check_against_text(report, std::cout);
+    if (!report.same()) return kExitDiffers;
+  }
+  std::cout.flush();
+  return kExitOk;
+}
+
+}  // namespace attn_cli
