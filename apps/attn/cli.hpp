@@ -65,8 +65,12 @@ attn::Spec load_checked(const std::string& file, const Resources& r, bool fused 
 // --width, else $COLUMNS when it is a number from 20 to 1000, else the terminal's width when standard
 // output is one, else 80.
 int terminal_width(int given);
-// Writes a report's text fitted to `width` columns (common.cpp says how).
+// A report's text fitted to `width` columns (common.cpp says how), and written to standard output.
+std::string fitted(const std::string& text, int width);
 void print_fitted(const std::string& text, int width);
+// "attn: <message>" on standard error: wrapped to the terminal's width when it is one (COLUMNS,
+// else the terminal's), else one line per message, whole, for pipes and logs.
+void print_error(const std::string& message);
 
 // Runs `render` into a string, then prints it fitted to the width.
 template <typename Render>

@@ -36,7 +36,8 @@ int terminal_width(int given) {
 // Writes a report's text fitted to `width` columns: a line that would pass it wraps, indented under
 // its own start (+2): between its " · " parts where it has them, else at word boundaries. Lines with
 // colour escapes, and table rows (runs of spaces inside), are left as they are.
-void print_fitted(const std::string& text, int width) {
+std::string fitted(const std::string& text, int width) {
+  std::ostringstream os;
   const auto w = static_cast<std::size_t>(width);
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -44,7 +45,7 @@ void print_fitted(const std::string& text, int width) {
     const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
     const std::string body = line.substr(lead.size());
     if (attn::cells(line) <= w || line.find('\x1b') != std::string::npos || body.find("  ") != std::string::npos) {
-      std::cout << line << "\n";
+      os << line << "\n";
       continue;
     }
     // between parts, unless a part alone is too long for a line: then at words
@@ -55,7 +56,7 @@ void print_fitted(const std::string& text, int width) {
       at = next == std::string::npos ? next : next + std::string_view(" · ").size();
     }
     if (!parts_fit) {
-      std::cout << attn::wrap(body, w, lead, lead + "  ");
+      os << attn::wrap(body, w, lead, lead + "  ");
       continue;
     }
     std::string out = lead;
@@ -65,15 +66,32 @@ void print_fitted(const std::string& text, int width) {
       const std::string part = body.substr(at, next == std::string::npos ? std::string::npos : next - at);
       at = next == std::string::npos ? next : next + std::string_view(" · ").size();
       if (!fresh && attn::cells(out) + 3 + attn::cells(part) + (at != std::string::npos ? 2 : 0) > w) {
-        std::cout << out << " ·\n";
+        os << out << " ·\n";
         out = lead + "  ";
         fresh = true;
       }
       out += (fresh ? "" : " · ") + part;
       fresh = false;
     }
-    std::cout << out << "\n";
+    os << out << "\n";
   }
+  return os.str();
+}
+
+void print_fitted(const std::string& text, int width) { std::cout << fitted(text, width); }
+
+void print_error(const std::string& message) {
+  const std::string text = "attn: " + message + "\n";
+  // wrapped only for a reader at a terminal; a pipe or a log gets each message on its one line
+  if (!isatty(STDERR_FILENO)) {
+    std::cerr << text;
+    return;
+  }
+  int width = 0;
+  if (const char* c = std::getenv("COLUMNS")) width = std::atoi(c);
+  struct winsize ws {};
+  if ((width < 20 || width > 1000) && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0) width = ws.ws_col;
+  std::cerr << fitted(text, width >= 20 && width <= 1000 ? width : 80);
 }
 
 void add_tolerances(CLI::App* cmd, attn::Tolerance& t) {

@@ -73,10 +73,10 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("tokenize")) return run_tokenize(tokenize);
     return kExitBadInput;
   } catch (const attn::InputError& e) {
-    std::cerr << "attn: " << e.what() << "\n";
+    print_error(e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "attn: internal error (a bug in attn, please report it): " << e.what() << "\n";
+    print_error(std::string("internal error (a bug in attn, please report it): ") + e.what());
     return kExitInternal;
   }
 }
