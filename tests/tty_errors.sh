@@ -20,3 +20,9 @@ if [[ $lines -lt 2 || $widest -gt 80 || $joined != "$piped" ]]; then
   exit 1
 fi
 echo "ok: the error wraps to 80 columns at a terminal ($lines lines, widest $widest) and is one line in a pipe"
+# --help of attn and of every subcommand, at COLUMNS=80: no line wider
+for sub in "" run check diff diagnose cost decode heads tokenize; do
+  widest=$(COLUMNS=80 "$attn" $sub --help | python3 -c 'import sys; print(max(len(l.rstrip("\n")) for l in sys.stdin))')
+  if [[ $widest -gt 80 ]]; then echo "FAIL: attn $sub --help at COLUMNS=80 has a line of $widest columns"; exit 1; fi
+done
+echo "ok: attn --help and every subcommand's --help fit 80 columns"

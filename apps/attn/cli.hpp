@@ -68,6 +68,17 @@ int terminal_width(int given);
 // A report's text fitted to `width` columns (common.cpp says how), and written to standard output.
 std::string fitted(const std::string& text, int width);
 void print_fitted(const std::string& text, int width);
+// --help fitted to the width: an option's description wraps under its own column, other long lines
+// under their own indent.
+class FittedFormatter : public CLI::Formatter {
+ public:
+  explicit FittedFormatter(int width) : width_(width) {}
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override;
+
+ private:
+  int width_;
+};
+
 // "attn: <message>" on standard error: wrapped to the terminal's width when it is one (COLUMNS,
 // else the terminal's), else one line per message, whole, for pipes and logs.
 void print_error(const std::string& message);

@@ -80,6 +80,28 @@ std::string fitted(const std::string& text, int width) {
 
 void print_fitted(const std::string& text, int width) { std::cout << fitted(text, width); }
 
+std::string FittedFormatter::make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const {
+  const auto w = static_cast<std::size_t>(width_);
+  std::istringstream in(CLI::Formatter::make_help(app, std::move(name), mode));
+  std::ostringstream os;
+  for (std::string line; std::getline(in, line);) {
+    if (attn::cells(line) <= w) {
+      os << line << "\n";
+      continue;
+    }
+    // "  --name TEXT    description": the description's column is where the run of spaces ends
+    const auto names = line.find_first_not_of(' ');
+    const auto gap = names == std::string::npos ? std::string::npos : line.find("  ", names);
+    const auto desc = gap == std::string::npos ? std::string::npos : line.find_first_not_of(' ', gap);
+    if (desc != std::string::npos && desc + 20 < w) {
+      os << attn::wrap(line.substr(desc), w, line.substr(0, desc), std::string(desc, ' '));
+    } else {
+      os << fitted(line + "\n", width_);
+    }
+  }
+  return os.str();
+}
+
 void print_error(const std::string& message) {
   const std::string text = "attn: " + message + "\n";
   // wrapped only for a reader at a terminal; a pipe or a log gets each message on its one line

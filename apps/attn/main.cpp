@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   using namespace attn_cli;
   CLI::App app{"attn — Attention Tracer: scaled dot-product attention step by step, every tensor with its shape", "attn"};
   app.set_version_flag("--version", std::string("attn ") + attn::kVersion);
+  app.formatter(std::make_shared<FittedFormatter>(terminal_width(0)));  // (before the subcommands, which copy it)
   app.footer(kExamples);
   app.require_subcommand(1);
   RunOptions run;

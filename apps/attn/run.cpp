@@ -52,7 +52,8 @@ void setup_run(CLI::App& app, RunOptions& o) {
   std::vector<std::string> names;
   for (const auto& m : attn::all_mistakes()) names.push_back(m.name);
   run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + fmt::format("{}", fmt::join(names, ", ")))
-      ->check(CLI::IsMember(names));
+      ->check(CLI::IsMember(names).description(""))
+      ->type_name("NAME");  // (the names are in the description, which wraps; as a type they would not)
 }
 
 int run_run(const RunOptions& o) {
