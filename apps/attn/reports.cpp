@@ -76,7 +76,7 @@ int run_check(const CheckOptions& o) {
   auto backend = attn::make_cpu_backend();
   const attn::CheckReport report = attn::check_trace(spec, attn::run_pipeline(spec, *backend));
   if (o.format == "json") attn::render_check_json(report, std::cout);
-  else print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_check_text(report, os); });
+  else print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_check_text(report, os, terminal_width(o.width)); });
   std::cout.flush();
   return report.differences == 0 ? kExitOk : kExitDiffers;
 }

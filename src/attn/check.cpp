@@ -109,7 +109,7 @@ std::string tolerance_text(const CheckReport& r) {
 
 }  // namespace
 
-void render_check_text(const CheckReport& r, std::ostream& out) {
+void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   out << "attn check";
   if (!r.title.empty()) out << " · " << r.title;
   out << "\n" << "tolerance: " << tolerance_text(r) << "\n";
@@ -122,15 +122,28 @@ void render_check_text(const CheckReport& r, std::ostream& out) {
       w_computed = std::max(w_computed, computed_text(e).size());
       w_diff = std::max(w_diff, difference_text(e).size());
     }
-    out << "\n" << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", "step", w_step, "position", w_pos, "printed",
-                               w_printed, "computed", w_computed, "difference", w_diff, "tol.");
-    for (const auto& e : r.differing) {
-      // Half a unit in the last printed decimal needs exactly one decimal more than was printed.
-      const std::string tol = r.tolerance                       ? fmt::format("{}", e.tolerance)
-                              : e.decimals == kExactInteger ? std::string("0 (exact)")
-                                                            : fmt::format("{:.{}f}", e.tolerance, std::max(e.decimals, 0) + 1);
-      out << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  ±{}\n", e.step, w_step, e.position, w_pos, printed_text(e), w_printed,
-                         computed_text(e), w_computed, difference_text(e), w_diff, tol);
+    // Half a unit in the last printed decimal needs exactly one decimal more than was printed.
+    const auto tol_text = [&](const CheckEntry& e) {
+      return r.tolerance ? fmt::format("{}", e.tolerance)
+             : e.decimals == kExactInteger ? std::string("0 (exact)")
+                                           : fmt::format("{:.{}f}", e.tolerance, std::max(e.decimals, 0) + 1);
+    };
+    std::size_t w_tol = 4;
+    for (const auto& e : r.differing) w_tol = std::max(w_tol, 1 + tol_text(e).size());
+    const std::size_t row = w_step + 2 + w_pos + 2 + w_printed + 2 + w_computed + 2 + w_diff + 2 + w_tol;
+    if (row <= static_cast<std::size_t>(std::max(width, 20))) {
+      out << "\n" << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", "step", w_step, "position", w_pos, "printed",
+                                 w_printed, "computed", w_computed, "difference", w_diff, "tol.");
+      for (const auto& e : r.differing) {
+        out << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  ±{}\n", e.step, w_step, e.position, w_pos, printed_text(e), w_printed,
+                           computed_text(e), w_computed, difference_text(e), w_diff, tol_text(e));
+      }
+    } else {  // too wide for a table: the entry's place, then its numbers below it
+      out << "\n";
+      for (const auto& e : r.differing) {
+        out << fmt::format("{}  {}\n    printed {} · computed {} · difference {} · allowed ±{}\n", e.step, e.position, printed_text(e),
+                           computed_text(e), difference_text(e), tol_text(e));
+      }
     }
   }
   out << "\n";

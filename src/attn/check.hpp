@@ -40,7 +40,8 @@ struct CheckReport {
 // Throws InputError when the spec has no expect, names an unknown step, or has the wrong shape.
 CheckReport check_trace(const Spec& spec, const Trace& trace);
 
-void render_check_text(const CheckReport& report, std::ostream& out);
+// width: the display columns; a table wider than that gives each differing entry two lines.
+void render_check_text(const CheckReport& report, std::ostream& out, int width = 80);
 void render_check_json(const CheckReport& report, std::ostream& out);
 
 }  // namespace attn

@@ -88,6 +88,18 @@ TEST_CASE("a printed 0 against a small computed weight shows digits that differ"
   CHECK_THAT(text.str(), Catch::Contains("weights  [0, 3]          0    0.0023     +0.0023  ±0 (exact)\n"));
 }
 
+TEST_CASE("a check table wider than the width gives each entry two lines", "[check]") {
+  attn::CheckReport r;
+  r.checked = 1, r.differences = 1;
+  r.differing.push_back({"x", "[0, 0, 2] (batch 0, token \"a long token label\", C 2)", 0.7319, 4, 0.731994, 0.000094, 0.00005});
+  std::ostringstream narrow, wide;
+  render_check_text(r, narrow, 80);
+  render_check_text(r, wide, 200);
+  CHECK_THAT(narrow.str(), Catch::Contains("\nx  [0, 0, 2] (batch 0, token \"a long token label\", C 2)\n    printed 0.7319 · computed 0.731994 · "
+                                          "difference +0.000094 · allowed ±0.00005\n"));
+  CHECK_THAT(wide.str(), Catch::Contains("step  position"));
+}
+
 TEST_CASE("a printed -inf matches only a computed -inf", "[check]") {
   const std::string spec = R"({"mode": "causal", "scores": [[1, 0], [0.5, 0.2]], "expect": {"masked": )";
   CHECK(check_of(spec + R"([[1, "-inf"], [0.5, 0.2]]}})").differences == 0);
