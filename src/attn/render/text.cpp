@@ -230,8 +230,8 @@ class TextRenderer {
       if (chunks.size() > 1) {
         line += k > 0 ? "\n" : "";
         line += k == 0 ? fmt::format("    {} {} of {} (split to fit {} columns)\n", c1 - c0 == 1 ? "column" : "columns",
-                                     column_range(col_labels, c0, c1), l.col_count, std::max(o_.width, 20))
-                       : fmt::format("    {} {}\n", c1 - c0 == 1 ? "column" : "columns", column_range(col_labels, c0, c1));
+                                     column_range(l, col_labels, c0, c1), l.col_count, std::max(o_.width, 20))
+                       : fmt::format("    {} {}\n", c1 - c0 == 1 ? "column" : "columns", column_range(l, col_labels, c0, c1));
       }
       line += "    ";
       line.append(label_w, ' ');
@@ -275,8 +275,11 @@ class TextRenderer {
   }
 
   // "0–7" by the columns' labels (or positions, where a label is "…").
-  static std::string column_range(const std::vector<std::string>& labels, std::size_t c0, std::size_t c1) {
-    return c1 - c0 == 1 ? labels[c0] : fmt::format("{}–{}", labels[c0], labels[c1 - 1]);
+  // "0–7" by the columns' positions along the axis (labels can be word pieces that read oddly as a
+  // range); a "…" end by its label.
+  static std::string column_range(const StepLayout& l, const std::vector<std::string>& labels, std::size_t c0, std::size_t c1) {
+    const auto end = [&](std::size_t c) { return l.cols[c] ? fmt::format("{}", *l.cols[c]) : labels[c]; };
+    return c1 - c0 == 1 ? end(c0) : fmt::format("{}–{}", end(c0), end(c1 - 1));
   }
 
   // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
@@ -302,8 +305,8 @@ class TextRenderer {
         const auto [c0, c1] = chunks[k];
         if (chunks.size() > 1) {
           if (k > 0) out_ << "\n";
-          out_ << (k == 0 ? fmt::format("    keys {} of {} (split to fit {} columns)\n", column_range(col_labels, c0, c1), l.col_count, width())
-                          : fmt::format("    keys {}\n", column_range(col_labels, c0, c1)));
+          out_ << (k == 0 ? fmt::format("    keys {} of {} (split to fit {} columns)\n", column_range(l, col_labels, c0, c1), l.col_count, width())
+                          : fmt::format("    keys {}\n", column_range(l, col_labels, c0, c1)));
         }
         std::string head = "    " + std::string(label_w + 1, ' ');
         for (std::size_t c = c0; c < c1; ++c) {
