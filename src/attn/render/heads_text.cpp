@@ -48,8 +48,10 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
   const auto labels = token_labels(view);
   const auto w = static_cast<std::size_t>(width);
   out << wrap("attn heads · " + view.model, w, "", "  ");
-  out << wrap(fmt::format("{} {} × {} {}, T = {}; weights on one scale, 0 to 1, for every head", view.layers, view.layers == 1 ? "layer" : "layers",
-                          view.heads, view.heads == 1 ? "head" : "heads", view.T),
+  // (the layer and head counts once: in the model's name where it gives them, else here)
+  const std::string counts = fmt::format("{} {} × {} {}", view.layers, view.layers == 1 ? "layer" : "layers", view.heads, view.heads == 1 ? "head" : "heads");
+  out << wrap(fmt::format("{}T = {}; weights on one scale, 0 to 1, for every head", view.model.find(counts) == std::string::npos ? counts + ", " : "",
+                          view.T),
               w, "", "  ");
   for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
   token_lines(out, labels, width);

@@ -73,9 +73,21 @@ std::string markup_escape(std::string_view s) {
 // Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
 // `first`, the others with `rest` (a hanging indent). A word longer than a line stands alone.
 std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
-  std::istringstream in(text);
-  std::string word, line, out;
-  while (in >> word) {
+  // words, with "=" glued to its neighbours ("C = 32" is never broken)
+  std::vector<std::string> words;
+  {
+    std::istringstream in(text);
+    for (std::string w; in >> w;) {
+      if (words.size() >= 2 && words.back() == "=") {
+        words.pop_back();
+        words.back() += " = " + w;
+      } else {
+        words.push_back(w);
+      }
+    }
+  }
+  std::string line, out;
+  for (const auto& word : words) {
     const std::size_t prefix = cells(out.empty() ? first : rest);
     if (!line.empty() && prefix + cells(line) + 1 + cells(word) > width) {
       out += (out.empty() ? first : rest) + line + "\n";
