@@ -34,5 +34,7 @@ class Tokenizer {
 // vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece, through Debian's
 // libsentencepiece). nullptr when the directory has none of them.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+// A tokenizer.model, through attn's SentencePiece module (sentencepiece_tokenizer.cpp).
+std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
 
 }  // namespace attn::model
