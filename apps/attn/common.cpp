@@ -33,50 +33,8 @@ int terminal_width(int given) {
   return 80;
 }
 
-// Writes a report's text fitted to `width` columns: a line that would pass it wraps, indented under
-// its own start (+2): between its " · " parts where it has them, else at word boundaries. Lines with
-// colour escapes, and table rows (runs of spaces inside), are left as they are.
-std::string fitted(const std::string& text, int width) {
-  std::ostringstream os;
-  const auto w = static_cast<std::size_t>(width);
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const auto indent = line.find_first_not_of(' ');
-    const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
-    const std::string body = line.substr(lead.size());
-    if (attn::cells(line) <= w || line.find('\x1b') != std::string::npos || body.find("  ") != std::string::npos) {
-      os << line << "\n";
-      continue;
-    }
-    // between parts, unless a part alone is too long for a line: then at words
-    bool parts_fit = body.find(" · ") != std::string::npos;
-    for (std::size_t at = 0; parts_fit && at != std::string::npos;) {
-      const auto next = body.find(" · ", at);
-      parts_fit = attn::cells(body.substr(at, next == std::string::npos ? std::string::npos : next - at)) + lead.size() + 4 <= w;
-      at = next == std::string::npos ? next : next + std::string_view(" · ").size();
-    }
-    if (!parts_fit) {
-      os << attn::wrap(body, w, lead, lead + "  ");
-      continue;
-    }
-    std::string out = lead;
-    bool fresh = true;
-    for (std::size_t at = 0; at != std::string::npos;) {
-      const auto next = body.find(" · ", at);
-      const std::string part = body.substr(at, next == std::string::npos ? std::string::npos : next - at);
-      at = next == std::string::npos ? next : next + std::string_view(" · ").size();
-      if (!fresh && attn::cells(out) + 3 + attn::cells(part) + (at != std::string::npos ? 2 : 0) > w) {
-        os << out << " ·\n";
-        out = lead + "  ";
-        fresh = true;
-      }
-      out += (fresh ? "" : " · ") + part;
-      fresh = false;
-    }
-    os << out << "\n";
-  }
-  return os.str();
-}
+// (the fitting itself is the renderers': attn::fit_lines)
+std::string fitted(const std::string& text, int width) { return attn::fit_lines(text, static_cast<std::size_t>(width)); }
 
 void print_fitted(const std::string& text, int width) { std::cout << fitted(text, width); }
 

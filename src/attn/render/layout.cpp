@@ -100,6 +100,53 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
   return out;
 }
 
+std::vector<std::string> split_parts(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0;;) {
+    const auto next = text.find(" · ", at);
+    out.push_back(text.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) return out;
+    at = next + std::string_view(" · ").size();
+  }
+}
+
+std::string join_fitting(const std::vector<std::string>& parts, std::size_t width, const std::string& lead) {
+  std::string out, line = lead;
+  bool fresh = true;  // nothing after the line's lead yet
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    // (room for the " ·" that ends a line broken after this part, unless it is the last)
+    if (!fresh && cells(line) + 3 + cells(parts[k]) + (k + 1 < parts.size() ? 2 : 0) > width) {
+      out += line + " ·\n";
+      line = lead + "  ";
+      fresh = true;
+    }
+    line += (fresh ? "" : " · ") + parts[k];
+    fresh = false;
+  }
+  return out + line + "\n";
+}
+
+std::string fit_lines(const std::string& text, std::size_t width) {
+  std::ostringstream os;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto indent = line.find_first_not_of(' ');
+    const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
+    const std::string body = line.substr(lead.size());
+    if (cells(line) <= width || line.find('\x1b') != std::string::npos || body.find("  ") != std::string::npos) {
+      os << line << "\n";
+      continue;
+    }
+    // between " · " parts, unless a part alone is too long for a line: then at words
+    const auto parts = split_parts(body);
+    const bool parts_fit = parts.size() > 1 && std::all_of(parts.begin(), parts.end(), [&](const std::string& p) {
+      return cells(p) + lead.size() + 4 <= width;
+    });
+    os << (parts_fit ? join_fitting(parts, width, lead) : wrap(body, width, lead, lead + "  "));
+  }
+  return os.str();
+}
+
 std::string clip(std::string_view s, std::size_t max_cells) {
   if (cells(s) <= max_cells) return std::string(s);
   if (max_cells == 0) return {};

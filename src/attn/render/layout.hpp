@@ -84,6 +84,14 @@ std::size_t cells(std::string_view s);
 // Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
 // `first`, the others with `rest` (a hanging indent); each line ends in "\n".
 std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest);
+// A line's " · "-separated parts, and the parts joined again within `width` after `lead`: a line
+// that would pass it ends in " ·" and the next starts with lead + two spaces.
+std::vector<std::string> split_parts(const std::string& text);
+std::string join_fitting(const std::vector<std::string>& parts, std::size_t width, const std::string& lead = "");
+// Text fitted to `width`: a line that would pass it wraps under its own indent (+2), between its
+// " · " parts where it has them, else at words; lines with colour escapes and table rows (runs of
+// spaces inside) are left whole.
+std::string fit_lines(const std::string& text, std::size_t width);
 int char_width(char32_t c);
 // The code point at byte i of UTF-8 text and its length in bytes (a malformed byte: U+FFFD, 1).
 std::pair<char32_t, std::size_t> decode_utf8(std::string_view s, std::size_t i);

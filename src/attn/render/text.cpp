@@ -151,30 +151,7 @@ class TextRenderer {
   static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
   std::size_t width() const { return static_cast<std::size_t>(std::max(o_.width, 20)); }
 
-  static std::vector<std::string> split_parts(const std::string& text) {
-    std::vector<std::string> out;
-    for (std::size_t at = 0;;) {
-      const auto next = text.find(" · ", at);
-      out.push_back(text.substr(at, next == std::string::npos ? std::string::npos : next - at));
-      if (next == std::string::npos) return out;
-      at = next + std::string_view(" · ").size();
-    }
-  }
 
-  // Parts joined by " · ", a new line (indented by two) before a part that would pass the width.
-  static std::string join_fitting(const std::vector<std::string>& parts, std::size_t width) {
-    std::string out, line;
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      const auto& p = parts[k];
-      // (room for the " ·" that ends a line broken after this part, unless it is the last)
-      if (!line.empty() && cells(line) + 3 + cells(p) + (k + 1 < parts.size() ? 2 : 0) > width) {
-        out += line + " ·\n";
-        line = "  ";
-      }
-      line += (line.empty() || line == "  " ? "" : " · ") + p;
-    }
-    return out + line + "\n";
-  }
 
   // a repeated token numbered (the₁, the₂), so its rows and columns can be told apart
   std::string label(Dim dim, std::int64_t index, std::int64_t b) const { return distinct_axis_label(c_, dim, index, b); }
