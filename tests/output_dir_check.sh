@@ -19,9 +19,18 @@ err=$("$attn" run examples/cat_sat.json --dump "$work/mine" 2>&1 >/dev/null); rc
 # attn's own earlier output is replaced as a whole: a 2-head dump, then a 1-head one
 "$attn" run examples/cross_translation.json --dump "$work/dump" >/dev/null || fail "first dump"
 [[ -f $work/dump/q.view.npy ]] || fail "the 2-head dump has no q.view.npy"
+[[ -f $work/dump/inputs/source.npy && -f $work/dump/inputs/W_q.npy ]] || fail "the cross dump has no inputs/source.npy and inputs/W_q.npy"
 "$attn" run examples/cat_sat.json --dump "$work/dump" >/dev/null || fail "second dump into attn's own output"
 [[ ! -e $work/dump/q.view.npy ]] || fail "a stale q.view.npy of the earlier problem stayed"
 [[ -f $work/dump/weights.npy && -f $work/dump/trace.json ]] || fail "the second dump is incomplete"
+[[ ! -e $work/dump/inputs/source.npy && -f $work/dump/inputs/x.npy ]] || fail "inputs/ was not replaced as a whole (a stale source.npy, or no x.npy)"
+
+# a file the user put into attn's inputs/: refused, then kept by --force (and so is inputs/)
+printf 'mine' >"$work/dump/inputs/extra.npy"
+"$attn" run examples/cat_sat.json --dump "$work/dump" >/dev/null 2>&1 && fail "a user's file in inputs/ was not protected"
+"$attn" run examples/cat_sat.json --dump "$work/dump" --force >/dev/null || fail "--force with a user's file in inputs/"
+[[ $(cat "$work/dump/inputs/extra.npy") == mine && -f $work/dump/inputs/x.npy ]] || fail "--force lost the user's inputs/extra.npy or x.npy"
+rm "$work/dump/inputs/extra.npy"
 
 # a file added by the user to attn's output: refused, then --force writes and keeps it
 printf 'notes' >"$work/dump/notes.txt"

@@ -109,6 +109,7 @@ struct RunOptions {
   std::string heat_range = "fixed";
   bool step = false;
   bool explain = false;
+  bool code = false;
   std::vector<std::string> steps;
   std::string from, to;
   std::optional<std::int64_t> head, batch;
@@ -170,6 +171,7 @@ struct DecodeOptions {
   int precision = 4;
   std::string color = "auto";
   std::vector<std::string> steps;
+  bool code = false;
 };
 void setup_decode(CLI::App& app, DecodeOptions& o);
 int run_decode(const DecodeOptions& o);

@@ -19,6 +19,7 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6, 1 one does no
   dec->add_option("--prefill", o.prefill, "tokens in the first causal pass, P (default 1); tokens P .. T − 1 are decoded one by one");
   dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
   dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
   dec->add_option("--steps", o.steps, "only these step ids, in every pass (comma-separated: k.cache,weights)")->delimiter(',');
   dec->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   add_resources(dec, o.resources);
@@ -58,6 +59,7 @@ int run_decode(const DecodeOptions& o) {
   t.precision = o.precision;
   t.color = color_mode(o.color);
   t.width = terminal_width(o.width);
+  t.code = o.code;
   // --steps must name steps of a decoding pass (the last token's holds every kind); unknown ids are refused there
   if (!o.steps.empty()) attn::select_steps(d.tokens.back(), o.steps, "", "");
   print_report(t.width, [&](std::ostream& os) { attn::render_decode_text(d, os, t, o.steps); });

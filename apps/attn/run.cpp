@@ -31,6 +31,8 @@ void setup_run(CLI::App& app, RunOptions& o) {
   run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): →, Space or Enter next; ← or b back; a number and Enter goes to "
                 "that step; q or Ctrl-D quits. Redrawn in place; line by line where the terminal cannot (TERM=dumb)");
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
+  run->add_flag("--code", o.code, "show each step as the PyTorch that computes it (always in json, markdown and html; --dump writes "
+                                  "the inputs it names, to run it)");
   run->add_option("--width", o.width, "display columns of text output (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
   run->add_option("--from", o.from, "show steps from this id on");
@@ -46,8 +48,9 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   add_resources(run, o.resources);
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json (a new or empty DIR, or one "
-                                        "holding attn's own earlier output, which is replaced)");
+  run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json, and the inputs the steps' "
+                                        "code names as DIR/inputs/<name>.npy (a new or empty DIR, or one holding attn's own earlier "
+                                        "output, which is replaced)");
   run->add_flag("--force", o.force, "let --dump and --svg-dir write into a directory holding other files (same-named files are replaced)");
   std::vector<std::string> names;
   for (const auto& m : attn::all_mistakes()) names.push_back(m.name);
@@ -82,7 +85,7 @@ int run_run(const RunOptions& o) {
     if (options.shown.empty()) options.shown.push_back("");  // (none: an id no step has)
   }
   const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
-  if (!o.dump_dir.empty()) attn::dump_trace(trace, o.dump_dir, o.force);
+  if (!o.dump_dir.empty()) attn::dump_trace(trace, spec, o.dump_dir, o.force);
   attn::TextOptions t;
   t.precision = o.precision;
   t.width = terminal_width(o.width);
@@ -101,6 +104,7 @@ int run_run(const RunOptions& o) {
   t.heatmaps = attn::heatmap_steps(trace, o.fused && !o.heatmap_given ? std::vector<std::string>{} : o.heatmaps);
   t.color = color_mode(o.color);
   t.explain = o.explain;
+  t.code = o.code;
   t.fit_range = o.heat_range == "fit";
   t.timings = o.timings;
   if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);

@@ -164,12 +164,14 @@ Tensor parse_npy(std::string_view bytes, const std::string& path, const std::str
   return out;
 }
 
-void write_npy(const std::string& path, const Tensor& t) {
-  // As numpy writes it: "(3,)" for one axis, "(2, 3)" for more.
-  std::string dims = fmt::format("{}", fmt::join(t.shape(), ", "));
-  if (t.shape().size() == 1) dims += ",";
-  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}", dims);
-  // Pad with spaces so that magic + length + header + '\n' is a multiple of 64 bytes.
+namespace {
+
+// The header as numpy writes it: "(3,)" for one axis, "(2, 3)" for more, padded with spaces so that
+// magic + length + header + '\n' is a multiple of 64 bytes; then the data.
+void write_npy_bytes(const std::string& path, const char* descr, const Shape& shape, const void* data, std::size_t bytes) {
+  std::string dims = fmt::format("{}", fmt::join(shape, ", "));
+  if (shape.size() == 1) dims += ",";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, dims);
   const std::size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
@@ -180,8 +182,18 @@ void write_npy(const std::string& path, const Tensor& t) {
   const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
   out.write(len_bytes, 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * sizeof(Scalar)));
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
   if (!out) throw InputError(fmt::format("{}: write failed", path));
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, const Tensor& t) {
+  write_npy_bytes(path, "<f4", t.shape(), t.data(), static_cast<std::size_t>(t.size()) * sizeof(Scalar));
+}
+
+void write_npy(const std::string& path, const std::vector<std::int64_t>& values) {
+  write_npy_bytes(path, "<i8", Shape{static_cast<std::int64_t>(values.size())}, values.data(), values.size() * sizeof(std::int64_t));
 }
 
 }  // namespace attn

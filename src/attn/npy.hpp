@@ -1,8 +1,11 @@
 // NumPy .npy files (format versions 1.0 to 3.0): float32 / float64, C order, little-endian in;
-// float32 out. Anything else is refused with a message that names the file and what it holds.
+// float32 out (int64 for integer lists). Anything else is refused with a message that names the file
+// and what it holds.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "attn/tensor.hpp"
 
@@ -15,5 +18,7 @@ Tensor read_npy(const std::string& path, const std::string& what, NonFinite non_
 // The same from the file's bytes (path only names it in messages); the fuzzer's entry point.
 Tensor parse_npy(std::string_view bytes, const std::string& path, const std::string& what, NonFinite non_finite = NonFinite::Refuse);
 void write_npy(const std::string& path, const Tensor& t);
+// One axis of int64 ('<i8'): padding lengths.
+void write_npy(const std::string& path, const std::vector<std::int64_t>& values);
 
 }  // namespace attn

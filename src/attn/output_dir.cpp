@@ -16,15 +16,31 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kHeader = "attn output manifest 1: files attn wrote here, replaced as a whole by its next run";
 
-// The files an earlier run of attn listed, or nothing when there is no (readable) manifest.
+bool plain(const std::string& name) { return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos; }
+
+// The files an earlier run of attn listed ("x.npy", or one level down "inputs/x.npy"), or nothing
+// when there is no (readable) manifest.
 std::set<std::string> listed(const fs::path& dir) {
   std::set<std::string> out;
   std::ifstream in(dir / OutputDir::kManifest);
   std::string line;
   if (!in || !std::getline(in, line) || line != kHeader) return out;
-  while (std::getline(in, line))
-    if (!line.empty() && line.find('/') == std::string::npos && line != "." && line != "..") out.insert(line);
+  while (std::getline(in, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos ? plain(line) : plain(line.substr(0, slash)) && plain(line.substr(slash + 1))) out.insert(line);
+  }
   return out;
+}
+
+// A subdirectory attn wrote: every entry in it a file the manifest lists.
+bool ours_dir(const fs::path& dir, const std::string& name, const std::set<std::string>& ours) {
+  std::error_code ec;
+  bool any = false;
+  for (const auto& e : fs::directory_iterator(dir / name, ec)) {
+    if (!e.is_regular_file() || ours.count(name + "/" + e.path().filename().string()) == 0) return false;
+    any = true;
+  }
+  return !ec && (any || std::any_of(ours.begin(), ours.end(), [&](const std::string& f) { return f.rfind(name + "/", 0) == 0; }));
 }
 
 }  // namespace
@@ -45,7 +61,8 @@ OutputDir::OutputDir(std::string dir, std::string option, bool force) : dir_(std
   for (const auto& e : fs::directory_iterator(d, ec)) {
     const auto name = e.path().filename().string();
     if (name == kManifest) continue;
-    if (ours.count(name) == 0 || !e.is_regular_file()) others.push_back(name);
+    const bool mine = e.is_directory() ? ours_dir(d, name, ours) : ours.count(name) != 0 && e.is_regular_file();
+    if (!mine) others.push_back(name);
   }
   if (ec) throw InputError(fmt::format("{} {}: cannot read the directory ({})", option_, dir_, ec.message()));
   std::sort(others.begin(), others.end());
@@ -56,13 +73,26 @@ OutputDir::OutputDir(std::string dir, std::string option, bool force) : dir_(std
                                  others.size() > 1 ? ", …" : ""));
   }
   // attn's own earlier output goes, stale files included; what attn did not write stays
+  std::set<std::string> dirs;
   for (const auto& name : ours) {
-    fs::remove(d / name, ec);
+    if (const auto slash = name.find('/'); slash != std::string::npos) {
+      if (!fs::is_directory(d / name.substr(0, slash), ec)) continue;  // (a file of that name is not ours to enter)
+      dirs.insert(name.substr(0, slash));
+    }
+    if (fs::is_regular_file(d / name, ec)) fs::remove(d / name, ec);
   }
+  for (const auto& sub : dirs)
+    if (fs::is_empty(d / sub, ec)) fs::remove(d / sub, ec);  // a user's file left there keeps it
   fs::remove(d / kManifest, ec);
 }
 
 std::string OutputDir::file(const std::string& name) {
+  if (const auto slash = name.find('/'); slash != std::string::npos) {
+    std::error_code ec;
+    const fs::path sub = fs::path(dir_) / name.substr(0, slash);
+    if (!fs::is_directory(sub, ec)) fs::create_directory(sub, ec);
+    if (ec) throw InputError(fmt::format("{} {}: cannot create {} ({})", option_, dir_, sub.string(), ec.message()));
+  }
   written_.push_back(name);
   return (fs::path(dir_) / name).string();
 }

@@ -17,7 +17,8 @@ class OutputDir {
   // force: write even where other files are; same-named files are replaced, others left as they are.
   OutputDir(std::string dir, std::string option, bool force);
 
-  // The path of a file to write, recorded for the manifest.
+  // The path of a file to write, recorded for the manifest: "x.npy", or one directory down
+  // ("inputs/x.npy"; the directory is made).
   std::string file(const std::string& name);
   // Writes the manifest: the files written, so that the next run may replace them.
   void finish();

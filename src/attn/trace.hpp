@@ -20,6 +20,7 @@ struct Step {
   std::string id;                 // stable key: text, JSON, goldens, check and diff all use it
   std::string title;              // "Attention scores"
   std::string formula;            // "scores = q · kᵀ"
+  std::string code;               // the PyTorch that computes it: "scores = q @ k_T" (pipeline/step_code.cpp)
   Dims dims;                      // symbolic, one per axis of value: {B, H, T, hs}
   Tensor value;                   // shape matches dims
   ValueKind kind = ValueKind::Real;

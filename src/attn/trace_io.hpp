@@ -27,9 +27,10 @@ struct LoadedTrace {
 LoadedTrace load_trace(const std::string& path);  // JSON trace file, or a directory of .npy files
 LoadedTrace loaded_from(const Trace& trace, std::string origin);
 
-// attn run --dump DIR: every step as DIR/<step id>.npy, plus DIR/trace.json pointing at them, into a
-// directory that OutputDir takes (force: --force).
-void dump_trace(const Trace& trace, const std::string& dir, bool force = false);
+// attn run --dump DIR: every step as DIR/<step id>.npy, plus DIR/trace.json pointing at them, and
+// the inputs the steps' code names as DIR/inputs/<name>.npy (x, W_q, b_q, …, masks, norm weights),
+// into a directory that OutputDir takes (force: --force).
+void dump_trace(const Trace& trace, const Spec& spec, const std::string& dir, bool force = false);
 
 struct TextOptions;
 // attn run --svg-dir DIR: the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg.

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attn/error.hpp"
+#include "attn/pipeline/step_code.hpp"
 
 namespace attn {
 
@@ -79,6 +80,7 @@ BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   step.seconds = std::chrono::duration<double>(now - clock_).count();
   step.title = std::move(text.title);
   step.formula = std::move(text.formula);
+  step.code = step_code(id, s_, trace_.config, facts);
   step.dims = display_dims(text.dims);
   // a step that shares an earlier step's values (a view) shares its host copy too: nothing moves twice;
   // a step the run does not show stays on a device until something reads it

@@ -39,6 +39,7 @@ section.step h2 code { font-size: 15px; color: var(--muted); }
 .formula { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 15px; margin: 4px 0; }
 .shape { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; color: var(--muted); margin: 2px 0 6px; }
 .note { font-style: italic; color: var(--muted); margin: 2px 0 8px; }
+.code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 13px; margin: 4px 0 8px; padding: 4px 8px; background: #f4f4f4; white-space: pre-wrap; overflow-wrap: anywhere; }
 .explain { border-left: 3px solid var(--accent); padding: 2px 10px; margin: 8px 0; max-width: 60em; }
 .block { margin: 12px 0 18px; }
 .block[hidden] { display: none; }
@@ -239,6 +240,7 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
     out << "<p class=\"shape\">" << esc(fmt::format("[{}] = {}", fmt::join(dims, ", "), shape_string(s.value.shape())))
         << (l.summarised ? " · summarised: the first and last entries of each axis" : "") << "</p>\n";
     if (!s.note.empty()) out << "<p class=\"note\">" << esc(s.note) << "</p>\n";
+    if (!s.code.empty()) out << "<pre class=\"code\"><code>" << esc(fmt::format("{}", fmt::join(code_lines(s.code), "\n"))) << "</code></pre>\n";
     if (o.explain) {
       const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
       if (!text.empty()) {

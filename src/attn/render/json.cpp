@@ -1,5 +1,5 @@
 // The whole trace as RFC 8259 JSON, written and read back: a config object and the steps, each
-// {id, title, formula, dims, shape, note, kind, data[, row_sums]}. Numbers are float32's shortest
+// {id, title, formula, code, dims, shape, note, kind, data[, row_sums]}. Numbers are float32's shortest
 // round-trip text; non-finite values are the strings "-inf", "inf", "nan". Written by hand so large
 // traces stream out without building a document in memory; read with nlohmann/json.
 #include <fmt/format.h>
@@ -116,6 +116,7 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files, 
     out << "      \"id\": " << quote(s.id) << ",\n";
     out << "      \"title\": " << quote(s.title) << ",\n";
     out << "      \"formula\": " << quote(s.formula) << ",\n";
+    out << "      \"code\": " << quote(s.code) << ",\n";
     std::vector<std::string> dims;
     for (const Dim d : s.dims) dims.emplace_back(dim_name(d));
     out << "      \"dims\": " << string_list(dims) << ",\n";
@@ -237,6 +238,7 @@ Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata
       const auto where = fmt::format("{}: step {}", origin, s.id);
       s.title = sj.value("title", "");
       s.formula = sj.value("formula", "");
+      s.code = sj.value("code", "");
       s.note = sj.value("note", "");
       s.kind = sj.value("kind", "") == "mask" ? ValueKind::Mask : ValueKind::Real;
       for (const auto& d : sj.value("dims", std::vector<std::string>{})) {

@@ -293,4 +293,12 @@ void check_view(const Trace& trace, const ViewOptions& o) {
   }
 }
 
+std::vector<std::string> code_lines(const std::string& code) {
+  std::vector<std::string> lines;
+  std::size_t from = 0;
+  for (std::size_t at; (at = code.find("; ", from)) != std::string::npos; from = at + 2) lines.push_back(code.substr(from, at - from));
+  if (from < code.size()) lines.push_back(code.substr(from));
+  return lines;
+}
+
 }  // namespace attn

@@ -86,6 +86,8 @@ std::size_t cells(std::string_view s);
 std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest);
 // A line's " · "-separated parts, and the parts joined again within `width` after `lead`: a line
 // that would pass it ends in " ·" and the next starts with lead + two spaces.
+// A step's code as lines: its "; "-separated statements one a line.
+std::vector<std::string> code_lines(const std::string& code);
 std::vector<std::string> split_parts(const std::string& text);
 std::string join_fitting(const std::vector<std::string>& parts, std::size_t width, const std::string& lead = "");
 // Text fitted to `width`: a line that would pass it wraps under its own indent (+2), between its

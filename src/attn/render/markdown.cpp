@@ -98,6 +98,7 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
     out << fmt::format("\n## {}. {} (`{}`)\n\n", idx + 1, s.title, s.id);
     out << fmt::format("`{}` · shape `[{}] = {}`\n", s.formula, fmt::join(s.dims, ", "), shape_string(s.value.shape()));
     if (!s.note.empty()) out << "\n*" << s.note << "*\n";
+    if (!s.code.empty()) out << fmt::format("\n```python\n{}\n```\n", fmt::join(code_lines(s.code), "\n"));
     const StepLayout l = layout_step(s, t.config, o.view);
     if (l.summarised) out << fmt::format("\n(summarised: {} values; edges of {} shown)\n", s.value.size(), o.view.edge_items);
     for (const auto& b : l.blocks) {

@@ -22,6 +22,7 @@ struct TextOptions {
   std::vector<std::string> heatmaps = {"weights"};  // step ids also drawn as heatmaps
   ColorMode color = ColorMode::None;
   bool explain = false;       // a short explanation after each step
+  bool code = false;          // --code: each step's PyTorch statements under its formula
   bool fit_range = false;     // --heat-range fit: each heatmap's colours span its own values
   bool timings = false;       // each step's time (varies run to run: never in goldens)
   int width = 80;             // display columns: notes, formulas and explanations wrap, wider tables split into column blocks

@@ -136,6 +136,8 @@ class TextRenderer {
     out_ << fmt::format("\n[{}] {} · {}\n", index + 1, s.id, s.title);
     out_ << wrap(s.formula, width(), "    ", "        ");
     out_ << fmt::format("    {} = {}\n", symbolic(s), shape_string(s.value.shape()));
+    if (o_.code)
+      for (const auto& line : code_lines(s.code)) out_ << wrap(line, width(), "    >>> ", "    ...     ");
     if (!s.note.empty()) out_ << wrap(s.note, width(), "    ", "      ");
     if (o_.timings) out_ << fmt::format("    time: {:.3f} ms\n", s.seconds * 1e3);
     const StepLayout layout = layout_step(s, c_, o_.view);

@@ -1,0 +1,14 @@
+// Each step as the PyTorch statement(s) that compute it (the trace's `code`): a table keyed by step
+// id beside step_text's words. See step_code.cpp for the names the statements use.
+#pragma once
+
+#include <string>
+
+#include "attn/pipeline/step_text.hpp"
+
+namespace attn {
+
+// "q_heads = q.view(B, T, H, hs).transpose(1, 2)"; statements are separated by "; ".
+std::string step_code(StepId step, const Spec& spec, const TraceConfig& config, const TextFacts& facts);
+
+}  // namespace attn
