@@ -14,9 +14,10 @@ Problems: every example (examples/*.json, the checkpoint ones included), each ag
 attn fuses it, a list of variants written here (layouts, biases, cross, general widths, given q/k/v
 and scores, padding, attn_mask block/keep/add, mask_fill, empty rows under each policy, RoPE styles,
 partial, offsets and scalings, grouped and multi-query heads, fused W_qkv, ALiBi, soft-cap, windows,
-bottom-right causal, positions, scales), and layers of every tiny checkpoint make_checkpoints.py
-writes (GPT-2, Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3, OLMo 2). One step's code changed on purpose
-must fail the comparison (the check can fail).
+bottom-right causal, positions, scales), layers of every tiny checkpoint make_checkpoints.py writes
+(GPT-2, Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3, OLMo 2), and every --mistake on the examples that
+take it (its code is the student's). One step's code changed on purpose must fail the comparison (the
+check can fail).
 
 Usage: step_code_check.py ATTN REPO_DIR     (exit 0 pass, 1 fail, 77 skipped)
 """
@@ -119,7 +120,7 @@ class Tally:
     def __init__(self):
         self.problems = self.steps = 0
         self.failures = []
-        self.fused = self.scripts = 0
+        self.fused = self.scripts = self.mistakes = 0
 
 
 def run_script(directory, steps):
@@ -275,6 +276,22 @@ def main(argv):
             if check(attn, tally, name + " --fused", path, ("--fused",), optional=True):
                 tally.fused += 1
 
+        # every simulated mistake: the code is the student's, and gives the mistaken trace
+        p = subprocess.run([attn, "run", "-", "--mistake", "?"], input="{}", capture_output=True, text=True)
+        mistakes = p.stderr.split("{", 1)[-1].split("}", 1)[0].split(",")  # "? not in {w-transposed,...}"
+        if len(mistakes) < 10:
+            tally.failures.append(f"could not read the mistakes' names from: {p.stderr.strip()}")
+        fixtures = [os.path.join(repo, "examples", n + ".json") for n in
+                    ("diagnose_causal_2heads", "diagnose_general_2heads", "llama_like", "alibi_softcap", "window_3", "padding_batch2")]
+        for mistake in mistakes:
+            applied = 0
+            for path in fixtures:
+                label = f"{os.path.relpath(path, repo)} --mistake {mistake}"
+                applied += check(attn, tally, label, path, ("--mistake", mistake), optional=True)
+            tally.mistakes += applied > 0
+            if not applied:
+                tally.failures.append(f"--mistake {mistake}: no fixture takes it")
+
         # the check can fail: the weights' softmax over the wrong axis
         d = os.path.join(work, "mutant")
         subprocess.run([attn, "run", os.path.join(repo, "examples", "masked_4x4.json"), "--dump", d], check=True,
@@ -286,7 +303,8 @@ def main(argv):
         shutil.rmtree(work, ignore_errors=True)
     for f in tally.failures:
         print("FAIL", f)
-    print(f"{tally.problems} traces ({tally.fused} of them --fused, {tally.scripts} also as steps.py), "
+    print(f"{tally.problems} traces ({tally.fused} of them --fused, {tally.scripts} also as steps.py, "
+          f"every one of the {tally.mistakes} mistakes on the fixtures that take it), "
           f"{tally.steps} steps' code run against the trace; "
           f"{len(tally.failures)} failure(s)")
     return 1 if tally.failures else 0

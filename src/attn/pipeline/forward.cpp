@@ -259,6 +259,7 @@ Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& op
   const Hooks hooks = hooks_for(options.mistake);
   Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None, options.shown, options.timings);
   recorder.facts.mask_after_softmax = hooks.mask_after_softmax;
+  recorder.facts.mistake = options.mistake;
   Trace t = attention_forward(spec, backend, hooks, recorder, options.fused);
   if (options.mistake != Mistake::None) {
     const auto& info = mistake_info(options.mistake);

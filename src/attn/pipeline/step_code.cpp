@@ -4,7 +4,8 @@
 // into underscores (q.heads -> q_heads). The statements run in order in one Python scope with torch,
 // numpy as np and math imported; tests/reference/step_code_check.py runs them against the trace.
 // Shapes: the code keeps a batch axis of 1 from the head split on, where the trace leaves it out
-// (an input without one); the values are the same.
+// (an input without one); the values are the same. Under --mistake the code is the student's: the
+// statement that gives the mistaken values (the words of step_text stay the correct ones).
 #include "attn/pipeline/step_code.hpp"
 
 #include <fmt/format.h>
@@ -33,10 +34,13 @@ std::string load(std::string_view name) { return fmt::format("torch.from_numpy(n
 // The step given as an input: read from its file.
 std::string given(std::string_view id) { return fmt::format("{} = {}", var(id), load(var(id))); }
 
-// x @ W_q + b_q, or x @ W_q.T + b_q when W is written as nn.Linear's [out, in].
-std::string product(const Spec& s, std::string_view in, std::string_view w, bool bias) {
+// x @ W_q + b_q, or x @ W_q.T + b_q when W is written as nn.Linear's [out, in] (or read in the
+// other layout by mistake).
+std::string product(const Spec& s, const TextFacts& f, std::string_view in, std::string_view w, bool bias) {
   const std::string suffix(w.substr(2));  // "q" of "W_q"
-  return fmt::format("{} @ {}{}{}", in, w, s.layout == Layout::Torch ? ".T" : "", bias ? fmt::format(" + b_{}", suffix) : "");
+  const bool flipped = f.mistake == Mistake::WTransposed || (f.mistake == Mistake::OutputTransposed && suffix == "o");
+  const bool t = (s.layout == Layout::Torch) != flipped;
+  return fmt::format("{} @ {}{}{}", in, w, t ? ".T" : "", bias ? fmt::format(" + b_{}", suffix) : "");
 }
 
 std::string x_in(const Spec& s) { return s.positions != Positions::None ? "x_pos" : "x"; }
@@ -65,26 +69,36 @@ std::string head_rows(const Spec& s, bool query) {
 // The queries the scores read.
 std::string q_rows(const Spec& s) { return s.rope ? "q_rope" : before_rope(s, true); }
 
-// The keys or values per kv head: rotated keys, else the normalised or split ones, else the flat rows.
-std::string kv_rows(const Spec& s, bool key) {
+std::string rotate(const Spec& s, const TextFacts& f, const std::string& in, std::int64_t a, std::int64_t L, std::int64_t width,
+                   const char* cos_table = "rope_cos", const char* sin_table = "rope_sin");
+
+// The keys or values per kv head: rotated keys, else the normalised or split ones, else the flat rows
+// (values rotated too, by the rope-on-v mistake).
+std::string kv_rows(const Spec& s, const TextFacts& f, bool key) {
   if (key) return s.rope ? "k_rope" : before_rope(s, false);
-  return s.Hkv > 1 ? "v_heads" : "v";
+  const std::string v = s.Hkv > 1 ? "v_heads" : "v";
+  if (f.mistake != Mistake::RopeOnV) return v;
+  return fmt::format("({})", rotate(s, f, v, s.rope->key_first - s.rope->table_first, s.S, s.hv()));
 }
 
 // What the product with the weights reads: the repeated heads, else the cache, else the rows.
-std::string kv_used(const Spec& s, bool key) {
+std::string kv_used(const Spec& s, const TextFacts& f, bool key) {
   if (s.grouped()) return key ? "k_repeat" : "v_repeat";
   if (s.cached) return key ? "k_cache" : "v_cache";
-  return kv_rows(s, key);
+  return kv_rows(s, f, key);
 }
 
-// kv rows (B, Hkv, S, h), or (B, S, h) with one kv head, repeated to H heads as repeat_kv does.
-std::string repeated(const Spec& s, bool key, const std::string& rows) {
+// kv rows (B, Hkv, S, h), or (B, S, h) with one kv head, repeated to H heads as repeat_kv does (or
+// tiled, by the kv-tiled mistake).
+std::string repeated(const Spec& s, const TextFacts& f, bool key, const std::string& rows) {
   const std::string in = s.Hkv == 1 ? fmt::format("{}.reshape(B, 1, S, {})", rows, key ? "hs" : "hv") : rows;
+  if (f.mistake == Mistake::KvTiled) return fmt::format("{}.repeat(1, H // Hkv, 1, 1)", in);
   return fmt::format("{}.repeat_interleave(H // Hkv, dim=1)", in);
 }
 
-std::string scale_code(const Spec& s, const TraceConfig& c) {
+std::string scale_code(const Spec& s, const TraceConfig& c, const TextFacts& f) {
+  if (f.mistake == Mistake::ScaleMissing) return "";
+  if (f.mistake == Mistake::ScaleSqrtC) return " / math.sqrt(C)";
   switch (s.scale_kind) {
     case ScaleKind::SqrtDk: return " / math.sqrt(hs)";
     case ScaleKind::Number: return fmt::format(" * {}", literal(c.scale_factor));
@@ -99,14 +113,17 @@ std::string logits_var(const Spec& s) {
   return s.scale_kind != ScaleKind::None ? "scaled" : "scores";
 }
 
-// The keep pattern as an expression: (T, S), or (B, T, S) when it differs between batch rows.
-std::string mask_expr(const Spec& s) {
+// The keep pattern as an expression: (T, S), or (B, T, S) when it differs between batch rows. The
+// mistakes: the built-in pattern flipped (mask-flipped), one key more in the window (window-off-by-one).
+std::string mask_expr(const Spec& s, const TextFacts& f) {
   const bool per_batch = s.mask_per_batch();
   std::string e = per_batch ? "torch.ones(B, T, S)" : "torch.ones(T, S)";
   const auto off = s.causal_offset();
+  const auto window = s.window + (f.mistake == Mistake::WindowOffByOne ? 1 : 0);
   if (s.causal) e += fmt::format(".tril({})", off);
-  if (s.causal && s.window > 0) e += fmt::format(".triu({})", off - s.window + 1);
+  if (s.causal && s.window > 0) e += fmt::format(".triu({})", off - window + 1);
   if (!s.lengths.empty()) e += " * (torch.arange(S) < lengths[:, None, None])";
+  if (f.mistake == Mistake::MaskFlipped) e = fmt::format("(1 - {})", e);
   if (!s.user_keep.shape().empty()) e += " * attn_mask_keep";
   return e;
 }
@@ -121,13 +138,17 @@ std::string table_rows(const Spec& s, const char* table, std::int64_t a, std::in
   return a == 0 && L == P ? std::string(table) : fmt::format("{}[{}:{}]", table, a, a + L);
 }
 
-std::string rotate(const Spec& s, const std::string& in, std::int64_t a, std::int64_t L) {
+// `in`'s first R of `width` features turned by the rows a .. a + L − 1 of the tables, in RoPE's style
+// (the other one, by the rope-wrong-style mistake).
+std::string rotate(const Spec& s, const TextFacts& f, const std::string& in, std::int64_t a, std::int64_t L, std::int64_t width,
+                   const char* cos_table, const char* sin_table) {
   const auto& r = *s.rope;
   const auto R = r.dims, half = R / 2;
-  const std::string cos = table_rows(s, "rope_cos", a, L), sin = table_rows(s, "rope_sin", a, L);
-  const bool partial = R < s.hs();
+  const std::string cos = table_rows(s, cos_table, a, L), sin = table_rows(s, sin_table, a, L);
+  const bool partial = R < width;
+  const bool half_style = (r.style == RopeStyle::Half) != (f.mistake == Mistake::RopeWrongStyle);
   std::string turned;
-  if (r.style == RopeStyle::Half) {
+  if (half_style) {
     const std::string x = partial ? fmt::format("{}[..., :{}]", in, R) : in;
     turned = fmt::format("{0} * torch.cat(({1}, {1}), -1) + torch.cat((-{3}[..., {4}:{5}], {3}[..., :{4}]), -1) * torch.cat(({2}, {2}), -1)", x, cos,
                          sin, in, half, R);
@@ -138,27 +159,37 @@ std::string rotate(const Spec& s, const std::string& in, std::int64_t a, std::in
   return partial ? fmt::format("torch.cat(({}, {}[..., {}:]), -1)", turned, in, R) : turned;
 }
 
-std::string rope_table(const Spec& s, bool cos) {
+// inv_freq for R rotated features: theta^(−2i/R), scaled as the spec says (Llama 3.1's bands by
+// wavelength, transformers' _compute_llama3_parameters).
+std::string rope_rates(const Spec& s, std::int64_t R) {
   const auto& r = *s.rope;
   const auto& sc = r.scaling;
-  const std::int64_t P = r.cos.dim(0);
-  std::string rates = fmt::format("inv_freq = {} ** (-torch.arange(0, {}, 2, dtype=torch.float64) / {})", literal(r.theta), r.dims, r.dims);
+  std::string rates = fmt::format("inv_freq = {} ** (-torch.arange(0, {}, 2, dtype=torch.float64) / {})", literal(r.theta), R, R);
   if (sc.kind == RopeScaling::Kind::Linear) rates += fmt::format(" / {}", literal(sc.factor));
   if (sc.kind == RopeScaling::Kind::Llama3) {
-    // Llama 3.1's bands by wavelength (transformers' _compute_llama3_parameters)
     const auto lo = literal(sc.low_freq_factor), hi = literal(sc.high_freq_factor), orig = literal(sc.original), f = literal(sc.factor);
     rates += fmt::format(
         "; wavelen = 2 * math.pi / inv_freq; smooth = ({0} / wavelen - {1}) / ({2} - {1}); inv_freq = torch.where(wavelen < {0} / {2}, "
         "inv_freq, torch.where(wavelen > {0} / {1}, inv_freq / {3}, (1 - smooth) * inv_freq / {3} + smooth * inv_freq))",
         orig, lo, hi, f);
   }
-  const std::string positions =
-      r.table_first == 0 ? fmt::format("torch.arange({}, dtype=torch.float64)", P)
-                         : fmt::format("torch.arange({}, {}, dtype=torch.float64)", r.table_first, r.table_first + P);
-  return fmt::format("{}; rope_{} = torch.{}({}[:, None] * inv_freq).float()", rates, cos ? "cos" : "sin", cos ? "cos" : "sin", positions);
+  return rates;
 }
 
-std::string projection_code(StepId step, const Spec& s) {
+// The table's positions, one a row: table_first .. table_first + P − 1.
+std::string table_positions(const Spec& s) {
+  const auto& r = *s.rope;
+  const std::int64_t P = r.cos.dim(0);
+  return r.table_first == 0 ? fmt::format("torch.arange({}, dtype=torch.float64)", P)
+                            : fmt::format("torch.arange({}, {}, dtype=torch.float64)", r.table_first, r.table_first + P);
+}
+
+std::string rope_table(const Spec& s, bool cos) {
+  const char* f = cos ? "cos" : "sin";
+  return fmt::format("{}; rope_{} = torch.{}({}[:, None] * inv_freq).float()", rope_rates(s, s.rope->dims), f, f, table_positions(s));
+}
+
+std::string projection_code(StepId step, const Spec& s, const TextFacts& f) {
   const char* id = step == StepId::Q ? "q" : step == StepId::K ? "k" : "v";
   if (s.entry != Entry::Embeddings) return given(id);
   if (s.w.W_qkv) {
@@ -170,16 +201,18 @@ std::string projection_code(StepId step, const Spec& s) {
   const std::string in = step == StepId::Q || !s.cross() ? x_in(s) : "source";
   const auto& w = s.w;
   const bool bias = step == StepId::Q ? w.b_q.has_value() : step == StepId::K ? w.b_k.has_value() : w.b_v.has_value();
-  return fmt::format("{} = {}", id, product(s, in, fmt::format("W_{}", id), bias));
+  return fmt::format("{} = {}", id, product(s, f, in, fmt::format("W_{}", id), bias));
 }
 
-std::string head_split_code(StepId step, const Spec& s) {
+// The head split; the heads-interleaved mistake reads view(B, L, h, G) and brings it to (B, L, G, h).
+std::string head_split_code(StepId step, const Spec& s, const TextFacts& f) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
   const bool query = id[0] == 'q';
-  const std::string shape = fmt::format("B, {}, {}, {}", query ? "T" : "S", query || !s.grouped() ? "H" : "Hkv", id[0] == 'v' ? "hv" : "hs");
-  const std::string in = flat(s, id);
-  return view ? fmt::format("{}_view = {}.view({})", id, in, shape) : fmt::format("{}_heads = {}.view({}).transpose(1, 2)", id, in, shape);
+  const char *L = query ? "T" : "S", *G = query || !s.grouped() ? "H" : "Hkv", *h = id[0] == 'v' ? "hv" : "hs";
+  std::string split = fmt::format("{}.view(B, {}, {}, {})", flat(s, id), L, G, h);
+  if (f.mistake == Mistake::HeadsInterleaved) split = fmt::format("{}.view(B, {}, {}, {}).transpose(2, 3)", flat(s, id), L, h, G);
+  return view ? fmt::format("{}_view = {}", id, split) : fmt::format("{}_heads = {}.transpose(1, 2)", id, split);
 }
 
 std::string norm_code(StepId step, const Spec& s) {
@@ -191,25 +224,38 @@ std::string norm_code(StepId step, const Spec& s) {
   return fmt::format("{0}_norm = {1} * torch.rsqrt({1}.pow(2).mean(-1, keepdim=True) + {2}) * {3}", id, in, literal(n.eps), weight);
 }
 
-std::string rope_code(StepId step, const Spec& s) {
+std::string rope_code(StepId step, const Spec& s, const TextFacts& f) {
   if (step == StepId::RopeCos || step == StepId::RopeSin) return rope_table(s, step == StepId::RopeCos);
   const auto& r = *s.rope;
   const bool query = step == StepId::QRope;
   const std::int64_t a = (query ? r.offset : r.key_first) - r.table_first;
-  return fmt::format("{}_rope = {}", query ? "q" : "k", rotate(s, before_rope(s, query), a, query ? s.T : s.S));
+  const char* id = query ? "q" : "k";
+  const std::string in = before_rope(s, query);
+  const auto L = query ? s.T : s.S, G = query ? s.H : s.Hkv;
+  if (f.mistake == Mistake::RopeBeforeSplit && G > 1) {
+    // the G heads side by side, (B, L, G·hs), turned as one head of G·R features with tables for G·R, split again
+    const auto R = G * r.dims, width = G * s.hs();
+    Spec wide = s;
+    wide.rope->dims = R;
+    wide.rope->cos = Tensor::shape_only({r.cos.dim(0), R / 2});
+    const std::string turned = rotate(wide, f, "flat", a, L, width, "cos", "sin");
+    return fmt::format("flat = {}.transpose(1, 2).reshape(B, {}, {}); {}; cos = torch.cos({}[:, None] * inv_freq).float(); sin = "
+                       "torch.sin({}[:, None] * inv_freq).float(); {}_rope = ({}).view(B, {}, {}, hs).transpose(1, 2)",
+                       in, query ? "T" : "S", width, rope_rates(s, R), table_positions(s), table_positions(s), id, turned,
+                       query ? "T" : "S", query ? "H" : "Hkv");
+  }
+  return fmt::format("{}_rope = {}", id, rotate(s, f, in, a, L, s.hs()));
 }
 
-std::string cache_code(StepId step, const Spec& s) {
+std::string cache_code(StepId step, const Spec& s, const TextFacts& f) {
   const bool key = step == StepId::KPast || step == StepId::KCache;
   const char* id = key ? "k" : "v";
   if (step == StepId::KPast || step == StepId::VPast) {
     return fmt::format("{0}_past = {0}_cache  # the cache as the previous pass left it (after the prefill: its {1})", id,
-                       kv_rows(s, key));
+                       kv_rows(s, f, key));
   }
-  return fmt::format("{0}_cache = torch.cat(({0}_past, {1}), dim=-2)", id, kv_rows(s, key));
+  return fmt::format("{0}_cache = torch.cat(({0}_past, {1}), dim=-2)", id, kv_rows(s, f, key));
 }
-
-std::string mask_code(const Spec& s) { return fmt::format("mask = {}", mask_expr(s)); }
 
 std::string masked_code(const Spec& s, const TextFacts& f) {
   std::string base = logits_var(s);
@@ -229,23 +275,44 @@ std::string empty_rows(const Spec& s, const TextFacts& f) {
   return "";
 }
 
+// The softmax over the keys; the mistakes: over the queries (dim=-2), or first, blocked weights zeroed after.
 std::string weights_code(const Spec& s, const TextFacts& f) {
-  const std::string in = s.masking() && !f.mask_after_softmax ? "masked" : logits_var(s);
+  if (f.mask_after_softmax) {
+    return fmt::format("weights = torch.softmax({}, dim=-1).masked_fill(mask{} == 0, 0)", logits_var(s), per_head_axis(s, s.mask_per_batch()));
+  }
+  const std::string in = s.masking() ? "masked" : logits_var(s);
+  if (f.mistake == Mistake::SoftmaxWrongAxis) return fmt::format("weights = torch.softmax({}, dim=-2)", in);
   return fmt::format("weights = torch.softmax({}, dim=-1){}", in, empty_rows(s, f));
 }
 
+std::string scores_code(const Spec& s, const TextFacts& f) {
+  if (s.entry == Entry::Scores) return given("scores");
+  if (f.mistake == Mistake::QKSwapped) return fmt::format("scores = {} @ {}.transpose(-2, -1)", kv_used(s, f, true), q_rows(s));
+  return fmt::format("scores = {} @ k_T", q_rows(s));
+}
+
+// The heads side by side again; the mistakes: without the transpose back, or interleaved as split.
+std::string merged_code(const Spec& s, const TextFacts& f) {
+  const char* width = s.general() ? "dv" : "C";
+  if (f.mistake == Mistake::MergeNoTranspose) return fmt::format("merged = context.reshape(B, T, {})", width);
+  if (f.mistake == Mistake::HeadsInterleaved) return fmt::format("merged = context.transpose(1, 2).transpose(2, 3).reshape(B, T, {})", width);
+  return fmt::format("merged = context.transpose(1, 2).reshape(B, T, {})", width);
+}
+
 std::string fused_code(const Spec& s, const TraceConfig& c, const TextFacts& f) {
-  std::string k = kv_rows(s, true), v = kv_rows(s, false);
-  if (s.grouped()) k = repeated(s, true, k), v = repeated(s, false, v);
-  std::string logits = fmt::format("{} @ {}.transpose(-2, -1){}", q_rows(s), k, scale_code(s, c));
-  if (s.blocking()) logits = fmt::format("({}).masked_fill(({}){} == 0, float(\"-inf\"))", logits, mask_expr(s), per_head_axis(s, s.mask_per_batch()));
+  std::string k = kv_rows(s, f, true), v = kv_rows(s, f, false);
+  if (s.grouped()) k = repeated(s, f, true, k), v = repeated(s, f, false, v);
+  std::string logits = fmt::format("{} @ {}.transpose(-2, -1){}", q_rows(s), k, scale_code(s, c, f));
+  if (s.blocking()) {
+    logits = fmt::format("({}).masked_fill(({}){} == 0, float(\"-inf\"))", logits, mask_expr(s, f), per_head_axis(s, s.mask_per_batch()));
+  }
   return fmt::format("context = torch.softmax({}, dim=-1){} @ {}", logits, empty_rows(s, f), v);
 }
 
-std::string alibi_code(const Spec& s) {
+std::string alibi_code(const Spec& s, const TextFacts& f) {
   const auto off = s.causal_offset();
-  return fmt::format("alibi = -alibi_slopes[:, None, None] * (torch.arange(T)[:, None]{} - torch.arange(S))",
-                     off == 0 ? std::string() : fmt::format(" + {}", off));
+  return fmt::format("alibi = {}alibi_slopes[:, None, None] * (torch.arange(T)[:, None]{} - torch.arange(S))",
+                     f.mistake == Mistake::AlibiSignFlipped ? "" : "-", off == 0 ? std::string() : fmt::format(" + {}", off));
 }
 
 std::string positions_code(const Spec& s) {
@@ -263,49 +330,50 @@ std::string step_code(StepId step, const Spec& s, const TraceConfig& c, const Te
     case StepId::Source: return given("source");
     case StepId::Positions: return positions_code(s);
     case StepId::XPos: return "x_pos = x + positions";
-    case StepId::Qkv: return fmt::format("qkv = {}", product(s, x_in(s), "W_qkv", s.w.b_qkv.has_value()));
+    case StepId::Qkv: return fmt::format("qkv = {}", product(s, f, x_in(s), "W_qkv", s.w.b_qkv.has_value()));
     case StepId::Q:
     case StepId::K:
-    case StepId::V: return projection_code(step, s);
+    case StepId::V: return projection_code(step, s, f);
     case StepId::QView:
     case StepId::QHeads:
     case StepId::KView:
     case StepId::KHeads:
     case StepId::VView:
-    case StepId::VHeads: return head_split_code(step, s);
+    case StepId::VHeads: return head_split_code(step, s, f);
     case StepId::QNorm:
     case StepId::KNorm: return norm_code(step, s);
     case StepId::RopeCos:
     case StepId::RopeSin:
     case StepId::QRope:
-    case StepId::KRope: return rope_code(step, s);
+    case StepId::KRope: return rope_code(step, s, f);
     case StepId::KPast:
     case StepId::KCache:
     case StepId::VPast:
-    case StepId::VCache: return cache_code(step, s);
-    case StepId::KRepeat: return fmt::format("k_repeat = {}", repeated(s, true, s.cached ? "k_cache" : kv_rows(s, true)));
-    case StepId::VRepeat: return fmt::format("v_repeat = {}", repeated(s, false, s.cached ? "v_cache" : kv_rows(s, false)));
-    case StepId::KT: return fmt::format("k_T = {}.transpose(-2, -1)", kv_used(s, true));
-    case StepId::Scores: return s.entry == Entry::Scores ? given("scores") : fmt::format("scores = {} @ k_T", q_rows(s));
-    case StepId::Scaled: return fmt::format("scaled = scores{}", scale_code(s, c));
-    case StepId::Alibi: return alibi_code(s);
+    case StepId::VCache: return cache_code(step, s, f);
+    case StepId::KRepeat: return fmt::format("k_repeat = {}", repeated(s, f, true, s.cached ? "k_cache" : kv_rows(s, f, true)));
+    case StepId::VRepeat: return fmt::format("v_repeat = {}", repeated(s, f, false, s.cached ? "v_cache" : kv_rows(s, f, false)));
+    case StepId::KT: return fmt::format("k_T = {}.transpose(-2, -1)", kv_used(s, f, true));
+    case StepId::Scores: return scores_code(s, f);
+    case StepId::Scaled: return fmt::format("scaled = scores{}", scale_code(s, c, f));
+    case StepId::Alibi: return alibi_code(s, f);
     case StepId::Biased: return fmt::format("biased = {} + alibi", s.scale_kind != ScaleKind::None ? "scaled" : "scores");
     case StepId::Capped: {
       const std::string cap = literal(*s.softcap);
       const std::string in = !s.alibi_slopes.shape().empty() ? "biased" : s.scale_kind != ScaleKind::None ? "scaled" : "scores";
       return fmt::format("capped = {0} * torch.tanh({1} / {0})", cap, in);
     }
-    case StepId::Mask: return mask_code(s);
+    case StepId::Mask: return fmt::format("mask = {}", mask_expr(s, f));
     case StepId::MaskAdd: return given("mask.add");
     case StepId::Masked: return masked_code(s, f);
     case StepId::Weights: return weights_code(s, f);
     case StepId::Context:
       if (f.fused) return fused_code(s, c, f);
-      return fmt::format("context = weights @ {}", s.entry == Entry::Scores ? (s.H > 1 ? "v_heads" : "v") : kv_used(s, false));
-    case StepId::Merged: return fmt::format("merged = context.transpose(1, 2).reshape(B, T, {})", s.general() ? "dv" : "C");
+      return fmt::format("context = weights @ {}", s.entry == Entry::Scores ? (s.H > 1 ? "v_heads" : "v") : kv_used(s, f, false));
+    case StepId::Merged: return merged_code(s, f);
     case StepId::Output: {
       const std::string in = s.H > 1 ? "merged" : "context";
-      return fmt::format("output = {}", product(s, in, "W_o", s.w.b_o.has_value()));
+      if (f.mistake == Mistake::OutputMissing) return fmt::format("output = {}", in);
+      return fmt::format("output = {}", product(s, f, in, "W_o", s.w.b_o.has_value()));
     }
   }
   return "";

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attn/config.hpp"
+#include "attn/pipeline/mistakes.hpp"
 #include "attn/spec.hpp"
 #include "attn/steps.hpp"
 #include "attn/trace.hpp"
@@ -17,6 +18,7 @@ struct TextFacts {
   bool mask_after_softmax = false;  // the mask-after-softmax mistake: no masked step
   std::int64_t empty_rows = 0;      // query rows with every key masked
   bool fused = false;               // --fused: the context from q, k and v in one pass, no [T, S] step
+  Mistake mistake = Mistake::None;  // --mistake: the step code is the student's (the words stay the correct ones)
 };
 
 struct StepText {
