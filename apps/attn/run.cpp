@@ -15,7 +15,7 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->each([&o](const std::string&) { o.flash_given = true; });
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
   run->add_flag("--fused", o.fused, "the context straight from q, k and v in one pass (FlashAttention's running max and sum): no "
-                                    "[T, S] step (kT, scores, scaled, masked, weights) is computed or kept (not attn cost's --fused, "
+                                    "[T, S] step (k.T, scores, scaled, masked, weights) is computed or kept (not attn cost's --fused, "
                                     "which is one W_qkv projection)");
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "

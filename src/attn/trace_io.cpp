@@ -154,9 +154,10 @@ std::string step_name(std::string id) {
 void write_steps_py(const Trace& t, const std::vector<std::string>& inputs, std::ostream& out) {
   const auto& c = t.config;
   out << "# Every step of \"" << (c.title.empty() ? std::string("the trace") : c.title) << "\" as PyTorch, written by attn run --dump.\n"
-      << "# Run it in this directory: python3 steps.py. It loads inputs/*.npy, runs each step's code and\n"
+      << "# Run it: python3 steps.py (from any directory). It loads inputs/*.npy, runs each step's code and\n"
       << "# prints its largest difference from attn's values (<step id>.npy).\n"
-      << "import math\n\nimport numpy as np\nimport torch\n\n";
+      << "import math\nimport os\n\nimport numpy as np\nimport torch\n\n"
+      << "os.chdir(os.path.dirname(os.path.abspath(__file__)))  # the paths below are this directory's\n\n";
   std::vector<std::string> sizes = {fmt::format("B = {}", c.B), fmt::format("T = {}", c.T), fmt::format("S = {}", c.S)};
   for (const auto& [name, v] : {std::pair{"C", c.C}, {"Cs", c.Cs}, {"dk", c.dk}, {"dv", c.dv}, {"Co", c.Co}})
     if (v > 0) sizes.push_back(fmt::format("{} = {}", name, v));

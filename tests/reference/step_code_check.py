@@ -125,7 +125,9 @@ class Tally:
 
 def run_script(directory, steps):
     """DIR/steps.py, as a student runs it: None when it ran every step and each matched, else why not."""
-    p = subprocess.run([sys.executable, "steps.py"], cwd=directory, capture_output=True, text=True, timeout=300)
+    # (from the directory above: the script finds its files wherever it is started)
+    p = subprocess.run([sys.executable, os.path.join(os.path.basename(directory), "steps.py")], cwd=os.path.dirname(directory),
+                       capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         return f"steps.py exited {p.returncode}: {p.stderr.strip()[-300:]}"
     lines = p.stdout.splitlines()

@@ -112,7 +112,7 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
        "weights.W_o: expected [dv, Co] = [2, Co], got [3, 3]"},
       {base("", R"("W_q": "identity", "W_k": "identity", "W_v": [[1, 0], [0, 1], [1, 1]], "W_o": "identity", "b_o": [1, 2, 3])"),
        "weights.b_o: expected [Co] = [2], got [3]"},
-      {"{\"mode\": \"self\",\n  \"tokens\": [\"a\",]\n}", "test.json:2:18: invalid JSON: syntax error while parsing value - unexpected ']'; expected '[', '{', or a literal"},
+      {"{\"mode\": \"self\",\n  \"tokens\": [\"a\",]\n}", "test.json:2:17: invalid JSON: a comma before ']' with nothing after it (JSON allows no trailing comma)"},
       {"[1, 2]", "(root): expected a JSON object (see docs/input-format.md), got an array of 2"},
       {base(R"("mode": "selff")"), "mode: expected one of \"self\", \"causal\", \"cross\", \"multi-head\", got \"selff\" (did you mean \"self\"?)"},
       {base(R"("mode": 3)"), "mode: expected one of \"self\", \"causal\", \"cross\", \"multi-head\", got the number 3"},

@@ -100,7 +100,7 @@ std::string scale_code(const Spec& s, const TraceConfig& c, const TextFacts& f) 
   if (f.mistake == Mistake::ScaleMissing) return "";
   if (f.mistake == Mistake::ScaleSqrtC) return " / math.sqrt(C)";
   switch (s.scale_kind) {
-    case ScaleKind::SqrtDk: return " / math.sqrt(hs)";
+    case ScaleKind::SqrtDk: return s.H > 1 ? " / math.sqrt(hs)" : s.general() ? " / math.sqrt(dk)" : " / math.sqrt(C)";  // as the note names d_k
     case ScaleKind::Number: return fmt::format(" * {}", literal(c.scale_factor));
     case ScaleKind::None: return "";
   }

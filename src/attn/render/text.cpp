@@ -113,6 +113,12 @@ class TextRenderer {
     if (c_.entry == Entry::Embeddings) parts.push_back(fmt::format("layout {}", layout_name(c_.layout)));
     out_ << join_fitting(parts, width());
     for (const auto& n : c_.notes) out_ << wrap(n, width(), "  note: ", "        ");
+    if (o_.code) {
+      out_ << wrap("the >>> lines are PyTorch (import math, numpy as np, torch); B, T, S, C, H, hs are the sizes above, each step's "
+                   "variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: --dump DIR writes them to "
+                   "DIR/inputs/ and DIR/steps.py, which runs every step",
+                   width(), "  code: ", "        ");
+    }
   }
 
   void shape_flow(const std::vector<std::size_t>& indices) {

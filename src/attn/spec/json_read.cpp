@@ -190,7 +190,18 @@ ParsedJson parse_json(std::string_view text, const std::string& origin, std::str
     json::sax_parse(text.begin(), text.end(), &reader, json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/false);
     return out;
   } catch (const json::parse_error& e) {
-    auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    // a trailing comma ("[1, 2,]", {"a": 1,}): named at the comma, which is where the mistake is
+    if (at < text.size() && (text[at] == '}' || text[at] == ']')) {
+      std::size_t k = at;
+      while (k > 0 && std::string_view(" \t\r\n").find(text[k - 1]) != std::string_view::npos) --k;
+      if (k > 0 && text[k - 1] == ',') {
+        auto [line, col] = line_column(text, k - 1);
+        throw InputError(fmt::format("{}:{}:{}: invalid JSON: a comma before '{}' with nothing after it (JSON allows no trailing comma)",
+                                     origin, line, col, text[at]));
+      }
+    }
+    auto [line, col] = line_column(text, at);
     std::string what = e.what();
     // Keep nlohmann's description after the "parse error at line L, column C: " prefix.
     if (auto p = what.find(": ", what.find("parse error")); p != std::string::npos) what = what.substr(p + 2);
