@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <string_view>
 
 #include "attn/explain.hpp"
 #include "attn/explain_detail.hpp"
@@ -107,26 +109,32 @@ const Step* score_rows_step(const Trace& t, char which) {
   return rows_step(t, (id + ".heads").c_str(), id.c_str());
 }
 
-}  // namespace
-
-std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
-  const auto& c = t.config;
+// The words for one entry: the cell, its value and labels, and one short function a step id
+// (the table in explain_cell below).
+struct CellWords {
+  const Trace& t;
+  const Step& s;
+  std::int64_t flat;
+  const TraceConfig& c = t.config;
+  const std::string& id = s.id;
   const Cell e = cell_of(s, flat);
   const Scalar v = s.value.at(flat);
   const std::int64_t b = batch_of(s, e);
   const std::string here = fmt::format("{} = {}", index_text(s, e), num(v));
-  const auto qtok = [&](std::int64_t i) { return q(axis_label(c, Dim::T, i, b)); };
   // keys are labelled along the step's own last axis (S with given scores of another length, or cross mode)
   const Dim key_dim = !s.dims.empty() && (s.dims.back() == Dim::S || s.dims.back() == Dim::T) ? s.dims.back() : (c.mode == Mode::Cross ? Dim::S : Dim::T);
-  const auto ktok = [&](std::int64_t j) { return q(axis_label(c, key_dim, j, b)); };
   const std::string lead = lead_text(e);  // "b, " (and "h, ") before a row index, as the step's own index reads
-  const auto& id = s.id;
-  if (id == "positions") {
+
+  std::string qtok(std::int64_t i) const { return q(axis_label(c, Dim::T, i, b)); }
+  std::string ktok(std::int64_t j) const { return q(axis_label(c, key_dim, j, b)); }
+
+  std::string positions() const {
     if (c.learned_positions) return fmt::format("{}\nlearned: feature {} of position {}'s row", here, e.col, e.row);
     return fmt::format("{}\n= {}({} / 10000^({}/{})): position {}, column pair {}", here, e.col % 2 == 0 ? "sin" : "cos", e.row,
                        e.col - e.col % 2, c.C, e.row, e.col / 2);
   }
-  if (id == "x.pos") {
+
+  std::string x_pos() const {
     const Step* x = t.find("x");
     const Step* p = t.find("positions");
     if (x == nullptr || p == nullptr) return here;
@@ -134,7 +142,8 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     return fmt::format("{}\n= x[…] + positions[{}, {}] = {} + {}: token {}'s feature {} plus its position's", here, e.row, e.col,
                        num(x->value.at(flat)), num(p->value.at(e.row * C + e.col)), qtok(e.row), e.col);
   }
-  if (id == "rope.cos" || id == "rope.sin") {
+
+  std::string rope_tables() const {
     const auto R = 2 * s.value.shape().back();
     if (!c.rope_scaling.empty()) {
       const char band = static_cast<std::size_t>(e.col) < c.rope_bands.size() ? c.rope_bands[static_cast<std::size_t>(e.col)] : ' ';
@@ -148,7 +157,8 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     return fmt::format("{}\n= {}({} · θ^(−2·{}/{})): position {}, pair {}", here, id == "rope.cos" ? "cos" : "sin", c.first_position + e.row,
                        e.col, R, c.first_position + e.row, e.col);
   }
-  if (id == "q.rope" || id == "k.rope") {
+
+  std::string rope() const {
     const bool query = id == "q.rope";
     const Step* in = t.find(query ? "q.norm" : "k.norm") != nullptr ? t.find(query ? "q.norm" : "k.norm")
                                                                     : rows_step(t, query ? "q.heads" : "k.heads", query ? "q" : "k");
@@ -172,11 +182,13 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     return fmt::format("{}\n= {}[…, {}]·cos {} {}[…, {}]·sin: pair {} (features {} and {}) turned by position {}'s angle\n= {}", here, in->id,
                        second ? w : u, second ? "+" : "−", in->id, second ? u : w, i, u, w, position, terms_text);
   }
-  if (id == "x" || id == "source") {
+
+  std::string input() const {
     return fmt::format("{}\nfeature {} of token {}'s embedding (an input)", here, e.col,
                        id == "x" ? qtok(e.row) : q(axis_label(c, Dim::S, e.row, b)));
   }
-  if (id == "q" || id == "k" || id == "v" || id == "qkv" || id == "output") {
+
+  std::string projection() const {
     const bool given = c.entry == Entry::QKV && id != "output";
     if (given) return fmt::format("{}\ngiven as input", here);
     const std::string w = id == "qkv" ? "W_qkv" : id == "output" ? "W_o" : "W_" + id;
@@ -191,32 +203,37 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     return fmt::format("{}\n= {}[{}{}, :] · {}[:, {}]: row {} of {} times column {} of {} (a weight, an input not shown as a step){}", here,
                        in != nullptr ? in->id : "x", lead, e.row, w, e.col, e.row, in != nullptr ? in->id : "x", e.col, w, row);
   }
-  if (id == "q.view" || id == "k.view" || id == "v.view") {
+
+  std::string view() const {
     const auto r = e.at.size();
     const auto h = e.at[r - 2], d = e.at[r - 1], width = s.value.shape()[r - 1];
     const std::string batch = r > 3 ? fmt::format("{}, ", e.at[0]) : "";
     return fmt::format("{}\n= {}[{}{}, {}]: the same number, column {} = {}·{} + {} regrouped as head {}, feature {}", here, id.substr(0, 1),
                        batch, e.at[r - 3], h * width + d, h * width + d, h, width, d, h, d);
   }
-  if (id == "k.repeat" || id == "v.repeat") {
+
+  std::string repeat() const {
     const auto r = e.at.size();
     const std::int64_t n = c.H / c.Hkv, h = e.at[r - 3];
     const Step* in = id == "k.repeat" ? score_rows_step_before_repeat(t) : rows_step(t, "v.heads", "v");
     return fmt::format("{}\n= {}[{}{}{}, {}]: query head {} reads kv head ⌊{} / {}⌋ = {}", here, in != nullptr ? in->id : "k", r > 3 ? fmt::format("{}, ", e.at[0]) : "",
                        c.Hkv > 1 ? fmt::format("{}, ", h / n) : "", e.at[r - 2], e.at[r - 1], h, h, n, h / n);
   }
-  if (id == "q.heads" || id == "k.heads" || id == "v.heads") {
+
+  std::string heads() const {
     const auto r = e.at.size();
     const std::string batch = r > 3 ? fmt::format("{}, ", e.at[0]) : "";
     return fmt::format("{}\n= {}.view[{}{}, {}, {}]: the same number, heads first", here, id.substr(0, 1), batch, e.at[r - 2], e.at[r - 3],
                        e.at[r - 1]);
   }
-  if (id == "k.T") {
+
+  std::string kt() const {
     const Step* ks = score_rows_step(t, 'k');
     return fmt::format("{}\n= {}[…, {}, {}]: key {} ({}), feature {}, transposed", here, ks != nullptr ? ks->id : "k.heads", e.col, e.row, e.col,
                        ktok(e.col), e.row);
   }
-  if (id == "scores") {
+
+  std::string scores() const {
     const Step* qs = score_rows_step(t, 'q');
     const Step* ks = score_rows_step(t, 'k');
     if (qs == nullptr || ks == nullptr) return fmt::format("{}\ngiven as input", here);
@@ -227,22 +244,26 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     return fmt::format("{}\n= {} · {}: how well query {} matches key {}\n= {}", here, operand_row(*qs, e, e.row), operand_row(*ks, e, e.col),
                        qtok(e.row), ktok(e.col), terms(tv, static_cast<std::size_t>(hs)));
   }
-  if (id == "scaled") {
+
+  std::string scaled() const {
     const Step* sc = t.find("scores");
     return fmt::format("{}\n= scores[…] × the scale = {} × {}\n(the scale: {})", here, sc != nullptr ? num(sc->value.at(flat)) : "?",
                        num(c.scale_factor), c.scale);
   }
-  if (id == "mask") {
+
+  std::string mask() const {
     return v != 0 ? fmt::format("{}\nquery {} may attend to key {}", here, qtok(e.row), ktok(e.col))
                   : fmt::format("{}\nquery {} may not attend to key {}: blocked", here, qtok(e.row), ktok(e.col));
   }
-  if (id == "alibi") {
+
+  std::string alibi() const {
     if (c.S != c.T) return fmt::format("{}\n−(the head's slope) × (the query's position − key {}'s)", here, ktok(e.col));
     const auto d = e.row - e.col;
     return fmt::format("{}\nkey {} lies {} position{} {} query {}: {} × the head's slope", here, ktok(e.col), d < 0 ? -d : d,
                        (d == 1 || d == -1) ? "" : "s", d < 0 ? "after" : "behind", qtok(e.row), -d);
   }
-  if (id == "biased") {
+
+  std::string biased() const {
     const Step* sc = t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
     const Step* al = t.find("alibi");
     if (sc == nullptr || al == nullptr) return here;
@@ -250,20 +271,26 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
     const auto h = e.lead % std::max<std::int64_t>(1, c.H);
     return fmt::format("{}\n= {}[…] + alibi[…] = {} + {}", here, sc->id, num(sc->value.at(flat)), num(al->value.at(h * plane + e.row * e.cols + e.col)));
   }
-  if (id == "capped") {
+
+  std::string capped() const {
     const Step* in = t.find("biased") != nullptr ? t.find("biased") : t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
     if (in == nullptr) return here;
     const std::string cap = c.softcap > 0 ? fmt::format("{:g}", c.softcap) : "c";
     return fmt::format("{}\n= {} · tanh({}[…] / {}) = {} · tanh({} / {})", here, cap, in->id, cap, cap, num(in->value.at(flat)), cap);
   }
-  if (id == "mask.add") return fmt::format("{}\nadded to the scaled score before the softmax", here);
-  if (id == "masked") {
+
+  std::string mask_add() const {
+    return fmt::format("{}\nadded to the scaled score before the softmax", here);
+  }
+
+  std::string masked() const {
     if (std::isinf(v) && v < 0) return fmt::format("{}\nblocked by the mask: −∞, so its weight will be exactly 0", here);
     const Step* before = logits_step(t);
     return fmt::format("{}\n= {}: kept{}", here, before != nullptr ? fmt::format("{}[…] = {}", before->id, num(before->value.at(flat))) : "the score",
                        t.find("mask.add") != nullptr ? " (plus the additive mask)" : "");
   }
-  if (id == "weights") {
+
+  std::string weights() const {
     const Step* logits = t.find("masked");
     if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = logits_step(t);
     if (logits == nullptr) return here;
@@ -297,7 +324,8 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
                        blocked_keys > 0 ? fmt::format(" ({} blocked key{} add{} 0)", blocked_keys, blocked_keys == 1 ? "" : "s", blocked_keys == 1 ? "s" : "") : "",
                        qtok(e.row), num(v), ktok(e.col));
   }
-  if (id == "context") {
+
+  std::string context() const {
     const Step* w = t.find("weights");
     const Step* vs = t.find("v.repeat") != nullptr ? t.find("v.repeat") : rows_step(t, "v.heads", "v");
     if (w == nullptr || vs == nullptr) return here;
@@ -317,12 +345,56 @@ std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
                        blocked_terms > 0 ? fmt::format("\n({} key{} with weight 0 add{} nothing)", blocked_terms, blocked_terms == 1 ? "" : "s",
                                                        blocked_terms == 1 ? "s" : "") : "");
   }
-  if (id == "merged") {
+
+  std::string merged() const {
     const auto hv = c.hv > 0 ? c.hv : c.hs;
     const auto h = hv > 0 ? e.col / hv : 0, d = hv > 0 ? e.col % hv : e.col;
     return fmt::format("{}\n= context[{}{}, {}, {}]: head {}'s feature {} placed at column {}·{} + {}", here, lead, h, e.row, d, h, d, h, hv, d);
   }
-  return here;
+};
+
+}  // namespace
+
+std::string explain_cell(const Trace& t, const Step& s, std::int64_t flat) {
+  using Words = std::string (CellWords::*)() const;
+  static const std::map<std::string_view, Words> kTable = {
+      {"positions", &CellWords::positions},
+      {"x.pos", &CellWords::x_pos},
+      {"rope.cos", &CellWords::rope_tables},
+      {"rope.sin", &CellWords::rope_tables},
+      {"q.rope", &CellWords::rope},
+      {"k.rope", &CellWords::rope},
+      {"x", &CellWords::input},
+      {"source", &CellWords::input},
+      {"q", &CellWords::projection},
+      {"k", &CellWords::projection},
+      {"v", &CellWords::projection},
+      {"qkv", &CellWords::projection},
+      {"output", &CellWords::projection},
+      {"q.view", &CellWords::view},
+      {"k.view", &CellWords::view},
+      {"v.view", &CellWords::view},
+      {"k.repeat", &CellWords::repeat},
+      {"v.repeat", &CellWords::repeat},
+      {"q.heads", &CellWords::heads},
+      {"k.heads", &CellWords::heads},
+      {"v.heads", &CellWords::heads},
+      {"k.T", &CellWords::kt},
+      {"scores", &CellWords::scores},
+      {"scaled", &CellWords::scaled},
+      {"mask", &CellWords::mask},
+      {"alibi", &CellWords::alibi},
+      {"biased", &CellWords::biased},
+      {"capped", &CellWords::capped},
+      {"mask.add", &CellWords::mask_add},
+      {"masked", &CellWords::masked},
+      {"weights", &CellWords::weights},
+      {"context", &CellWords::context},
+      {"merged", &CellWords::merged},
+  };
+  const CellWords words{t, s, flat};
+  const auto it = kTable.find(s.id);
+  return it == kTable.end() ? words.here : (words.*(it->second))();
 }
 
 }  // namespace attn
