@@ -44,6 +44,39 @@ std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text) 
   return {bq, bk};
 }
 
+// One tile of the online softmax for its qn query rows: each row's running max m, sum l and weighted
+// value sum acc rescaled by exp(m_old − m_new), then the tile's keys added (v_rows: the value row of
+// the tile's first key, hv wide).
+void absorb_tile(FlashTile& tile, std::int64_t qn, std::int64_t hv, const Scalar* v_rows, std::vector<Scalar>& m, std::vector<Scalar>& l,
+                 std::vector<Scalar>& acc) {
+  const auto kn = tile.kn;
+  tile.rescale.resize(static_cast<std::size_t>(qn));
+  for (std::int64_t i = 0; i < qn; ++i) {
+    const auto r = static_cast<std::size_t>(i);
+    Scalar mx = m[r];
+    for (std::int64_t j = 0; j < kn; ++j) mx = std::max(mx, tile.scores[static_cast<std::size_t>(i * kn + j)]);
+    // a row with nothing visible yet keeps m = −inf: nothing to rescale, nothing to add
+    const Scalar factor = mx == kNegInf ? 1 : exp_down(static_cast<double>(m[r]) - static_cast<double>(mx));
+    tile.rescale[r] = factor;
+    double row_sum = 0;
+    std::vector<double> add(static_cast<std::size_t>(hv), 0.0);
+    for (std::int64_t j = 0; j < kn; ++j) {
+      const Scalar x = tile.scores[static_cast<std::size_t>(i * kn + j)];
+      if (x == kNegInf) continue;
+      const Scalar p = exp_down(static_cast<double>(x - mx));
+      row_sum += p;
+      const Scalar* vj = v_rows + j * hv;
+      for (std::int64_t d = 0; d < hv; ++d) add[static_cast<std::size_t>(d)] += static_cast<double>(p) * vj[d];
+    }
+    l[r] = factor * l[r] + static_cast<Scalar>(row_sum);
+    for (std::int64_t d = 0; d < hv; ++d) {
+      auto& a = acc[static_cast<std::size_t>(i * hv + d)];
+      a = factor * a + static_cast<Scalar>(add[static_cast<std::size_t>(d)]);
+    }
+    m[r] = mx;
+  }
+}
+
 Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK) {
   if (BQ < 1 || BK < 1) throw InputError("--flash: tile sizes must be positive");
   const Step& q = rows_of(t, {"q.rope", "q.heads", "q"}, "queries");
@@ -98,31 +131,7 @@ Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK)
             continue;
           }
           ++f.tiles_done;
-          tile.rescale.resize(static_cast<std::size_t>(qn));
-          for (std::int64_t i = 0; i < qn; ++i) {
-            const auto r = static_cast<std::size_t>(i);
-            Scalar mx = m[r];
-            for (std::int64_t j = 0; j < kn; ++j) mx = std::max(mx, tile.scores[static_cast<std::size_t>(i * kn + j)]);
-            // a row with nothing visible yet keeps m = −inf: nothing to rescale, nothing to add
-            const Scalar factor = mx == kNegInf ? 1 : exp_down(static_cast<double>(m[r]) - static_cast<double>(mx));
-            tile.rescale[r] = factor;
-            double row_sum = 0;
-            std::vector<double> add(static_cast<std::size_t>(hv), 0.0);
-            for (std::int64_t j = 0; j < kn; ++j) {
-              const Scalar x = tile.scores[static_cast<std::size_t>(i * kn + j)];
-              if (x == kNegInf) continue;
-              const Scalar p = exp_down(static_cast<double>(x - mx));
-              row_sum += p;
-              const Scalar* vj = v.value.data() + ((b * H + h) * S + k0 + j) * hv;
-              for (std::int64_t d = 0; d < hv; ++d) add[static_cast<std::size_t>(d)] += static_cast<double>(p) * vj[d];
-            }
-            l[r] = factor * l[r] + static_cast<Scalar>(row_sum);
-            for (std::int64_t d = 0; d < hv; ++d) {
-              auto& a = acc[static_cast<std::size_t>(i * hv + d)];
-              a = factor * a + static_cast<Scalar>(add[static_cast<std::size_t>(d)]);
-            }
-            m[r] = mx;
-          }
+          absorb_tile(tile, qn, hv, v.value.data() + ((b * H + h) * S + k0) * hv, m, l, acc);
           tile.m = m, tile.l = l, tile.acc = acc;
           blk.tiles.push_back(std::move(tile));
         }

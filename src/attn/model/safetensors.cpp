@@ -196,6 +196,66 @@ std::int64_t StoredTensor::elements() const {
   return n;
 }
 
+namespace {
+
+// One tensor's header entry {dtype, shape, data_offsets}, checked against the data section (data,
+// data_size bytes after the header).
+StoredTensor read_entry(const std::string& file, const std::string& name, const json& entry, const unsigned char* data, std::uint64_t data_size) {
+  const std::string where = fmt::format("{}: tensor \"{}\"", file, name);
+  if (!entry.is_object())
+    throw InputError(fmt::format("{}: should be an object with dtype, shape and data_offsets, but it is {}", where, brief(entry)));
+  for (const auto& [k, v] : entry.items())
+    if (k != "dtype" && k != "shape" && k != "data_offsets")
+      throw InputError(fmt::format("{}: unknown key \"{}\" (expected dtype, shape and data_offsets)", where, k));
+  for (const char* k : {"dtype", "shape", "data_offsets"})
+    if (!entry.contains(k)) throw InputError(fmt::format("{}: has no \"{}\"", where, k));
+
+  StoredTensor t;
+  t.name = name;
+  t.file = file;
+  const json& dtype = entry["dtype"];
+  if (!dtype.is_string()) throw InputError(fmt::format("{}: dtype should be a string, but it is {}", where, brief(dtype)));
+  t.dtype = dtype.get<std::string>();
+  const std::uint64_t esize = dtype_size(t.dtype);
+  if (esize == 0)
+    throw InputError(fmt::format("{}: unknown dtype \"{}\" (safetensors defines BOOL, U8, I8, I16, U16, F16, BF16, I32, "
+                                 "U32, F32, F64, I64, U64, F8_E4M3 and F8_E5M2)",
+                                 where, t.dtype));
+
+  const json& shape = entry["shape"];
+  if (!shape.is_array()) throw InputError(fmt::format("{}: shape should be an array, but it is {}", where, brief(shape)));
+  std::uint64_t elements = 1;
+  for (const auto& d : shape) {
+    const auto v = natural(d);
+    if (!v) throw InputError(fmt::format("{}: shape {} has {}, not a non-negative integer", where, brief(shape), brief(d)));
+    if (*v > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(elements, *v, &elements) ||
+        elements > static_cast<std::uint64_t>(INT64_MAX))
+      throw InputError(fmt::format("{}: shape {} has more elements than fit in 64 bits", where, brief(shape)));
+    t.shape.push_back(static_cast<std::int64_t>(*v));
+  }
+  std::uint64_t need = 0;
+  if (__builtin_mul_overflow(elements, esize, &need))
+    throw InputError(fmt::format("{}: {} {} needs more bytes than fit in 64 bits", where, t.dtype, shape_text(t.shape)));
+
+  const json& offs = entry["data_offsets"];
+  if (!offs.is_array() || offs.size() != 2 || !natural(offs[0]) || !natural(offs[1]))
+    throw InputError(fmt::format("{}: data_offsets should be [begin, end], two non-negative integers, but it is {}", where,
+                                 brief(offs)));
+  const std::uint64_t begin = *natural(offs[0]), end = *natural(offs[1]);
+  if (begin > end) throw InputError(fmt::format("{}: data_offsets [{}, {}] begin after they end", where, begin, end));
+  if (end > data_size)
+    throw InputError(fmt::format("{}: data_offsets [{}, {}] run past the {} bytes of data after the header (truncated?)",
+                                 where, begin, end, data_size));
+  if (end - begin != need)
+    throw InputError(fmt::format("{}: data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", where, begin, end,
+                                 end - begin, t.dtype, shape_text(t.shape), need));
+  t.data = data + begin;
+  t.bytes = need;
+  return t;
+}
+
+}  // namespace
+
 std::vector<StoredTensor> parse_safetensors(const unsigned char* bytes, std::uint64_t size, const std::string& file) {
   if (size < 8)
     throw InputError(fmt::format("{}: the file is {} bytes, too short for the 8-byte header length (not a safetensors file?)",
@@ -221,7 +281,6 @@ std::vector<StoredTensor> parse_safetensors(const unsigned char* bytes, std::uin
   const std::uint64_t data_size = size - 8 - n;
   std::vector<StoredTensor> out;
   for (const auto& [name, entry] : header.items()) {
-    const std::string where = fmt::format("{}: tensor \"{}\"", file, name);
     if (name == "__metadata__") {
       if (!entry.is_object())
         throw InputError(fmt::format("{}: \"__metadata__\" should be an object of strings, but it is {}", file, brief(entry)));
@@ -230,56 +289,7 @@ std::vector<StoredTensor> parse_safetensors(const unsigned char* bytes, std::uin
           throw InputError(fmt::format("{}: \"__metadata__\" entry \"{}\" should be a string, but it is {}", file, k, brief(v)));
       continue;
     }
-    if (!entry.is_object())
-      throw InputError(fmt::format("{}: should be an object with dtype, shape and data_offsets, but it is {}", where, brief(entry)));
-    for (const auto& [k, v] : entry.items())
-      if (k != "dtype" && k != "shape" && k != "data_offsets")
-        throw InputError(fmt::format("{}: unknown key \"{}\" (expected dtype, shape and data_offsets)", where, k));
-    for (const char* k : {"dtype", "shape", "data_offsets"})
-      if (!entry.contains(k)) throw InputError(fmt::format("{}: has no \"{}\"", where, k));
-
-    StoredTensor t;
-    t.name = name;
-    t.file = file;
-    const json& dtype = entry["dtype"];
-    if (!dtype.is_string()) throw InputError(fmt::format("{}: dtype should be a string, but it is {}", where, brief(dtype)));
-    t.dtype = dtype.get<std::string>();
-    const std::uint64_t esize = dtype_size(t.dtype);
-    if (esize == 0)
-      throw InputError(fmt::format("{}: unknown dtype \"{}\" (safetensors defines BOOL, U8, I8, I16, U16, F16, BF16, I32, "
-                                   "U32, F32, F64, I64, U64, F8_E4M3 and F8_E5M2)",
-                                   where, t.dtype));
-
-    const json& shape = entry["shape"];
-    if (!shape.is_array()) throw InputError(fmt::format("{}: shape should be an array, but it is {}", where, brief(shape)));
-    std::uint64_t elements = 1;
-    for (const auto& d : shape) {
-      const auto v = natural(d);
-      if (!v) throw InputError(fmt::format("{}: shape {} has {}, not a non-negative integer", where, brief(shape), brief(d)));
-      if (*v > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(elements, *v, &elements) ||
-          elements > static_cast<std::uint64_t>(INT64_MAX))
-        throw InputError(fmt::format("{}: shape {} has more elements than fit in 64 bits", where, brief(shape)));
-      t.shape.push_back(static_cast<std::int64_t>(*v));
-    }
-    std::uint64_t need = 0;
-    if (__builtin_mul_overflow(elements, esize, &need))
-      throw InputError(fmt::format("{}: {} {} needs more bytes than fit in 64 bits", where, t.dtype, shape_text(t.shape)));
-
-    const json& offs = entry["data_offsets"];
-    if (!offs.is_array() || offs.size() != 2 || !natural(offs[0]) || !natural(offs[1]))
-      throw InputError(fmt::format("{}: data_offsets should be [begin, end], two non-negative integers, but it is {}", where,
-                                   brief(offs)));
-    const std::uint64_t begin = *natural(offs[0]), end = *natural(offs[1]);
-    if (begin > end) throw InputError(fmt::format("{}: data_offsets [{}, {}] begin after they end", where, begin, end));
-    if (end > data_size)
-      throw InputError(fmt::format("{}: data_offsets [{}, {}] run past the {} bytes of data after the header (truncated?)",
-                                   where, begin, end, data_size));
-    if (end - begin != need)
-      throw InputError(fmt::format("{}: data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", where, begin, end,
-                                   end - begin, t.dtype, shape_text(t.shape), need));
-    t.data = data + begin;
-    t.bytes = need;
-    out.push_back(std::move(t));
+    out.push_back(read_entry(file, name, entry, data, data_size));
   }
 
   // No two non-empty ranges may share a byte.

@@ -279,6 +279,77 @@ StepText weights_text(const Spec& s, const TextFacts& f) {
   return {"Attention weights", fmt::format("weights = softmax({}, dim=-1)", input), note, Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
 }
 
+// positions: a learned table, or the original Transformer's sinusoids.
+StepText positions_text(const Spec& s) {
+  if (s.positions == Positions::Learned) {
+    return {"Positional encodings (given)", "positions (given, learned)", "one learned row per position, as GPT-2's wpe",
+            Dims{Dim::T, Dim::C}};
+  }
+  if (s.C <= 2) {
+    return {"Positional encodings", "positions[p, 0] = sin(p), positions[p, 1] = cos(p)",
+            "row p is position p; with C = 2 there is one pair of columns, turning 1 radian per position", Dims{Dim::T, Dim::C}};
+  }
+  return {"Positional encodings", "positions[p, 2i] = sin(p / 10000^(2i/C)), positions[p, 2i+1] = cos(p / 10000^(2i/C))",
+          fmt::format("row p is position p; each pair of columns turns at its own rate, from 1 radian per position (pair 0) "
+                      "down to 1/10000^({}/{}) = {} (pair {})",
+                      2 * ((s.C - 1) / 2), s.C, compact_number(1.0 / std::pow(10000.0, 2.0 * static_cast<double>((s.C - 1) / 2) / static_cast<double>(s.C))),
+                      (s.C - 1) / 2),
+          Dims{Dim::T, Dim::C}};
+}
+
+// q.norm, k.norm: per head (Qwen3, Gemma 3) or over the whole width (OLMo 2).
+StepText qk_norm_text(StepId step, const Spec& s) {
+  const bool query = step == StepId::QNorm;
+  const char* id = query ? "q" : "k";
+  const auto& n = *s.qk_norm;
+  const std::string weight = n.plus_one ? fmt::format("(1 + {}_norm.weight)", id) : fmt::format("{}_norm.weight", id);
+  if (n.whole_width) {
+    return {query ? "Queries normalised" : "Keys normalised",
+            fmt::format("{0}.norm = {0} · rsqrt(mean({0}², -1) + {1}) · {2}", id, compact_number(n.eps), weight),
+            fmt::format("all {} = {} {} features of a token at once, every head together, scaled to a root mean square of 1 and then by a "
+                        "learned weight per feature ({}'s {}_norm, before the head split and RoPE)",
+                        query ? (s.general() ? "dk" : "C") : s.grouped() ? "Hkv·hs" : (s.general() ? "dk" : "C"), query ? s.dk : s.dkv(),
+                        query ? "query" : "key", n.family, id),
+            query ? Dims{Dim::B, Dim::T, s.general() ? Dim::dk : Dim::C} : Dims{Dim::B, Dim::S, s.grouped() ? Dim::dkv : s.general() ? Dim::dk : Dim::C}};
+  }
+  const std::string in = (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
+  return {query ? "Queries normalised per head" : "Keys normalised per head",
+          fmt::format("{0}.norm = {1} · rsqrt(mean({1}², -1) + {2}) · {3}", id, in, compact_number(n.eps), weight),
+          fmt::format("each head's {} features scaled to a root mean square of 1, then by a learned weight per feature ({}'s "
+                      "{}_norm, before RoPE{}): no head's {} can grow large enough to make its softmax one-hot",
+                      query ? "query" : "key", n.family, id, n.plus_one ? "; Gemma's norms multiply by 1 + the stored weight" : "",
+                      query ? "query" : "key"),
+          Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
+}
+
+// alibi: the bias by distance, with each head's slope.
+StepText alibi_text(const Spec& s) {
+  std::vector<std::string> m;
+  for (std::int64_t h = 0; h < s.H; ++h) m.push_back(short_number(s.alibi_slopes.data()[h]));
+  const auto off = s.causal_offset();
+  return {"ALiBi bias", off == 0 ? "alibi[h, i, j] = −m_h · (i − j)" : fmt::format("alibi[h, i, j] = −m_h · (i + {} − j)", off),
+          fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d{}", s.H > 1 ? "s" : "", fmt::join(m, ", "),
+                      !s.alibi_default                 ? " (given)"
+                      : (s.H & (s.H - 1)) == 0         ? fmt::format(" (2^(−8(h+1)/{}), Press et al.)", s.H)
+                                                       : " (Press et al.'s interpolation between the powers of two around H)",
+                      s.causal ? "" : ", and one d positions after it gains m·d (no causal mask hides those)"),
+          Dims{Dim::H, Dim::T, Dim::S}};
+}
+
+// context: weights · v, or the fused pass's.
+StepText context_text(const Spec& s, const TextFacts& f) {
+  if (f.fused) {
+    return {"Context vectors (fused)",
+            fmt::format("context = softmax({}{} · {}ᵀ{}) · v", s.scale_kind == ScaleKind::None ? "" : "scale · ", s.rope ? "q.rope" : "q",
+                        s.rope ? "k.rope" : "k", s.masking() ? fused_mask_words(s) : ""),
+            std::string("one pass over the keys with a running row max and sum (FlashAttention); no [T, S] scores or weights are kept") +
+                (s.grouped() ? "; query head h reads kv head h / (H / Hkv)" : ""),
+            Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+  }
+  return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : s.cached ? "context = weights · v.cache" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
+          Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+}
+
 }  // namespace
 
 StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextFacts& f) {
@@ -288,21 +359,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
       if (!s.x_note.empty()) return {"Layer input", "x", s.x_note, Dims{Dim::B, Dim::T, Dim::C}};
       return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
     case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
-    case StepId::Positions:
-      if (s.positions == Positions::Learned) {
-        return {"Positional encodings (given)", "positions (given, learned)", "one learned row per position, as GPT-2's wpe",
-                Dims{Dim::T, Dim::C}};
-      }
-      if (s.C <= 2) {
-        return {"Positional encodings", "positions[p, 0] = sin(p), positions[p, 1] = cos(p)",
-                "row p is position p; with C = 2 there is one pair of columns, turning 1 radian per position", Dims{Dim::T, Dim::C}};
-      }
-      return {"Positional encodings", "positions[p, 2i] = sin(p / 10000^(2i/C)), positions[p, 2i+1] = cos(p / 10000^(2i/C))",
-              fmt::format("row p is position p; each pair of columns turns at its own rate, from 1 radian per position (pair 0) "
-                          "down to 1/10000^({}/{}) = {} (pair {})",
-                          2 * ((s.C - 1) / 2), s.C, compact_number(1.0 / std::pow(10000.0, 2.0 * static_cast<double>((s.C - 1) / 2) / static_cast<double>(s.C))),
-                          (s.C - 1) / 2),
-              Dims{Dim::T, Dim::C}};
+    case StepId::Positions: return positions_text(s);
     case StepId::XPos:
       return {"Embeddings plus positions", "x.pos = x + positions",
               std::string("the projections read x.pos: the same token at another position now gives other q, k and v") +
@@ -327,29 +384,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::QRope:
     case StepId::KRope: return rope_text(step, s);
     case StepId::QNorm:
-    case StepId::KNorm: {
-      const bool query = step == StepId::QNorm;
-      const char* id = query ? "q" : "k";
-      const auto& n = *s.qk_norm;
-      const std::string weight = n.plus_one ? fmt::format("(1 + {}_norm.weight)", id) : fmt::format("{}_norm.weight", id);
-      if (n.whole_width) {
-        return {query ? "Queries normalised" : "Keys normalised",
-                fmt::format("{0}.norm = {0} · rsqrt(mean({0}², -1) + {1}) · {2}", id, compact_number(n.eps), weight),
-                fmt::format("all {} = {} {} features of a token at once, every head together, scaled to a root mean square of 1 and then by a "
-                            "learned weight per feature ({}'s {}_norm, before the head split and RoPE)",
-                            query ? (s.general() ? "dk" : "C") : s.grouped() ? "Hkv·hs" : (s.general() ? "dk" : "C"), query ? s.dk : s.dkv(),
-                            query ? "query" : "key", n.family, id),
-                query ? Dims{Dim::B, Dim::T, s.general() ? Dim::dk : Dim::C} : Dims{Dim::B, Dim::S, s.grouped() ? Dim::dkv : s.general() ? Dim::dk : Dim::C}};
-      }
-      const std::string in = (query ? s.H : s.Hkv) > 1 ? fmt::format("{}.heads", id) : std::string(id);
-      return {query ? "Queries normalised per head" : "Keys normalised per head",
-              fmt::format("{0}.norm = {1} · rsqrt(mean({1}², -1) + {2}) · {3}", id, in, compact_number(n.eps), weight),
-              fmt::format("each head's {} features scaled to a root mean square of 1, then by a learned weight per feature ({}'s "
-                          "{}_norm, before RoPE{}): no head's {} can grow large enough to make its softmax one-hot",
-                          query ? "query" : "key", n.family, id, n.plus_one ? "; Gemma's norms multiply by 1 + the stored weight" : "",
-                          query ? "query" : "key"),
-              Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
-    }
+    case StepId::KNorm: return qk_norm_text(step, s);
     case StepId::KPast:
     case StepId::KCache:
     case StepId::VPast:
@@ -369,18 +404,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
         return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", s.H > 1 ? "hs" : s.general() ? "dk" : "C", s.hs(), c.scale), bhts};
       }
       return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
-    case StepId::Alibi: {
-      std::vector<std::string> m;
-      for (std::int64_t h = 0; h < s.H; ++h) m.push_back(short_number(s.alibi_slopes.data()[h]));
-      const auto off = s.causal_offset();
-      return {"ALiBi bias", off == 0 ? "alibi[h, i, j] = −m_h · (i − j)" : fmt::format("alibi[h, i, j] = −m_h · (i + {} − j)", off),
-              fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d{}", s.H > 1 ? "s" : "", fmt::join(m, ", "),
-                          !s.alibi_default                 ? " (given)"
-                          : (s.H & (s.H - 1)) == 0         ? fmt::format(" (2^(−8(h+1)/{}), Press et al.)", s.H)
-                                                           : " (Press et al.'s interpolation between the powers of two around H)",
-                          s.causal ? "" : ", and one d positions after it gains m·d (no causal mask hides those)"),
-              Dims{Dim::H, Dim::T, Dim::S}};
-    }
+    case StepId::Alibi: return alibi_text(s);
     case StepId::Biased:
       return {"Scores with the ALiBi bias", fmt::format("biased = {} + alibi", scaled_name(s)),
               s.causal ? "no positions are added to x: the further a key lies behind the query, the lower its score"
@@ -398,17 +422,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
               s.user_add.dim(0) == 1 ? Dims{Dim::T, Dim::S} : Dims{Dim::B, Dim::T, Dim::S}};
     case StepId::Masked: return masked_text(s, f);
     case StepId::Weights: return weights_text(s, f);
-    case StepId::Context:
-      if (f.fused) {
-        return {"Context vectors (fused)",
-                fmt::format("context = softmax({}{} · {}ᵀ{}) · v", s.scale_kind == ScaleKind::None ? "" : "scale · ", s.rope ? "q.rope" : "q",
-                            s.rope ? "k.rope" : "k", s.masking() ? fused_mask_words(s) : ""),
-                std::string("one pass over the keys with a running row max and sum (FlashAttention); no [T, S] scores or weights are kept") +
-                    (s.grouped() ? "; query head h reads kv head h / (H / Hkv)" : ""),
-                Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
-      }
-      return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : s.cached ? "context = weights · v.cache" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
-              Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+    case StepId::Context: return context_text(s, f);
     case StepId::Merged:
       if (s.general()) {
         return {"Heads merged", "merged = context.transpose(1, 2).reshape(B, T, dv)",

@@ -33,9 +33,77 @@ struct Picture {
 
 constexpr std::size_t kLabelChars = 12;  // labels are cut to this many characters, on both axes
 
+// How one cell of a picture looks: its colour, the value written in it (where it fits) and the
+// text's colour; blocked: grey, for a key the mask blocks.
+struct CellLook {
+  std::string fill, text, text_fill = "#000000";
+  bool blocked = false;
+};
+
+CellLook cell_look(const Step& s, const Step* masked, std::int64_t at, const HeatScale& rg, int precision) {
+  CellLook c;
+  auto& [fill, text, text_fill, any_blocked] = c;
+  const bool mask = s.kind == ValueKind::Mask;
+  Scalar v = s.value.at(at);
+  if (blocked(masked, at)) v = masked->value.at(at);
+  if (mask) {
+    fill = v != 0 ? svg_hex(viridis(0.5)) : kBlocked;
+    text.assign(1, v != 0 ? '1' : '0');
+    text_fill = v != 0 ? "#ffffff" : "#777777";
+  } else if (!std::isfinite(v)) {
+    fill = kBlocked;
+    any_blocked = true;
+    // Grey says the mask blocks it: the masked step itself holds −∞; a weight is exactly 0; a step
+    // before the mask keeps its own value, printed as in the tables (where it fits)
+    const Scalar own = s.value.at(at);
+    if (!std::isfinite(own)) text = own < 0 ? "−∞" : (own > 0 ? "+∞" : "nan");
+    else if (own == 0) text = "0";
+    else text = format_fixed(own, precision);
+    if (cells(text) * kCharW > kCell - 4) text.clear();
+    text_fill = "#777777";
+  } else {
+    const Rgb col = viridis(std::clamp(rg.t(v), 0.0, 1.0));
+    fill = svg_hex(col);
+    text = format_fixed(v, precision);
+    text_fill = is_light(col) ? "#000000" : "#ffffff";
+    if (text.size() * kCharW > kCell - 4) text.clear();  // values only where they fit
+  }
+  return c;
+}
+
+// The legend below the grid at height ly: the ramp between the scale's ends and which scale it is
+// (the mask's two colours for the mask), grey only when a cell is blocked. Returns the width it needs.
+int legend(std::ostringstream& o_, const Step& s, const HeatScale& rg, int precision, bool any_blocked, int ly) {
+  const bool mask = s.kind == ValueKind::Mask;
+  if (mask) {
+    o_ << fmt::format("  <rect x=\"8\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, svg_hex(viridis(0.5)));
+    o_ << fmt::format("  <text x=\"28\" y=\"{}\" font-size=\"{}\">1 may attend</text>\n", ly + 11, kFont);
+    o_ << fmt::format("  <rect x=\"120\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, kBlocked);
+    o_ << fmt::format("  <text x=\"140\" y=\"{}\" font-size=\"{}\">0 blocked</text>\n", ly + 11, kFont);
+  } else {
+    o_ << fmt::format("  <text x=\"8\" y=\"{}\" font-size=\"{}\" text-anchor=\"start\">{}</text>\n", ly + 11, kFont,
+                      format_fixed(static_cast<Scalar>(rg.lo), precision));
+    const int bx = 60;
+    for (int k = 0; k < 10; ++k) {
+      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"16\" height=\"14\" fill=\"{}\"/>\n", bx + k * 16, ly, svg_hex(viridis(k / 9.0)));
+    }
+    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", bx + 166, ly + 11, kFont,
+                      format_fixed(static_cast<Scalar>(rg.hi), precision));
+    int x = bx + 220;
+    if (any_blocked) {
+      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", x, ly, kBlocked);
+      o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">masked</text>\n", x + 18, ly + 11, kFont);
+      x += 70;
+    }
+    const std::string scale = rg.fitted ? "fitted to this picture's values" : s.id == "weights" ? "fixed, 0 to 1" : "the step's whole range";
+    o_ << fmt::format("  <text x=\"8\" y=\"{}\" font-size=\"{}\" fill=\"#555555\">colour scale: {}</text>\n", ly + 27, kFont, scale);
+    return x + 8;
+  }
+  return 0;
+}
+
 Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block& b, const TextOptions& o, bool many) {
   const auto& c = t.config;
-  const bool mask = s.kind == ValueKind::Mask;
   const Step* masked = blocking_step(t, s);
   const HeatScale rg = o.fit_range ? fitted_heat_scale(s, masked, b.offset, l.row_count * l.col_count) : heat_scale(s);
   std::vector<std::int64_t> rows, cols;
@@ -98,32 +166,10 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
   for (std::size_t r = 0; r < rows.size(); ++r) {
     for (std::size_t k = 0; k < cols.size(); ++k) {
       const auto at = b.offset + rows[r] * l.col_count + cols[k];
-      Scalar v = s.value.at(at);
-      if (blocked(masked, at)) v = masked->value.at(at);
       const int x = left + static_cast<int>(k) * kCell, y = top + static_cast<int>(r) * kCell;
-      std::string fill, text, text_fill = "#000000";
-      if (mask) {
-        fill = v != 0 ? svg_hex(viridis(0.5)) : kBlocked;
-        text.assign(1, v != 0 ? '1' : '0');
-        text_fill = v != 0 ? "#ffffff" : "#777777";
-      } else if (!std::isfinite(v)) {
-        fill = kBlocked;
-        any_blocked = true;
-        // Grey says the mask blocks it: the masked step itself holds −∞; a weight is exactly 0; a step
-        // before the mask keeps its own value, printed as in the tables (where it fits)
-        const Scalar own = s.value.at(at);
-        if (!std::isfinite(own)) text = own < 0 ? "−∞" : (own > 0 ? "+∞" : "nan");
-        else if (own == 0) text = "0";
-        else text = format_fixed(own, o.precision);
-        if (cells(text) * kCharW > kCell - 4) text.clear();
-        text_fill = "#777777";
-      } else {
-        const Rgb col = viridis(std::clamp(rg.t(v), 0.0, 1.0));
-        fill = svg_hex(col);
-        text = format_fixed(v, o.precision);
-        text_fill = is_light(col) ? "#000000" : "#ffffff";
-        if (text.size() * kCharW > kCell - 4) text.clear();  // values only where they fit
-      }
+      const CellLook look = cell_look(s, masked, at, rg, o.precision);
+      any_blocked = any_blocked || look.blocked;
+      const auto& [fill, text, text_fill, blocked_cell] = look;
       o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"1\"/>\n", x, y, kCell,
                         kCell, fill);
       if (!text.empty()) {
@@ -134,30 +180,7 @@ Picture picture(const Trace& t, const Step& s, const StepLayout& l, const Block&
   }
   // legend: the ramp between the scale's ends, which scale it is, and grey only when a cell is blocked
   const int ly = top + grid_h + 14;
-  if (mask) {
-    o_ << fmt::format("  <rect x=\"8\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, svg_hex(viridis(0.5)));
-    o_ << fmt::format("  <text x=\"28\" y=\"{}\" font-size=\"{}\">1 may attend</text>\n", ly + 11, kFont);
-    o_ << fmt::format("  <rect x=\"120\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", ly, kBlocked);
-    o_ << fmt::format("  <text x=\"140\" y=\"{}\" font-size=\"{}\">0 blocked</text>\n", ly + 11, kFont);
-  } else {
-    o_ << fmt::format("  <text x=\"8\" y=\"{}\" font-size=\"{}\" text-anchor=\"start\">{}</text>\n", ly + 11, kFont,
-                      format_fixed(static_cast<Scalar>(rg.lo), o.precision));
-    const int bx = 60;
-    for (int k = 0; k < 10; ++k) {
-      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"16\" height=\"14\" fill=\"{}\"/>\n", bx + k * 16, ly, svg_hex(viridis(k / 9.0)));
-    }
-    o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", bx + 166, ly + 11, kFont,
-                      format_fixed(static_cast<Scalar>(rg.hi), o.precision));
-    int x = bx + 220;
-    if (any_blocked) {
-      o_ << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", x, ly, kBlocked);
-      o_ << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\">masked</text>\n", x + 18, ly + 11, kFont);
-      x += 70;
-    }
-    const std::string scale = rg.fitted ? "fitted to this picture's values" : s.id == "weights" ? "fixed, 0 to 1" : "the step's whole range";
-    o_ << fmt::format("  <text x=\"8\" y=\"{}\" font-size=\"{}\" fill=\"#555555\">colour scale: {}</text>\n", ly + 27, kFont, scale);
-    p.width = std::max(p.width, x + 8);
-  }
+  p.width = std::max(p.width, legend(o_, s, rg, o.precision, any_blocked, ly));
   p.body = o_.str();
   return p;
 }
