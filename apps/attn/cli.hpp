@@ -1,12 +1,11 @@
-// The CLI's shared wiring: exit codes, the options every pipeline command takes, the text width,
-// and each subcommand's options struct with its setup_* (declares the options) and run_* (calls the
-// library). One file per group of subcommands: run.cpp, reports.cpp (check, diff, diagnose, cost),
-// models.cpp (decode, heads, tokenize); common.cpp holds what they share.
+// The CLI's shared wiring: exit codes, the options every pipeline command takes, the text width, and
+// the subcommands' entry points (one file each, below); common.cpp holds what they share.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -94,105 +93,33 @@ void print_report(int width, Render&& render) {
 void add_tolerances(CLI::App* cmd, attn::Tolerance& t);
 attn::ColorMode color_mode(const std::string& choice);
 
-struct RunOptions {
-  Resources resources;
-  std::string file;
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  std::string format = "text";
-  std::string backend = "cpu";
-  int precision = 4;
-  bool shapes_only = false;
-  std::string dump_dir;
-  std::string mistake;
-  std::string color = "auto";
-  std::vector<std::string> heatmaps = {"weights"};
-  std::string heat_range = "fixed";
-  bool step = false;
-  bool explain = false;
-  bool code = false;
-  std::vector<std::string> steps;
-  std::string from, to;
-  std::optional<std::int64_t> head, batch;
-  std::int64_t summary_threshold = 1000;
-  std::string svg_dir;
-  bool force = false;
-  bool timings = false;
-  std::string check_against;
-  std::string flash;
-  bool flash_given = false;
-  bool fused = false;
-  bool heatmap_given = false;
-};
-void setup_run(CLI::App& app, RunOptions& o);
-int run_run(const RunOptions& o);
 
-struct DiffOptions {
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  std::string a, b;
-  attn::Tolerance tol;
-};
-void setup_diff(CLI::App& app, DiffOptions& o);
-int run_diff(const DiffOptions& o);
 
-struct DiagnoseOptions {
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  Resources resources;
-  std::string spec, student;
-  attn::Tolerance tol;
-};
-void setup_diagnose(CLI::App& app, DiagnoseOptions& o);
-int run_diagnose(const DiagnoseOptions& o);
 
-struct CheckOptions {
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  Resources resources;
-  std::string file;
-  std::string format = "text";
-};
-void setup_check(CLI::App& app, CheckOptions& o);
-int run_check(const CheckOptions& o);
 
-struct CostOptions {
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  std::string file;
-  attn::SizeArgs sizes;
-  std::string mode = "self";
-  bool no_output_projection = false;
-};
-void setup_cost(CLI::App& app, CostOptions& o);
-int run_cost(const CostOptions& o);
 
-struct DecodeOptions {
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  Resources resources;
-  std::string file;
-  std::string backend = "cpu";
-  std::int64_t prefill = -1;  // −1: not given (1)
-  int precision = 4;
-  std::string color = "auto";
-  std::vector<std::string> steps;
-  bool code = false;
-};
-void setup_decode(CLI::App& app, DecodeOptions& o);
-int run_decode(const DecodeOptions& o);
 
-struct HeadsOptions {
-  Resources resources;
-  std::string file;
-  std::string format = "text";
-  std::string color = "auto";
-  int width = 0;  // 0: COLUMNS, else 120
-};
-void setup_heads(CLI::App& app, HeadsOptions& o);
-int run_heads(const HeadsOptions& o);
 
-struct TokenizeOptions {
-  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
-  std::string dir;
-  std::string text;
-  std::string format = "text";
-};
-void setup_tokenize(CLI::App& app, TokenizeOptions& o);
-int run_tokenize(const TokenizeOptions& o);
+
+// The subcommands, one file each (run.cpp, check.cpp, diff.cpp, diagnose.cpp, cost.cpp, decode.cpp,
+// heads.cpp, tokenize.cpp), each with its options struct, a setup_* that declares them and a run_*
+// that only calls the library. add_* declares the subcommand on the app and returns what runs it
+// once the command line is parsed (its exit code).
+using Runner = std::function<int()>;
+// The options held for the runner, declared by setup, run by run.
+template <typename Options>
+Runner command(CLI::App& app, void (*setup)(CLI::App&, Options&), int (*run)(const Options&)) {
+  auto o = std::make_shared<Options>();
+  setup(app, *o);
+  return [o, run] { return run(*o); };
+}
+Runner add_run(CLI::App& app);
+Runner add_check(CLI::App& app);
+Runner add_diff(CLI::App& app);
+Runner add_diagnose(CLI::App& app);
+Runner add_cost(CLI::App& app);
+Runner add_decode(CLI::App& app);
+Runner add_heads(CLI::App& app);
+Runner add_tokenize(CLI::App& app);
 
 }  // namespace attn_cli

@@ -1,5 +1,5 @@
-// attn: the command-line wiring. Each subcommand has an options struct, a setup_* that declares its
-// options and a run_* that only calls the library (cli.hpp; run.cpp, reports.cpp, models.cpp).
+// attn: the command-line wiring. Each subcommand has a file of its own with an options struct, a
+// setup_* that declares its options and a run_* that only calls the library (cli.hpp).
 // Exit codes: 0 ok, 1 a check/diff found differences, 2 bad input or usage, 3 internal error.
 #include "cli.hpp"
 
@@ -41,22 +41,11 @@ int main(int argc, char** argv) {
   app.formatter(std::make_shared<FittedFormatter>(terminal_width(0)));  // (before the subcommands, which copy it)
   app.footer(kExamples);
   app.require_subcommand(1);
-  RunOptions run;
-  setup_run(app, run);
-  CheckOptions check;
-  setup_check(app, check);
-  DiffOptions diff;
-  setup_diff(app, diff);
-  DiagnoseOptions diag;
-  setup_diagnose(app, diag);
-  CostOptions cost;
-  setup_cost(app, cost);
-  DecodeOptions decode;
-  setup_decode(app, decode);
-  HeadsOptions heads;
-  setup_heads(app, heads);
-  TokenizeOptions tokenize;
-  setup_tokenize(app, tokenize);
+  // in this order in --help
+  const std::vector<std::pair<std::string, Runner>> commands = {
+      {"run", add_run(app)},         {"check", add_check(app)},   {"diff", add_diff(app)},   {"diagnose", add_diagnose(app)},
+      {"cost", add_cost(app)},       {"decode", add_decode(app)}, {"heads", add_heads(app)}, {"tokenize", add_tokenize(app)},
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -64,14 +53,8 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitBadInput;
   }
   try {
-    if (app.got_subcommand("run")) return run_run(run);
-    if (app.got_subcommand("check")) return run_check(check);
-    if (app.got_subcommand("diff")) return run_diff(diff);
-    if (app.got_subcommand("diagnose")) return run_diagnose(diag);
-    if (app.got_subcommand("cost")) return run_cost(cost);
-    if (app.got_subcommand("decode")) return run_decode(decode);
-    if (app.got_subcommand("heads")) return run_heads(heads);
-    if (app.got_subcommand("tokenize")) return run_tokenize(tokenize);
+    for (const auto& [name, runner] : commands)
+      if (app.got_subcommand(name)) return runner();
     return kExitBadInput;
   } catch (const attn::InputError& e) {
     print_error(e.what());

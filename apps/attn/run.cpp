@@ -2,6 +2,38 @@
 #include "cli.hpp"
 
 namespace attn_cli {
+namespace {
+
+struct RunOptions {
+  Resources resources;
+  std::string file;
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
+  std::string format = "text";
+  std::string backend = "cpu";
+  int precision = 4;
+  bool shapes_only = false;
+  std::string dump_dir;
+  std::string mistake;
+  std::string color = "auto";
+  std::vector<std::string> heatmaps = {"weights"};
+  std::string heat_range = "fixed";
+  bool step = false;
+  bool explain = false;
+  bool code = false;
+  std::vector<std::string> steps;
+  std::string from, to;
+  std::optional<std::int64_t> head, batch;
+  std::int64_t summary_threshold = 1000;
+  std::string svg_dir;
+  bool force = false;
+  bool timings = false;
+  std::string check_against;
+  std::string flash;
+  bool flash_given = false;
+  bool fused = false;
+  bool heatmap_given = false;
+};
+
 
 void setup_run(CLI::App& app, RunOptions& o) {
   auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
@@ -151,5 +183,9 @@ int run_run(const RunOptions& o) {
   std::cout.flush();
   return kExitOk;
 }
+
+}  // namespace
+
+Runner add_run(CLI::App& app) { return command(app, setup_run, run_run); }
 
 }  // namespace attn_cli

@@ -1,0 +1,62 @@
+// attn decode: generation with a KV cache, a causal prefill, then a token at a time.
+#include "cli.hpp"
+
+namespace attn_cli {
+namespace {
+
+struct DecodeOptions {
+  int width = 0;  // 0: $COLUMNS, else the terminal's, else 80
+  Resources resources;
+  std::string file;
+  std::string backend = "cpu";
+  std::int64_t prefill = -1;  // −1: not given (1)
+  int precision = 4;
+  std::string color = "auto";
+  std::vector<std::string> steps;
+  bool code = false;
+};
+
+void setup_decode(CLI::App& app, DecodeOptions& o) {
+  auto* dec = app.add_subcommand("decode", "Generate with a KV cache: a causal prefill, then one token at a time against the cache, "
+                                           "each row checked against the full causal trace");
+  dec->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
+  dec->footer(R"(Example:
+  $ attn decode examples/llama_like.json --prefill 3
+    ...
+    ══ token 3 "on" (position 3): one query against the 4 cached keys, its own appended ══
+    ...
+    largest |decoded − full| = ... ; tolerance 1e-06: the cache gives the attention of the full pass, ...
+
+Exit codes: 0 every decoded row matches the full pass within 1e-6, 1 one does not, 2 bad input.)");
+  dec->add_option("file", o.file, "input JSON file, mode causal (- reads standard input)")->required();
+  dec->add_option("--prefill", o.prefill, "tokens in the first causal pass, P (default 1); tokens P .. T − 1 are decoded one by one");
+  dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
+  dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
+  dec->add_option("--steps", o.steps, "only these step ids, in every pass (comma-separated: k.cache,weights)")->delimiter(',');
+  dec->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  add_resources(dec, o.resources);
+}
+
+int run_decode(const DecodeOptions& o) {
+  const attn::Spec spec = load_checked(o.file, o.resources);
+  auto backend = attn::make_backend(o.backend);
+  attn::require_fits_on(*backend, spec);  // the device's memory, as load_checked did the host's
+  const attn::Decode d = attn::run_decode(spec, *backend, o.prefill);
+  attn::TextOptions t;
+  t.precision = o.precision;
+  t.color = color_mode(o.color);
+  t.width = terminal_width(o.width);
+  t.code = o.code;
+  // --steps must name steps of a decoding pass (the last token's holds every kind); unknown ids are refused there
+  if (!o.steps.empty()) attn::select_steps(d.tokens.back(), o.steps, "", "");
+  print_report(t.width, [&](std::ostream& os) { attn::render_decode_text(d, os, t, o.steps); });
+  std::cout.flush();
+  return d.agrees() ? kExitOk : kExitDiffers;
+}
+
+}  // namespace
+
+Runner add_decode(CLI::App& app) { return command(app, setup_decode, run_decode); }
+
+}  // namespace attn_cli

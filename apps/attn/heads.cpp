@@ -1,0 +1,45 @@
+// attn heads: a checkpoint's every layer × head on one sentence, with a summary per head.
+#include "cli.hpp"
+
+namespace attn_cli {
+namespace {
+
+struct HeadsOptions {
+  Resources resources;
+  std::string file;
+  std::string format = "text";
+  std::string color = "auto";
+  int width = 0;  // 0: COLUMNS, else 120
+};
+
+void setup_heads(CLI::App& app, HeadsOptions& o) {
+  auto* heads = app.add_subcommand("heads", "A real model's attention at a glance: every layer × head of one sentence, with a summary per head");
+  heads->footer(R"(Example:
+  $ attn heads examples/tiny_gpt2.json
+    GPT-2 (checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16
+    ...
+
+FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (its "layer" is not used).)");
+  heads->add_option("file", o.file, "input JSON file naming a checkpoint (- reads standard input)")->required();
+  heads->add_option("--format", o.format, "text (default), svg, html or json")->check(CLI::IsMember({"text", "svg", "html", "json"}));
+  heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
+  add_resources(heads, o.resources);
+}
+
+int run_heads(const HeadsOptions& o) {
+  o.resources.apply();
+  const attn::model::HeadsView view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why());
+  if (o.format == "json") attn::model::render_heads_json(view, std::cout);
+  else if (o.format == "svg") attn::model::render_heads_svg(view, std::cout);
+  else if (o.format == "html") attn::model::render_heads_html(view, std::cout);
+  else attn::model::render_heads_text(view, std::cout, color_mode(o.color), terminal_width(o.width));
+  std::cout.flush();
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner add_heads(CLI::App& app) { return command(app, setup_heads, run_heads); }
+
+}  // namespace attn_cli
