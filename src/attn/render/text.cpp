@@ -12,6 +12,7 @@
 
 #include "attn/explain.hpp"
 #include "attn/render/render.hpp"
+#include "attn/render/text_layout.hpp"
 
 namespace attn {
 
@@ -84,18 +85,6 @@ void append_right(std::string& line, std::string_view s, std::size_t width) {
   if (width > w) line.append(width - w, ' ');
 }
 
-// Cuts a label to `width` cells, ending in "…" when cut.
-std::string fit(const std::string& s, std::size_t width) {
-  if (cells(s) <= width) return s;
-  std::string out;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < s.size() && n + 1 < width; ++i) {
-    out += s[i];
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && (i + 1 >= s.size() || (static_cast<unsigned char>(s[i + 1]) & 0xC0) != 0x80)) ++n;
-  }
-  return out + "…";
-}
-
 class TextRenderer {
  public:
   TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {}
@@ -146,9 +135,11 @@ class TextRenderer {
       for (const auto& line : code_lines(s.code)) out_ << wrap(line, width(), "    >>> ", "    ...     ");
     if (!s.note.empty()) out_ << wrap(s.note, width(), "    ", "      ");
     if (o_.timings) out_ << fmt::format("    time: {:.3f} ms\n", s.seconds * 1e3);
-    const StepLayout layout = layout_step(s, c_, o_.view);
-    tensor(s, layout);
-    if (heatmap_able(s) && std::find(o_.heatmaps.begin(), o_.heatmaps.end(), s.id) != o_.heatmaps.end()) heatmap(s, layout);
+    const TextLayout layout = layout_text_step(tr_, s, o_);
+    if (!layout.summary.empty()) out_ << "    " << layout.summary << "\n";
+    for (const auto& t : layout.tables) write_table(t);
+    for (const auto& line : layout.heat_lead) out_ << line << "\n";
+    for (const auto& h : layout.heatmaps) write_heatmap(h);
     if (o_.explain) {
       const auto text = explain_step(tr_, s, {o_.view.batch.value_or(0), o_.view.head.value_or(0)});
       if (!text.empty()) out_ << "\n" << wrap(text, width(), "    ▸ ", "      ");
@@ -161,221 +152,82 @@ class TextRenderer {
 
 
 
-  // a repeated token numbered (the₁, the₂), so its rows and columns can be told apart
-  std::string label(Dim dim, std::int64_t index, std::int64_t b) const { return distinct_axis_label(c_, dim, index, b); }
-
-  std::string number(const Step& s, Scalar v) const {
-    if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
-    return format_fixed(v, o_.precision);
+  // A block's title (a gap's "…" line): what comes before its table or grid. Returns whether a
+  // body follows.
+  bool block_title(bool gap, const std::string& title) {
+    if (gap) {
+      out_ << fmt::format("\n    {} ({})\n", kEllipsis, title);
+      return false;
+    }
+    out_ << "\n";
+    if (!title.empty()) out_ << "    " << title << "\n";
+    return true;
   }
 
-  void tensor(const Step& s, const StepLayout& l) {
-    if (l.summarised) out_ << fmt::format("    (summarised: {} values; edges of {} shown)\n", s.value.size(), o_.view.edge_items);
-    // Every number shown, formatted once, block by block in the order they are printed. One width
-    // for every number column of the step keeps blocks aligned with each other; only the entries
-    // shown count (a summarised [12, 2048, 2048] step shows a few hundred of 50 million).
-    std::vector<std::string> shown;
-    std::size_t num_w = 1;
-    for (const auto& b : l.blocks) {
-      if (b.gap) continue;
-      for (const auto& i : l.rows) {
-        if (!i) continue;
-        for (const auto& j : l.cols)
-          if (j) num_w = std::max(num_w, shown.emplace_back(number(s, s.value.at(b.offset + *i * l.col_count + *j))).size());
-        if (s.row_sums) num_w = std::max(num_w, shown.emplace_back(number(s, s.row_sums->data()[b.row_offset + *i])).size());
-      }
-    }
-    std::size_t next = 0;
-    each_block(l, [&](const Block& b) { matrix(s, l, b, num_w, shown, next); });
+  // Before each column block of a split table: a blank line between blocks, and which columns.
+  static void column_caption(std::string& line, const std::vector<ColumnBlock>& chunks, std::size_t k) {
+    if (chunks.size() < 2) return;
+    if (k > 0) line += "\n";
+    line += "    " + chunks[k].caption + "\n";
   }
 
-  // One block's numbers under its labels; columns that do not fit the width go on in further column
-  // blocks (as NumPy prints a wide array), each saying which columns it holds.
-  void matrix(const Step& s, const StepLayout& l, const Block& b, std::size_t num_w, const std::vector<std::string>& shown, std::size_t& next) {
-    std::vector<std::string> row_labels;
-    std::size_t label_w = 0;
-    for (const auto& i : l.rows) label_w = std::max(label_w, cells(row_labels.emplace_back(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis))));
-    std::vector<std::size_t> col_w;
-    std::vector<std::string> col_labels;
-    for (const auto& j : l.cols) col_w.push_back(std::max(num_w, cells(col_labels.emplace_back(j ? label(l.col_dim, *j, b.batch) : std::string(kEllipsis)))));
-    const bool sums = s.row_sums.has_value();
-    // where each shown row's numbers start in `shown`: its real columns, then its sum
-    std::size_t real_cols = 0;
-    for (const auto& j : l.cols) real_cols += j.has_value() ? 1 : 0;
-    std::vector<std::size_t> row_start(l.rows.size(), 0);
-    for (std::size_t r = 0; r < l.rows.size(); ++r) {
-      row_start[r] = next;
-      if (l.rows[r]) next += real_cols + (sums ? 1 : 0);
-    }
-    const auto chunks = column_chunks(col_w, 4 + label_w, sums ? 4 + num_w : 0);
+  void write_table(const TextTable& t) {
+    if (!block_title(t.gap, t.title)) return;
     std::string line;
-    for (std::size_t k = 0; k < chunks.size(); ++k) {
-      const auto [c0, c1] = chunks[k];
-      const bool last = k + 1 == chunks.size();
-      if (chunks.size() > 1) {
-        line += k > 0 ? "\n" : "";
-        line += k == 0 ? fmt::format("    {} {} of {} (split to fit {} columns)\n", c1 - c0 == 1 ? "column" : "columns",
-                                     column_range(l, col_labels, c0, c1), l.col_count, std::max(o_.width, 20))
-                       : fmt::format("    {} {}\n", c1 - c0 == 1 ? "column" : "columns", column_range(l, col_labels, c0, c1));
-      }
+    for (std::size_t k = 0; k < t.chunks.size(); ++k) {
+      const auto& [c0, c1, caption] = t.chunks[k];
+      const bool sums = t.sum_w > 0 && k + 1 == t.chunks.size();
+      column_caption(line, t.chunks, k);
       line += "    ";
-      line.append(label_w, ' ');
-      for (std::size_t c = c0; c < c1; ++c) line += "  ", append_left(line, col_labels[c], col_w[c]);
-      if (sums && last) line += "  │ ", append_left(line, "sum", num_w);
+      line.append(t.label_w, ' ');
+      for (std::size_t c = c0; c < c1; ++c) line += "  ", append_left(line, t.col_labels[c], t.col_w[c]);
+      if (sums) line += "  │ ", append_left(line, "sum", t.sum_w);
       line += '\n';
-      for (std::size_t r = 0; r < l.rows.size(); ++r) {
-        const bool row = l.rows[r].has_value();
+      for (std::size_t r = 0; r < t.row_labels.size(); ++r) {
         line += "    ";
-        append_right(line, row_labels[r], label_w);
-        std::size_t at = row_start[r];
-        for (std::size_t c = 0; c < c1; ++c) {
-          const bool real = row && l.cols[c].has_value();
-          if (c >= c0) line += "  ", append_left(line, real ? std::string_view(shown[at]) : kEllipsis, col_w[c]);
-          if (real) ++at;
-        }
-        if (sums && last) line += "  │ ", append_left(line, row ? std::string_view(shown[row_start[r] + real_cols]) : kEllipsis, num_w);
+        append_right(line, t.row_labels[r], t.label_w);
+        for (std::size_t c = c0; c < c1; ++c) line += "  ", append_left(line, t.cells[r][c], t.col_w[c]);
+        if (sums) line += "  │ ", append_left(line, t.sums[r], t.sum_w);
         line += '\n';
       }
     }
     out_ << line;
   }
 
-  // Columns [c0, c1) of a table, as many as fit the width after `lead` cells of labels (and `tail`
-  // cells of row sums on the last), at least one each.
-  // (Each column takes `sep` cells before it.)
-  std::vector<std::pair<std::size_t, std::size_t>> column_chunks(const std::vector<std::size_t>& col_w, std::size_t lead, std::size_t tail,
-                                                                 std::size_t sep = 2) const {
-    std::vector<std::pair<std::size_t, std::size_t>> out;
-    const auto width = static_cast<std::size_t>(std::max(o_.width, 20));
-    std::size_t total = lead + tail;
-    for (const auto w : col_w) total += sep + w;
-    if (total <= width) return {{0, col_w.size()}};
-    for (std::size_t c0 = 0; c0 < col_w.size();) {
-      std::size_t c1 = c0, used = lead;
-      while (c1 < col_w.size() && (c1 == c0 || used + sep + col_w[c1] + (c1 + 1 == col_w.size() ? tail : 0) <= width)) used += sep + col_w[c1++];
-      out.emplace_back(c0, c1);
-      c0 = c1;
-    }
-    return out;
-  }
-
-  // "0–7" by the columns' labels (or positions, where a label is "…").
-  // "0–7" by the columns' positions along the axis (labels can be word pieces that read oddly as a
-  // range); a "…" end by its label.
-  static std::string column_range(const StepLayout& l, const std::vector<std::string>& labels, std::size_t c0, std::size_t c1) {
-    const auto end = [&](std::size_t c) { return l.cols[c] ? fmt::format("{}", *l.cols[c]) : labels[c]; };
-    return c1 - c0 == 1 ? end(c0) : fmt::format("{}–{}", end(c0), end(c1 - 1));
-  }
-
-  // The attention pattern as coloured (or shaded) cells, one grid per block, below the numbers.
-  // Blocked (-inf) cells are "··", never a colour, so they cannot be mistaken for small weights.
-  void heatmap(const Step& s, const StepLayout& l) {
+  void write_heatmap(const TextHeatmap& h) {
+    if (!block_title(h.gap, h.title)) return;
+    for (const auto& l : h.legend) out_ << l << "\n";
     const bool colour = o_.color != ColorMode::None;
-    const Step* masked = blocking_step(tr_, s);
-    HeatScale sc = heat_scale(s);
-    if (o_.fit_range) out_ << fmt::format("\n    heatmap of {} · colours fitted to each block's own values\n", s.id);
-    else out_ << "\n" << legend(fmt::format("    heatmap of {} · ", s.id), sc);
-    each_block(l, [&](const Block& b) {
-      if (o_.fit_range) {
-        sc = fitted_heat_scale(s, masked, b.offset, l.row_count * l.col_count);
-        out_ << legend("    ", sc);
-      }
-      std::size_t label_w = 0, cell_w = 2;
-      for (const auto& i : l.rows) label_w = std::max(label_w, i ? cells(label(l.row_dim, *i, b.batch)) : 1);
-      for (const auto& j : l.cols) cell_w = std::max(cell_w, j ? std::min<std::size_t>(6, cells(label(l.col_dim, *j, b.batch))) : 1);
-      std::vector<std::string> col_labels;
-      for (const auto& j : l.cols) col_labels.push_back(j ? label(l.col_dim, *j, b.batch) : std::string(kEllipsis));
-      const auto chunks = column_chunks(std::vector<std::size_t>(l.cols.size(), cell_w), 4 + label_w + 1, 0, 1);
-      for (std::size_t k = 0; k < chunks.size(); ++k) {
-        const auto [c0, c1] = chunks[k];
-        if (chunks.size() > 1) {
-          if (k > 0) out_ << "\n";
-          out_ << (k == 0 ? fmt::format("    keys {} of {} (split to fit {} columns)\n", column_range(l, col_labels, c0, c1), l.col_count, width())
-                          : fmt::format("    keys {}\n", column_range(l, col_labels, c0, c1)));
-        }
-        std::string head = "    " + std::string(label_w + 1, ' ');
+    for (std::size_t k = 0; k < h.chunks.size(); ++k) {
+      const auto& [c0, c1, caption] = h.chunks[k];
+      std::string line;
+      column_caption(line, h.chunks, k);
+      line += "    " + std::string(h.label_w + 1, ' ');
+      for (std::size_t c = c0; c < c1; ++c) line += " " + h.col_labels[c];
+      line += "\n";
+      for (std::size_t r = 0; r < h.row_labels.size(); ++r) {
+        line += "    " + h.row_labels[r] + " ";
         for (std::size_t c = c0; c < c1; ++c) {
-          head += ' ';
-          head += pad_right(fit(col_labels[c], cell_w), cell_w);
-        }
-        out_ << head << "\n";
-        for (const auto& i : l.rows) {
-          std::string line = "    " + pad_right(i ? label(l.row_dim, *i, b.batch) : std::string(kEllipsis), label_w) + " ";
-          for (std::size_t c = c0; c < c1; ++c) {
-            const auto& j = l.cols[c];
-            line += " ";
-            if (!i || !j) {
-              line += pad_right(kEllipsis, cell_w);
-              continue;
-            }
-            const auto at = b.offset + *i * l.col_count + *j;
-            Scalar v = s.value.at(at);
-            if (blocked(masked, at)) v = masked->value.at(at);
-            if (!std::isfinite(v)) {
+          const HeatCell& cell = h.cells[r][c];
+          line += " ";
+          switch (cell.kind) {
+            case HeatCell::Kind::Gap: line += pad_right(kEllipsis, h.cell_w); break;
+            case HeatCell::Kind::Blocked:
+            case HeatCell::Kind::Unknown: {
               // -inf (blocked) as "··"; +inf or nan, which a mistaken trace can hold, as "??"
-              const std::string mark = repeat(v < 0 ? "·" : "?", cell_w);
+              const std::string mark = repeat(cell.kind == HeatCell::Kind::Blocked ? "·" : "?", h.cell_w);
               line += colour ? std::string(kAnsiDim) + mark + kAnsiReset : mark;
-            } else if (colour) {
-              line += heat_background(o_.color, std::clamp(sc.t(v), 0.0, 1.0)) + std::string(cell_w, ' ') + kAnsiReset;
-            } else {
-              line += repeat(shade(std::clamp(sc.t(v), 0.0, 1.0)), cell_w);
+              break;
             }
+            case HeatCell::Kind::Value:
+              line += colour ? heat_background(o_.color, cell.t) + std::string(h.cell_w, ' ') + kAnsiReset : repeat(shade(cell.t), h.cell_w);
+              break;
           }
-          out_ << line << "\n";
         }
+        line += "\n";
       }
-    });
-  }
-
-  // Prints each block's title (or a gap's "…" line) and hands real blocks to `body`.
-  template <typename Body>
-  void each_block(const StepLayout& l, Body&& body) {
-    for (const auto& b : l.blocks) {
-      if (b.gap) {
-        out_ << fmt::format("\n    {} ({})\n", kEllipsis, b.title);
-        continue;
-      }
-      out_ << "\n";
-      if (!b.title.empty()) out_ << "    " << b.title << "\n";
-      body(b);
+      out_ << line;
     }
-  }
-
-  // The legend after `lead`, on as many lines as the width needs (its parts never split).
-  std::string legend(const std::string& lead, const HeatScale& sc) const {
-    const auto lo = format_fixed(static_cast<Scalar>(sc.lo), o_.precision);
-    const auto hi = format_fixed(static_cast<Scalar>(sc.hi), o_.precision);
-    if (o_.color == ColorMode::None) {
-      // The five shades and the value bands they stand for (blank: near the bottom of the range only).
-      std::vector<std::string> bands;
-      for (int k = 0; k < 5; ++k) {
-        const double from = k == 0 ? 0.0 : kShadeBands[k - 1];
-        const double a = sc.lo + (sc.hi - sc.lo) * from, z = sc.lo + (sc.hi - sc.lo) * kShadeBands[k];
-        bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((from + kShadeBands[k]) / 2), k == 0 ? "'" : "",
-                                    format_fixed(static_cast<Scalar>(a), 2), format_fixed(static_cast<Scalar>(z), 2)));
-      }
-      bands.emplace_back("·· masked");
-      std::string out, line = lead;
-      bool fresh = true;  // nothing after the line's lead yet
-      for (const auto& part : bands) {
-        if (!fresh && cells(line) + 2 + cells(part) > width()) {
-          out += line + "\n";
-          line = "      ";
-          fresh = true;
-        }
-        line += (fresh ? "" : "  ") + part;
-        fresh = false;
-      }
-      return out + line + "\n";
-    }
-    // one swatch per 256-colour step (the cells' own table), ten samples of viridis in 24-bit colour
-    std::string bar;
-    const int swatches = o_.color == ColorMode::Ansi256 ? 16 : 10;
-    for (int k = 0; k < swatches; ++k) {
-      const double t = o_.color == ColorMode::Ansi256 ? (k + 0.5) / 16.0 : k / 9.0;
-      bar += heat_background(o_.color, t) + " " + kAnsiReset;
-    }
-    return fmt::format("{}{} {} {} · {}··{} masked\n", lead, lo, bar, hi, kAnsiDim, kAnsiReset);
   }
 
   static std::string repeat(const std::string& s, std::size_t n) {
