@@ -20,6 +20,11 @@ if [[ $lines -lt 2 || $widest -gt 80 || $joined != "$piped" ]]; then
   exit 1
 fi
 echo "ok: the error wraps to 80 columns at a terminal ($lines lines, widest $widest) and is one line in a pipe"
+# a message with a word longer than the line (a deep JSON path) is cut where the line ends
+tty=$(cd "$(dirname "$0")/bad" && COLUMNS=80 script -qec "'$attn' run deep-nesting.json" /dev/null | tr -d '\r' || true)
+widest=$(printf '%s\n' "$tty" | while IFS= read -r l; do printf '%s\n' "${#l}"; done | sort -n | tail -1)
+if [[ $widest -gt 80 || $(printf '%s\n' "$tty" | wc -l) -lt 3 ]]; then echo "FAIL: the deep-nesting error at 80 columns:"; printf '%s\n' "$tty"; exit 1; fi
+echo "ok: an error with a 100-character path wraps to 80 columns (widest $widest)"
 # --help of attn and of every subcommand, at COLUMNS=80: no line wider
 for sub in "" run check diff diagnose cost decode heads tokenize; do
   widest=$(COLUMNS=80 "$attn" $sub --help | python3 -c 'import sys; print(max(len(l.rstrip("\n")) for l in sys.stdin))')

@@ -170,11 +170,29 @@ void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const 
   const auto ktok = [&](std::int64_t j) { return axis_label(c, c.mode == Mode::Cross ? Dim::S : Dim::T, j, b); };
   const auto width = static_cast<std::size_t>(std::max(8, o.precision + 5));
   std::size_t label_w = 4;
-  for (std::int64_t i = 0; i < f.T; ++i) label_w = std::max(label_w, qtok(i).size());
-  const auto row_of = [&](const std::string& label, const std::vector<Scalar>& v, std::size_t from, std::size_t n) {
-    std::string line = fmt::format("      {:<{}}", label, label_w);
-    for (std::size_t k = 0; k < n; ++k) line += fmt::format(" {:>{}}", num(v[from + k]), width);
-    return line + "\n";
+  for (std::int64_t i = 0; i < f.T; ++i) label_w = std::max(label_w, cells(qtok(i)));
+  // rows q0 .. q0 + rows − 1 of n numbers each (v[from + i·n + k]), under `heads` when given: in
+  // column blocks that fit the width (as the walkthrough's tables), each saying which columns it holds
+  const auto table = [&](std::int64_t q0, std::int64_t rows, const std::vector<Scalar>& v, std::size_t from, std::size_t n,
+                         const std::vector<std::string>& heads) {
+    const std::size_t room = static_cast<std::size_t>(std::max(o.width, 20)), lead = 6 + label_w;
+    const std::size_t per = std::max<std::size_t>(1, room > lead ? (room - lead) / (width + 1) : 1);
+    std::string text;
+    for (std::size_t c0 = 0; c0 < n; c0 += per) {
+      const std::size_t c1 = std::min(n, c0 + per);
+      if (per < n) text += c1 - c0 == 1 ? fmt::format("      column {} of {}\n", c0, n) : fmt::format("      columns {}–{} of {}\n", c0, c1 - 1, n);
+      if (!heads.empty()) {
+        text.append(6 + label_w, ' ');
+        for (std::size_t k = c0; k < c1; ++k) text.append(1, ' ').append(pad_left(heads[k], width));
+        text.append(1, '\n');
+      }
+      for (std::int64_t i = 0; i < rows; ++i) {
+        text.append(6, ' ').append(pad_right(qtok(q0 + i), label_w));
+        for (std::size_t k = c0; k < c1; ++k) text.append(1, ' ').append(pad_left(num(v[from + static_cast<std::size_t>(i) * n + k]), width));
+        text.append(1, '\n');
+      }
+    }
+    return text;
   };
   const auto bq = std::min(f.BQ, f.T), bk = std::min(f.BK, f.S);  // the tiles as large as they get here
   out << fmt::format("\n══ FlashAttention's tiled forward pass: tiles of BQ = {} quer{} × BK = {} key{} ══\n", f.BQ, f.BQ == 1 ? "y" : "ies", f.BK,
@@ -195,21 +213,20 @@ void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const 
         out << ": every entry masked, skipped (no exp, no product)\n";
         continue;
       }
-      out << fmt::format("\n    s [{}, {}]\n      {:<{}}", blk.qn, tile.kn, "", label_w);
-      for (std::int64_t j = 0; j < tile.kn; ++j) out << fmt::format(" {:>{}}", ktok(tile.k0 + j), width);
-      out << "\n";
-      for (std::int64_t i = 0; i < blk.qn; ++i) out << row_of(qtok(blk.q0 + i), tile.scores, static_cast<std::size_t>(i * tile.kn), static_cast<std::size_t>(tile.kn));
+      std::vector<std::string> keys;
+      for (std::int64_t j = 0; j < tile.kn; ++j) keys.push_back(ktok(tile.k0 + j));
+      out << fmt::format("\n    s [{}, {}]\n", blk.qn, tile.kn) << table(blk.q0, blk.qn, tile.scores, 0, static_cast<std::size_t>(tile.kn), keys);
       out << "    m_old → m_new, rescale = exp(m_old − m_new), l\n";
       for (std::int64_t i = 0; i < blk.qn; ++i) {
         const auto r = static_cast<std::size_t>(i);
-        out << fmt::format("      {:<{}} {:>{}} → {:>{}}   rescale {:>{}}   l {:>{}}\n", qtok(blk.q0 + i), label_w, num(tile.m_old[r]), width,
-                           num(tile.m[r]), width, num(tile.rescale[r]), width, num(tile.l[r]), width);
+        out << fmt::format("      {} {} → {}   rescale {}   l {}\n", pad_right(qtok(blk.q0 + i), label_w), pad_left(num(tile.m_old[r]), width),
+                           pad_left(num(tile.m[r]), width), pad_left(num(tile.rescale[r]), width), pad_left(num(tile.l[r]), width));
       }
       out << fmt::format("    acc [{}, {}]\n", blk.qn, f.hv);
-      for (std::int64_t i = 0; i < blk.qn; ++i) out << row_of(qtok(blk.q0 + i), tile.acc, static_cast<std::size_t>(i * f.hv), static_cast<std::size_t>(f.hv));
+      out << table(blk.q0, blk.qn, tile.acc, 0, static_cast<std::size_t>(f.hv), {});
     }
     out << fmt::format("  out = acc / l [{}, {}]\n", blk.qn, f.hv);
-    for (std::int64_t i = 0; i < blk.qn; ++i) out << row_of(qtok(blk.q0 + i), blk.out, static_cast<std::size_t>(i * f.hv), static_cast<std::size_t>(f.hv));
+    out << table(blk.q0, blk.qn, blk.out, 0, static_cast<std::size_t>(f.hv), {});
   }
   const double matrix = static_cast<double>(f.B * f.H * f.T * f.S) * sizeof(Scalar);
   out << fmt::format("\ntiles: {} computed, {} skipped (fully masked), over B·H = {} head{}\n", f.tiles_done, f.tiles_skipped, f.B * f.H,

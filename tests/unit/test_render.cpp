@@ -228,3 +228,20 @@ TEST_CASE("html: only the score-like steps grey out blocked cells, not a [T, C] 
   CHECK(blocked_in("context") == 0);
   CHECK(blocked_in("weights") == 3);  // the three entries above the diagonal
 }
+
+TEST_CASE("wrapping: a word wider than the line is cut where the line ends, and \"label:   value\" wraps under the value", "[render]") {
+  // a 100-character path after a prefix: cut at 80 cells, the rest under the hanging indent
+  const std::string path(100, 'x');
+  const auto w = wrap("at " + path + " end", 80, "attn: ", "  ");
+  CHECK(w == "attn: at\n  " + path.substr(0, 78) + "\n  " + path.substr(78) + " end\n");
+  // wide characters are cut whole: 2 cells each, never split
+  const auto cjk = wrap("北京北京北京北京北京北京北京北京北京北京北京北京", 20, "", "");
+  CHECK(cjk == "北京北京北京北京北京\n北京北京北京北京北京\n北京北京\n");
+  // a key-value line's value wraps under itself; a table row (more runs of spaces) is left whole
+  const std::string kv = "  student:   /tmp/dump (3 steps compared: alpha, beta, gamma, delta, epsilon, zeta, eta, theta, iota)";
+  CHECK(fit_lines(kv, 60) ==
+        "  student:   /tmp/dump (3 steps compared: alpha, beta,\n"
+        "             gamma, delta, epsilon, zeta, eta, theta, iota)\n");
+  const std::string row = "    cat   1.0000   2.0000   3.0000   4.0000   5.0000   6.0000   7.0000   8.0000   9.0000";
+  CHECK(fit_lines(row, 60) == row + "\n");
+}

@@ -87,12 +87,30 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
     }
   }
   std::string line, out;
-  for (const auto& word : words) {
-    const std::size_t prefix = cells(out.empty() ? first : rest);
-    if (!line.empty() && prefix + cells(line) + 1 + cells(word) > width) {
-      out += (out.empty() ? first : rest) + line + "\n";
-      line.clear();
+  for (std::string word : words) {
+    // a word wider than a whole line (a long path) is cut, at whole characters, where the line ends
+    for (;;) {
+      const std::size_t prefix = cells(out.empty() ? first : rest);
+      const std::size_t room = width > prefix + 1 ? width - prefix : 1;
+      if (!line.empty() && prefix + cells(line) + 1 + cells(word) > width) {
+        out += (out.empty() ? first : rest) + line + "\n";
+        line.clear();
+        continue;
+      }
+      if (!line.empty() || cells(word) <= room) break;
+      std::size_t n = 0, i = 0;
+      while (i < word.size()) {
+        const auto [c, len] = decode_utf8(word, i);
+        const auto w = static_cast<std::size_t>(char_width(c));
+        if (n + w > room && i > 0) break;
+        n += w;
+        i += len;
+      }
+      out += (out.empty() ? first : rest) + word.substr(0, i) + "\n";
+      word.erase(0, i);
+      if (word.empty()) break;
     }
+    if (word.empty()) continue;
     if (!line.empty()) line += ' ';
     line += word;
   }
@@ -133,8 +151,18 @@ std::string fit_lines(const std::string& text, std::size_t width) {
     const auto indent = line.find_first_not_of(' ');
     const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
     const std::string body = line.substr(lead.size());
-    if (cells(line) <= width || line.find('\x1b') != std::string::npos || body.find("  ") != std::string::npos) {
+    if (cells(line) <= width || line.find('\x1b') != std::string::npos) {
       os << line << "\n";
+      continue;
+    }
+    // "label:   value": the value wraps under itself; other runs of spaces make a table row, left whole
+    if (const auto gap = body.find("  "); gap != std::string::npos) {
+      const auto value = body.find_first_not_of(' ', gap);
+      if (gap == 0 || body[gap - 1] != ':' || value == std::string::npos || body.find("  ", value) != std::string::npos || lead.size() + value + 20 > width) {
+        os << line << "\n";
+        continue;
+      }
+      os << wrap(body.substr(value), width, lead + body.substr(0, value), std::string(lead.size() + value, ' '));
       continue;
     }
     // between " · " parts, unless a part alone is too long for a line: then at words
