@@ -181,6 +181,8 @@ TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
       "· above the diagonal: masked (a query sees only itself and earlier tokens)",
       "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform",
       "  head's, or for mixed the largest of the three means (under 0.5)",
+      "entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a uniform",
+      "  head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
       "",
       "L0 h0  previous token 1.00   entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
       "L0 h1  first token 1.00      entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",

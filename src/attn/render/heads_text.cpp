@@ -133,6 +133,9 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
   out << wrap("after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform "
               "head's, or for mixed the largest of the three means (under 0.5)",
               w, "", "  ")
+      << wrap("entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a "
+              "uniform head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
+              w, "", "  ")
       << "\n";
   // a line that would pass the width goes on below, indented: the largest off-diagonal weight
   for (const auto& line : summary_lines(view, labels)) {

@@ -204,6 +204,7 @@ class TextRenderer {
       column_caption(line, h.chunks, k);
       line += "    " + std::string(h.label_w + 1, ' ');
       for (std::size_t c = c0; c < c1; ++c) line += " " + h.col_labels[c];
+      line.erase(line.find_last_not_of(' ') + 1);  // (the last label's padding)
       line += "\n";
       for (std::size_t r = 0; r < h.row_labels.size(); ++r) {
         line += "    " + h.row_labels[r] + " ";
