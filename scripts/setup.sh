@@ -2,7 +2,8 @@
 # Installs the Debian packages attn needs to build and test, only when they are missing.
 # Usage: scripts/setup.sh [--tests] [--bench]
 # The base set builds attn: CLI11, fmt, nlohmann/json, Catch2, Eigen, PCRE2 (GPT-2's pre-tokeniser)
-# and SentencePiece (Llama's tokenizer.model, loaded as a module only when a checkpoint needs it).
+# SentencePiece (Llama's tokenizer.model) and ICU (BERT's WordPiece), each loaded as a module only when a
+# checkpoint needs it.
 #   --tests adds what the tests use: numpy, torch, sentencepiece's Python binding, tmux, rsvg-convert, chromium with a DevTools
 #           client (python3-websocket), clang with its sanitizers, libFuzzer and OpenMP runtime
 #   --bench adds that and what bench/run.py uses: Google Benchmark, GNU time, and OpenBLAS, which
@@ -21,7 +22,7 @@ for arg in "$@"; do
   esac
 done
 
-pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev libpcre2-dev libsentencepiece-dev)
+pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev libpcre2-dev libsentencepiece-dev libicu-dev)
 if [[ $tests -eq 1 ]]; then
   pkgs+=(python3 python3-numpy python3-torch python3-sentencepiece tmux librsvg2-bin chromium python3-websocket clang libclang-rt-14-dev libomp-dev)
 fi

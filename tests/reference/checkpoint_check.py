@@ -30,6 +30,7 @@ except ImportError as e:  # ctest reports 77 as "skipped"
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_checkpoints  # noqa: E402
+import wordpiece_reference  # noqa: E402
 import model_reference  # noqa: E402
 import safetensors_io as st  # noqa: E402
 
@@ -166,6 +167,9 @@ DISTINCT = {
                     ("with the norms' weight read as w, not 1 + w", {"_plain_norm": True})],
     "gemma3": [("with the other layers sliding", {"_wrong_sliding": True})],
     "olmo2": [("with q_norm and k_norm per head, not over the whole width", {"_qk_norm_per_head": True})],
+    "bert": [("without the token type embedding", {"_no_token_types": True}),
+             ("with the tanh GELU, not the erf one", {"_gelu_tanh": True})],
+    "roberta": [("with positions from 0, not from pad_token_id + 1", {"_no_offset": True})],
 }
 
 
@@ -292,6 +296,8 @@ def reference_pieces(directory, text):
         ids = tt.Gpt2Encoder(directory).encode(text)
         inv = {v: k for k, v in vocab.items()}
         return [inv[i] for i in ids], ids
+    if os.path.exists(os.path.join(directory, "vocab.txt")) and not os.path.exists(vj):
+        return wordpiece_reference.encode(directory, text)
     tm = os.path.join(directory, "tokenizer.model")
     if os.path.exists(tm):
         import sentencepiece
@@ -299,6 +305,13 @@ def reference_pieces(directory, text):
         ids = sp.encode(text)
         return [sp.id_to_piece(i) for i in ids], ids
     return None
+
+
+def piece_ids(directory):
+    """piece -> id of a directory's vocabulary (vocab.txt or vocab.json)."""
+    if os.path.exists(os.path.join(directory, "vocab.txt")):
+        return wordpiece_reference.read_vocab(directory)
+    return json.load(open(os.path.join(directory, "vocab.json"), encoding="utf-8"))
 
 
 def piece_of(directory, i):
@@ -399,7 +412,12 @@ def check_sentences(report, attn, work, made):
             how = "no reference tokenizer: labels not compared"
             if ref is not None:
                 pieces, ids = ref
-                if expects_bos(d, config):
+                if config.get("model_type") in model_reference.ENCODER_TYPES:  # [CLS] … [SEP], <s> … </s>
+                    first, last = ("<s>", "</s>") if config["model_type"] == "roberta" else ("[CLS]", "[SEP]")
+                    vocab = piece_ids(d)
+                    ids, pieces = [vocab[first]] + ids + [vocab[last]], [first] + pieces + [last]
+                    how = f"{first} and {last} around the reference pieces"
+                elif expects_bos(d, config):
                     ids = [config["bos_token_id"]] + ids
                     pieces = [piece_of(d, config["bos_token_id"])] + pieces
                     how = f"BOS {pieces[0]!r} first, then the reference pieces"
@@ -585,6 +603,80 @@ def check_refusals(report, attn, work, made):
     report.groups.append(("refusals", sum(results), len(results)))
 
 
+def check_pairs(report, attn, work, made):
+    """The encoders' sentence pairs and token types: [CLS] a [SEP] b [SEP] with types 0…0 1…1 (RoBERTa's
+    <s> a </s></s> b </s>, one type), given token_type_ids, against the reference; and the refusals."""
+    print("== the encoders: sentence pairs and token types")
+    results = []
+
+    def run(name, inp, tag):
+        return run_attn(attn, write_input(os.path.join(work, f"in-{name}-{tag}.json"), inp))
+
+    for name in ("bert-f32", "roberta-f32"):
+        if name not in made or make_checkpoints.tiny_tokenizers is None:
+            continue
+        d, config = made[name]
+        layer = model_reference.num_layers(config) - 1
+        ck = {"path": os.path.relpath(d, work), "layer": layer}
+        r = run(name, {"checkpoint": ck, "sentence": "the cat sat", "sentence_b": "on the mat"}, "pair")
+        if r.rc != 0:
+            report.fail(f"{name} pair: attn exited {r.rc}: {r.stderr.strip()[:300]}")
+            results.append(False)
+            continue
+        vocab = piece_ids(d)
+        a, b = reference_pieces(d, "the cat sat")[1], reference_pieces(d, "on the mat")[1]
+        if config["model_type"] == "roberta":
+            ids, types = [vocab["<s>"]] + a + [vocab["</s>"]] * 2 + b + [vocab["</s>"]], None
+        else:
+            ids = [vocab["[CLS]"]] + a + [vocab["[SEP]"]] + b + [vocab["[SEP]"]]
+            types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        _, tensors = model_reference.load(d)
+        ref = model_reference.forward(config, tensors, ids, torch.float64, types=types)[layer]
+        got_ids = [vocab[p] for p in r.doc["config"]["token_pieces"]]
+        dd = max(float(np.abs(r.step(s) - ref[s].numpy()).max()) for s in ("x", "weights", "output"))
+        ok = got_ids == ids and dd <= TOL
+        print(f"  {'ok  ' if ok else 'FAIL'} {name}: a pair, {r.doc['config']['token_pieces']}, types "
+              f"{types or 'all 0'}: largest |diff| {dd:.2g}")
+        if not ok:
+            report.fail(f"{name} pair: ids {got_ids} (want {ids}), largest |diff| {dd:.3g}")
+        results.append(ok)
+        if types:  # the same ids with the types given, and the types changing the numbers
+            r2 = run(name, {"checkpoint": ck, "token_ids": ids, "token_type_ids": types}, "types")
+            r0 = run(name, {"checkpoint": ck, "token_ids": ids}, "types0")
+            same = r2.rc == 0 and float(np.abs(r2.step("output") - r.step("output")).max()) == 0.0
+            differs = r0.rc == 0 and float(np.abs(r0.step("output") - r.step("output")).max()) > TOL
+            print(f"  {'ok  ' if same and differs else 'FAIL'} {name}: token_type_ids given give the pair's numbers; all 0 give others")
+            if not (same and differs):
+                report.fail(f"{name}: token_type_ids: same as the pair {same}, types 0 differ {differs}")
+            results.append(same and differs)
+    refusals = [
+        ("gpt2-f32", {"sentence": "the cat", "sentence_b": "sat"}, "sentence_b: is for the encoders"),
+        ("bert-f32", {"token_ids": [4, 9, 5], "token_type_ids": [0, 2, 0]}, "token_type_ids[1]: expected a token type 0 .. 1 (type_vocab_size = 2)"),
+        ("bert-f32", {"token_ids": [4, 9, 5], "token_type_ids": [0, 1]}, "token_type_ids: expected 3 token types"),
+        ("distilbert-f32", {"token_ids": [4, 9, 5], "token_type_ids": [0, 0, 0]}, "token_type_ids: DistilBERT has no token types"),
+        ("bert-f32", {"token_ids": [4] * 41}, "41 tokens, but BERT has learned positions for max_position_embeddings = 40"),
+        ("roberta-f32", {"token_ids": [5] * 33}, "counted from pad_token_id + 1 = 2"),
+        ("bert-f32", {"sentence_b": "sat", "token_ids": [4, 5]}, "sentence_b: is the second sentence of a pair"),
+    ]
+    for name, fields, needle in refusals:
+        if name not in made:
+            continue
+        d, _ = made[name]
+        r = run(name, dict({"checkpoint": {"path": os.path.relpath(d, work), "layer": 0}}, **fields), "refusal")
+        ok = r.rc == 2 and needle in r.stderr
+        print(f"  {'ok  ' if ok else 'FAIL'} {name} refuses {sorted(fields)}: exit {r.rc}: {r.stderr.strip()[:160]}")
+        if not ok:
+            report.fail(f"{name} {fields}: exit {r.rc} (want 2 and {needle!r}): {r.stderr.strip()[:300]}")
+        results.append(ok)
+    p = subprocess.run([attn, "heads", write_input(os.path.join(work, "in-heads-bert.json"),
+                                                    {"checkpoint": {"path": made["bert-f32"][0]}, "token_ids": [4, 9, 5]})],
+                       capture_output=True, text=True)
+    ok = p.returncode == 2 and "bidirectional grids are not drawn yet" in p.stderr
+    print(f"  {'ok  ' if ok else 'FAIL'} attn heads refuses an encoder (not drawn yet): exit {p.returncode}")
+    results.append(ok)
+    report.groups.append(("encoders", sum(results), len(results)))
+
+
 def main(argv):
     if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--keep"):
         print(__doc__, file=sys.stderr)
@@ -602,6 +694,7 @@ def main(argv):
         check_many_rows(report, attn, work, made)
         check_sentences(report, attn, work, made)
         check_refusals(report, attn, work, made)
+        check_pairs(report, attn, work, made)
         print("== summary")
         for g, ok, n in report.groups:
             print(f"  {g}: {ok} of {n} passed")

@@ -113,6 +113,21 @@ CHECKPOINTS = {
     "olmo2": dict(kind="llama", model_type="olmo2", dtype="F32", C=32, H=4, Hkv=4, hd=None, I=64, L=2,
                   theta=500000.0, prefix="model.", shards=1, lm_head=True, tokenizer="gpt2-split-json",
                   what="OLMo 2, F32, q/k norms over the whole width before the head split, norms after attention and MLP"),
+    # the encoders: BERT (with the task head's prefix, pooler and MLM head stored and ignored), BERT with
+    # the older gamma/beta LayerNorm names and no prefix in BF16 (cased), RoBERTa (positions from
+    # pad_token_id + 1, one token type, byte-level BPE with <s> </s>), DistilBERT (no token types)
+    "bert-f32": dict(kind="bert", model_type="bert", dtype="F32", C=32, H=4, I=64, L=2, npos=40, types=2, prefix="bert.",
+                     shards=1, heads=True, tokenizer="wordpiece",
+                     what="BERT, F32, 'bert.' prefix with pooler and cls.predictions tensors, 2 token types, uncased WordPiece"),
+    "bert-gamma-bf16": dict(kind="bert", model_type="bert", dtype="BF16", C=32, H=2, I=48, L=3, npos=24, types=2, prefix="",
+                            shards=1, gamma=True, tokenizer="wordpiece-cased",
+                            what="BERT, BF16, no prefix, LayerNorm.gamma/beta (TensorFlow-converted names), cased WordPiece"),
+    "roberta-f32": dict(kind="bert", model_type="roberta", dtype="F32", C=32, H=4, I=64, L=2, npos=34, types=1, prefix="roberta.",
+                        shards=1, pad=1, tokenizer="roberta-files",
+                        what="RoBERTa, F32, positions from pad_token_id + 1 = 2, type_vocab_size 1, <s> … </s> byte-level BPE"),
+    "distilbert-f32": dict(kind="bert", model_type="distilbert", dtype="F32", C=32, H=4, I=64, L=2, npos=32, types=0,
+                           prefix="distilbert.", shards=1, tokenizer="wordpiece",
+                           what="DistilBERT, F32, transformer.layer names (q_lin … out_lin), no token types"),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -150,9 +165,49 @@ def write_tokenizer(kind, directory):
         tiny_tokenizers.write_sentencepiece_tokenizer_json(directory)
     elif kind == "metaspace-json":
         tiny_tokenizers.write_metaspace_tokenizer_json(directory)
+    elif kind in ("wordpiece", "wordpiece-cased"):
+        return write_wordpiece(directory, cased=kind == "wordpiece-cased")
+    elif kind == "roberta-files":
+        return write_roberta_files(directory)
     else:
         raise ValueError(kind)
     return tokenizer_vocab_size(directory)
+
+
+# BERT's vocab.txt: the special tokens, the words of a small corpus (lower-cased unless cased), their
+# first letters and "##" continuations of every letter, so that any word of letters has a spelling;
+# punctuation, digits and a few CJK characters and accented letters; [unused] rows as BERT's own.
+WORDPIECE_WORDS = ("the cat sat on mat dog dogs ran fast and a an is was it of to in that this he she they "
+                   "un ##aff ##able play ##ing ##ed ##s walk talk ##er bank river money café zoe don ' t").split()
+
+
+def write_wordpiece(directory, cased=False):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if cased:
+        letters += letters.upper()
+    vocab = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    for w in WORDPIECE_WORDS + list(letters) + ["##" + c for c in letters] + list("0123456789") + ["##" + d for d in "0123456789"]:
+        for form in ([w, w.capitalize()] if cased and not w.startswith("##") else [w]):
+            if form not in vocab:
+                vocab.append(form)
+    vocab += list(".,!?;:'\"-()[]{}☕—") + ["北", "京", "é", "##é", "ë", "##ë", "ö", "##ö"]
+    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(v + "\n" for v in vocab))
+    write_json(os.path.join(directory, "tokenizer_config.json"),
+               {"do_lower_case": not cased, "model_max_length": 512, "tokenizer_class": "BertTokenizer", "unk_token": "[UNK]",
+                "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "mask_token": "[MASK]"})
+    return len(vocab)
+
+
+def write_roberta_files(directory):
+    """GPT-2's tiny byte-level BPE with RoBERTa's specials first: <s> 0, <pad> 1, </s> 2, <unk> 3."""
+    vocab, merges = tiny_tokenizers.gpt2_vocab_and_merges()
+    ordered = ["<s>", "<pad>", "</s>", "<unk>"] + [k for k, _ in sorted(vocab.items(), key=lambda kv: kv[1]) if k != "<|endoftext|>"]
+    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps({k: i for i, k in enumerate(ordered)}, ensure_ascii=False))
+    with open(os.path.join(directory, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    return len(ordered)
 
 
 def tokenizer_vocab_size(directory):
@@ -342,6 +397,67 @@ def llama_config(spec, vocab):
     return c
 
 
+def bert_tensors(spec, vocab, rng):
+    """BertModel / RobertaModel / DistilBertModel state-dict names (with BertForPreTraining's extra
+    pooler and cls.predictions tensors under a prefix, which attn must ignore)."""
+    C, I, L, npos, types = spec["C"], spec["I"], spec["L"], spec["npos"], spec["types"]
+    f = lambda *s, sc: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    distil = spec["model_type"] == "distilbert"
+    w_, b_ = ("gamma", "beta") if spec.get("gamma") else ("weight", "bias")
+    t = {"embeddings.word_embeddings.weight": f(vocab, C, sc=0.5), "embeddings.position_embeddings.weight": f(npos, C, sc=0.3)}
+    if types:
+        t["embeddings.token_type_embeddings.weight"] = f(types, C, sc=0.3)
+    t[f"embeddings.LayerNorm.{w_}"] = 1 + f(C, sc=0.1)
+    t[f"embeddings.LayerNorm.{b_}"] = f(C, sc=0.05)
+    for i in range(L):
+        if distil:
+            p = f"transformer.layer.{i}."
+            names = {"q": "attention.q_lin", "k": "attention.k_lin", "v": "attention.v_lin", "o": "attention.out_lin",
+                     "ln1": "sa_layer_norm", "up": "ffn.lin1", "down": "ffn.lin2", "ln2": "output_layer_norm"}
+        else:
+            p = f"encoder.layer.{i}."
+            names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value", "o": "attention.output.dense",
+                     "ln1": "attention.output.LayerNorm", "up": "intermediate.dense", "down": "output.dense", "ln2": "output.LayerNorm"}
+        for n, sc in (("q", 0.45), ("k", 0.45), ("v", 0.25), ("o", 0.2)):
+            t[p + names[n] + ".weight"] = f(C, C, sc=sc)
+            t[p + names[n] + ".bias"] = f(C, sc=0.1)
+        t[p + names["up"] + ".weight"] = f(I, C, sc=0.2)
+        t[p + names["up"] + ".bias"] = f(I, sc=0.05)
+        t[p + names["down"] + ".weight"] = f(C, I, sc=0.1)
+        t[p + names["down"] + ".bias"] = f(C, sc=0.05)
+        for ln in ("ln1", "ln2"):
+            suffix = (w_, b_) if not distil else ("weight", "bias")
+            t[p + names[ln] + "." + suffix[0]] = 1 + f(C, sc=0.1)
+            t[p + names[ln] + "." + suffix[1]] = f(C, sc=0.05)
+    t = {spec["prefix"] + k: v for k, v in t.items()}
+    if spec.get("heads"):  # a pre-training checkpoint's heads, beside the encoder
+        t["bert.pooler.dense.weight"] = f(C, C, sc=0.1)
+        t["bert.pooler.dense.bias"] = f(C, sc=0.1)
+        t["cls.predictions.bias"] = f(vocab, sc=0.1)
+        t["cls.predictions.transform.dense.weight"] = f(C, C, sc=0.1)
+    return t
+
+
+def bert_config(spec, vocab):
+    dtype = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[spec["dtype"]]
+    if spec["model_type"] == "distilbert":
+        return {"activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1, "dim": spec["C"],
+                "dropout": 0.1, "hidden_dim": spec["I"], "initializer_range": 0.02, "max_position_embeddings": spec["npos"],
+                "model_type": "distilbert", "n_heads": spec["H"], "n_layers": spec["L"], "pad_token_id": 0, "qa_dropout": 0.1,
+                "seq_classif_dropout": 0.2, "sinusoidal_pos_embds": False, "tie_weights_": True, "torch_dtype": dtype,
+                "transformers_version": "4.44.2", "vocab_size": vocab}
+    c = {"architectures": ["BertForPreTraining" if spec["model_type"] == "bert" else "RobertaForMaskedLM"],
+         "attention_probs_dropout_prob": 0.1, "classifier_dropout": None, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+         "hidden_size": spec["C"], "initializer_range": 0.02, "intermediate_size": spec["I"], "layer_norm_eps": 1e-12,
+         "max_position_embeddings": spec["npos"], "model_type": spec["model_type"], "num_attention_heads": spec["H"],
+         "num_hidden_layers": spec["L"], "pad_token_id": spec.get("pad", 0), "position_embedding_type": "absolute",
+         "torch_dtype": dtype, "transformers_version": "4.44.2", "type_vocab_size": spec["types"], "use_cache": True,
+         "vocab_size": vocab}
+    if spec["model_type"] == "roberta":
+        c.update({"bos_token_id": 0, "eos_token_id": 2, "layer_norm_eps": 1e-05})
+    return c
+
+
 def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as f:
         f.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
@@ -360,6 +476,9 @@ def make(name, spec, out_dir):
         if spec["prefix"]:
             tensors = {spec["prefix"] + k: v for k, v in tensors.items()}
         config = gpt2_config(spec, vocab)
+    elif spec["kind"] == "bert":
+        tensors = bert_tensors(spec, vocab, rng)
+        config = bert_config(spec, vocab)
     else:
         tensors = llama_tensors(spec, vocab, rng)
         config = llama_config(spec, vocab)
@@ -407,7 +526,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     for name, (d, config) in make_all(argv[1]).items():
-        print(f"{d}: {_dir_bytes(d)} bytes, {config['model_type']}, vocab {config['vocab_size']}")
+        print(f"{d}: {_dir_bytes(d)} bytes, {config['model_type']}, vocab {config.get('vocab_size', config.get('text_config', {}).get('vocab_size'))}")
     if tiny_tokenizers is None:
         print("note: tiny_tokenizers.py is not importable; vocab_size 512, no tokenizer files", file=sys.stderr)
     return 0

@@ -333,8 +333,72 @@ def gemma_attention(q, k, v, allowed, config):
     return w, w @ v
 
 
-def forward(config, tensors, ids, dtype=torch.float32, layers=None):
+ENCODER_TYPES = ("bert", "roberta", "distilbert")
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def forward_encoder(config, tensors, ids, dtype=torch.float32, layers=None, types=None):
+    """BERT / RoBERTa / DistilBERT (transformers' modeling_bert, _roberta, _distilbert): h =
+    LayerNorm(word[ids] + position[p] + token_type[types]) with p = 0..T−1, or RoBERTa's
+    create_position_ids_from_input_ids (padding_idx + cumulative count of non-padding tokens);
+    DistilBERT has no token types; per layer (post-LN) o = dense(attention(h)) with every key visible,
+    h = LayerNorm(h + o), h = LayerNorm(h + down(gelu(up(h)))) with the erf GELU. LayerNorm weights
+    under .weight/.bias or BERT's older .gamma/.beta. Variants for the tests: _no_offset (RoBERTa's
+    positions from 0), _no_token_types, _gelu_tanh."""
+    mt = config["model_type"]
+    distil = mt == "distilbert"
+    t = _strip(tensors, mt + ".")
+    W = lambda n: _t(t, n, dtype)  # noqa: E731
+
+    def ln(base, x):
+        w, b = (base + ".weight", base + ".bias") if base + ".weight" in t else (base + ".gamma", base + ".beta")
+        return layer_norm(x, W(w), W(b), 1e-12 if distil else config.get("layer_norm_eps", 1e-12))
+
+    C = config["dim"] if distil else config["hidden_size"]
+    H = config["n_heads"] if distil else config["num_attention_heads"]
+    L = config["n_layers"] if distil else config["num_hidden_layers"]
+    hs, T = C // H, len(ids)
+    ids_t = torch.tensor(ids, dtype=torch.long)
+    if mt == "roberta" and not config.get("_no_offset"):
+        pad = config.get("pad_token_id", 1)
+        mask = (ids_t != pad).long()
+        positions = torch.cumsum(mask, 0) * mask + pad
+    else:
+        positions = torch.arange(T)
+    h = W("embeddings.word_embeddings.weight")[ids_t] + W("embeddings.position_embeddings.weight")[positions]
+    if not distil and not config.get("_no_token_types"):
+        tt = torch.tensor(types if types is not None else [0] * T, dtype=torch.long)
+        h = h + W("embeddings.token_type_embeddings.weight")[tt]
+    h = ln("embeddings.LayerNorm", h)
+    allowed = torch.ones(T, T, dtype=torch.bool)
+    act = gelu_new if config.get("_gelu_tanh") else gelu_erf
+    out = []
+    for i in range(L if layers is None else layers):
+        if distil:
+            p = f"transformer.layer.{i}."
+            n = {"q": "attention.q_lin", "k": "attention.k_lin", "v": "attention.v_lin", "o": "attention.out_lin",
+                 "ln1": "sa_layer_norm", "up": "ffn.lin1", "down": "ffn.lin2", "ln2": "output_layer_norm"}
+        else:
+            p = f"encoder.layer.{i}."
+            n = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value", "o": "attention.output.dense",
+                 "ln1": "attention.output.LayerNorm", "up": "intermediate.dense", "down": "output.dense", "ln2": "output.LayerNorm"}
+        lin = lambda x, k: x @ W(p + n[k] + ".weight").T + W(p + n[k] + ".bias")  # noqa: E731
+        heads = lambda x: x.view(T, H, hs).transpose(0, 1)  # noqa: E731
+        w, ctx = attention(heads(lin(h, "q")), heads(lin(h, "k")), heads(lin(h, "v")), allowed)
+        o = lin(ctx.transpose(0, 1).reshape(T, C), "o")
+        out.append({"x": h, "weights": w, "output": o})
+        h = ln(p + n["ln1"], h + o)
+        h = ln(p + n["ln2"], h + lin(act(lin(h, "up")), "down"))
+    return out
+
+
+def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None):
     mt = config.get("model_type")
+    if mt in ENCODER_TYPES:
+        return forward_encoder(config, tensors, ids, dtype, layers, types)
     if mt == "gpt2":
         return forward_gpt2(config, tensors, ids, dtype, layers)
     if mt in LLAMA_TYPES:
@@ -345,6 +409,8 @@ def forward(config, tensors, ids, dtype=torch.float32, layers=None):
 def num_layers(config):
     if config.get("model_type") == "gemma3":
         return config["text_config"]["num_hidden_layers"]
+    if config.get("model_type") == "distilbert":
+        return config["n_layers"]
     return config["n_layer"] if config.get("model_type") == "gpt2" else config["num_hidden_layers"]
 
 

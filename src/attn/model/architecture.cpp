@@ -259,6 +259,65 @@ Architecture read_gemma3_multimodal(const json& c, const std::string& origin) {
   return a;
 }
 
+// The encoders: BERT and RoBERTa (BertConfig's keys), DistilBERT (its own). Post-LN blocks with erf
+// GELU, absolute learned positions, bidirectional attention; every config.json key read, known to
+// change nothing, or refused.
+Architecture read_encoder(const json& c, const std::string& origin) {
+  Architecture a;
+  a.model_type = c["model_type"].get<std::string>();
+  a.family = Family::Bert;
+  a.block = Architecture::Block::PostLayerNorm;
+  const bool distil = a.model_type == "distilbert";
+  a.C = positive(c, origin, distil ? "dim" : "hidden_size");
+  a.H = a.Hkv = positive(c, origin, distil ? "n_heads" : "num_attention_heads");
+  if (a.C % a.H != 0) {
+    throw InputError(fmt::format("{}: \"{}\" = {} does not divide \"{}\" = {}", origin, distil ? "n_heads" : "num_attention_heads", a.H,
+                                 distil ? "dim" : "hidden_size", a.C));
+  }
+  a.hd = a.C / a.H;
+  a.layers = positive(c, origin, distil ? "n_layers" : "num_hidden_layers");
+  a.vocab = positive(c, origin, "vocab_size");
+  a.inner = positive(c, origin, distil ? "hidden_dim" : "intermediate_size");
+  a.positions = positive(c, origin, "max_position_embeddings");
+  a.eps = distil ? 1e-12 : positive_number(c, origin, "layer_norm_eps", 1e-12);  // DistilBERT's LayerNorms: eps 1e-12, fixed
+  a.type_vocab = distil ? 0 : positive(c, origin, "type_vocab_size", 2);
+  if (c.contains("pad_token_id") && c["pad_token_id"].is_number_integer()) a.pad_id = c["pad_token_id"].get<std::int64_t>();
+  else if (a.model_type == "roberta") a.pad_id = 1;
+  a.offset_positions = a.model_type == "roberta";
+  if (a.offset_positions && a.positions <= a.pad_id + 1) {
+    throw InputError(fmt::format("{}: \"max_position_embeddings\" = {}: RoBERTa's positions start at pad_token_id + 1 = {}", origin, a.positions, a.pad_id + 1));
+  }
+  const char* act_key = distil ? "activation" : "hidden_act";
+  if (c.contains(act_key) && c[act_key] != "gelu") {
+    throw InputError(fmt::format("{}: \"{}\": attn computes {}'s \"gelu\" (the erf form), got {}", origin, act_key, a.name(), c[act_key].dump()));
+  }
+  auto refuse_if = [&](const char* key, bool set, const std::string& why) {
+    if (set) throw InputError(fmt::format("{}: \"{}\": {} is {}; attn traces the encoder as published", origin, key, c[key].dump(), why));
+  };
+  refuse_if("position_embedding_type", c.contains("position_embedding_type") && c["position_embedding_type"] != "absolute",
+            "a relative position scheme of BERT's (attn computes the absolute learned positions)");
+  refuse_if("is_decoder", c.value("is_decoder", false) == true, "BERT used as a causal decoder");
+  refuse_if("add_cross_attention", c.value("add_cross_attention", false) == true, "a decoder's cross-attention");
+  refuse_if("sinusoidal_pos_embds", c.value("sinusoidal_pos_embds", false) == true, "DistilBERT with fixed sinusoidal positions");
+  static const std::vector<std::string_view> read = {
+      "model_type", "hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size", "intermediate_size", "max_position_embeddings",
+      "layer_norm_eps", "type_vocab_size", "pad_token_id", "hidden_act", "position_embedding_type", "is_decoder", "add_cross_attention",
+      "dim", "n_heads", "n_layers", "hidden_dim", "activation", "sinusoidal_pos_embds", "bos_token_id", "eos_token_id"};
+  static const std::vector<std::string_view> no_effect = {
+      "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range",
+      "hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout", "dropout", "attention_dropout", "qa_dropout",
+      "seq_classif_dropout", "tie_weights_", "gradient_checkpointing", "id2label", "label2id", "problem_type", "finetuning_task",
+      "tokenizer_class", "output_past", "return_dict", "chunk_size_feed_forward", "directionality", "pooler_fc_size", "pooler_num_attention_heads",
+      "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type", "tie_word_embeddings", "output_hidden_states", "output_attentions",
+      "torchscript", "pruned_heads", "bad_words_ids", "decoder_start_token_id", "sep_token_id", "cls_token_id"};
+  for (const auto& [key, value] : c.items()) {
+    const auto in = [&](const std::vector<std::string_view>& l) { return std::find(l.begin(), l.end(), key) != l.end(); };
+    if (!in(read) && !in(no_effect)) a.unread.push_back(key);
+  }
+  if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
+  return a;
+}
+
 }  // namespace
 
 std::string Architecture::name() const {
@@ -270,11 +329,15 @@ std::string Architecture::name() const {
   if (model_type == "gemma2") return "Gemma 2";
   if (model_type == "gemma3_text" || model_type == "gemma3") return "Gemma 3";
   if (model_type == "olmo2") return "OLMo 2";
+  if (model_type == "bert") return "BERT";
+  if (model_type == "roberta") return "RoBERTa";
+  if (model_type == "distilbert") return "DistilBERT";
   return "Qwen2";
 }
 
 Architecture read_architecture(const json& config, const std::string& origin) {
-  static const std::vector<std::string_view> kTypes = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "gemma3", "olmo2"};
+  static const std::vector<std::string_view> kTypes = {"gpt2",   "llama",  "mistral", "qwen2", "qwen3",   "phi3",
+                                                       "gemma2", "gemma3_text", "gemma3", "olmo2", "bert", "roberta", "distilbert"};
   if (!config.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, config.type_name()));
   if (!config.contains("model_type") || !config["model_type"].is_string()) {
     throw InputError(fmt::format("{}: \"model_type\" is {}: expected one of \"{}\"", origin,
@@ -282,6 +345,7 @@ Architecture read_architecture(const json& config, const std::string& origin) {
                                  fmt::join(kTypes, "\", \"")));
   }
   if (config["model_type"] == "gemma3") return read_gemma3_multimodal(config, origin);
+  if (config["model_type"] == "bert" || config["model_type"] == "roberta" || config["model_type"] == "distilbert") return read_encoder(config, origin);
   const bool gemma = config["model_type"] == "gemma2" || config["model_type"] == "gemma3_text";
   const json c = gemma ? with_gemma_defaults(config, config["model_type"] == "gemma3_text") : config;
   Architecture a;

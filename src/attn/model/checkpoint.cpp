@@ -85,10 +85,13 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
     store = path.ends_with(".json") ? TensorStore::open_index(path) : TensorStore::open_file(path);
   }
   Checkpoint c(std::move(*arch), std::move(*store), shown);
-  const bool gpt2 = c.arch_.family == Family::Gpt2;
-  const std::string embed = gpt2 ? "wte.weight" : "embed_tokens.weight";
-  // a multimodal Gemma 3 keeps its language model under one of two prefixes, older and newer
+  const bool gpt2 = c.arch_.family == Family::Gpt2, encoder = c.arch_.encoder();
+  const std::string embed = gpt2 ? "wte.weight" : encoder ? "embeddings.word_embeddings.weight" : "embed_tokens.weight";
+  // a multimodal Gemma 3 keeps its language model under one of two prefixes, older and newer; an
+  // encoder saved with a task head under its model type's name
+  const std::string typed = c.arch_.model_type + ".";
   const auto prefixes = gpt2                               ? std::vector<const char*>{"", "transformer."}
+                        : encoder                          ? std::vector<const char*>{typed.c_str(), ""}
                         : c.arch_.model_type == "gemma3" ? std::vector<const char*>{"language_model.model.", "model.language_model."}
                                                          : std::vector<const char*>{"model.", ""};
   for (const char* prefix : prefixes) {
@@ -128,6 +131,26 @@ const StoredTensor& Checkpoint::stored(const std::string& name) const {
   const StoredTensor* t = store_->find(prefix_ + name);
   if (!t) throw InputError(fmt::format("{}: tensor \"{}\" is missing: {} checkpoints have it ({} in all)", store_->path(), prefix_ + name, arch_.name(), store_->describe()));
   return *t;
+}
+
+std::pair<Tensor, Tensor> Checkpoint::layer_norm(const std::string& base) const {
+  const Shape c{arch_.C};
+  if (!store_->find(prefix_ + base + ".weight") && store_->find(prefix_ + base + ".gamma")) {
+    return {tensor(base + ".gamma", c, "[C]"), tensor(base + ".beta", c, "[C]")};  // BERT's older TensorFlow-converted names
+  }
+  return {tensor(base + ".weight", c, "[C]"), tensor(base + ".bias", c, "[C]")};
+}
+
+Checkpoint::Specials Checkpoint::specials() const {
+  if (!arch_.encoder() || !tokenizer_) return {};
+  // BERT's [CLS] a [SEP] b [SEP]; RoBERTa's <s> a </s></s> b </s>, each as the tokenizer spells it
+  const bool roberta = arch_.model_type == "roberta";
+  const std::int64_t first = tokenizer_->id_of(roberta ? "<s>" : "[CLS]"), last = tokenizer_->id_of(roberta ? "</s>" : "[SEP]");
+  if (first < 0 || last < 0) {
+    throw InputError(fmt::format("{}: the tokenizer has no {} and {} tokens, which {} puts around a sentence", shown_, roberta ? "<s>" : "[CLS]",
+                                 roberta ? "</s>" : "[SEP]", arch_.name()));
+  }
+  return roberta ? Specials{{first}, {last, last}, {last}} : Specials{{first}, {last}, {last}};
 }
 
 Tensor Checkpoint::tensor(const std::string& name, const Shape& shape, const char* dims) const {
@@ -277,9 +300,49 @@ float Checkpoint::embedding_scale() const {
   return dtype == "BF16" ? round_significant(root, 8) : dtype == "F16" ? round_significant(root, 11) : root;
 }
 
-Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
+namespace {
+
+// Rows `rows` of a [rows_total, C] table (positions, token types) added into x (T, C).
+void add_rows(const StoredTensor& table, std::int64_t n, std::int64_t C, const std::vector<std::int64_t>& rows, Scalar* x, const char* dims) {
+  if (table.shape != std::vector<std::int64_t>{n, C}) {
+    throw InputError(fmt::format("{}: tensor \"{}\": expected {} = [{}, {}], got {}", table.file, table.name, dims, n, C, shape_text(table.shape)));
+  }
+  std::vector<Scalar> v(rows.size() * static_cast<std::size_t>(C));
+  convert_rows_to_f32(table, rows, v.data());
+  require_finite(table, v.data(), static_cast<std::int64_t>(v.size()));
+  for (std::size_t i = 0; i < v.size(); ++i) x[i] += v[i];
+}
+
+}  // namespace
+
+// BERT's embeddings: word + position (RoBERTa's counted from pad_token_id + 1) + token type, then
+// LayerNorm.
+Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, Tensor x) const {
   const auto T = static_cast<std::int64_t>(ids.size());
-  const StoredTensor& wte = stored(arch_.family == Family::Gpt2 ? "wte.weight" : "embed_tokens.weight");
+  const std::int64_t C = arch_.C;
+  std::vector<std::int64_t> positions(static_cast<std::size_t>(T));
+  std::int64_t seen = 0;  // RoBERTa: padding tokens sit at pad_token_id, the others count on from it
+  for (std::int64_t i = 0; i < T; ++i) {
+    const bool pad = ids[static_cast<std::size_t>(i)] == arch_.pad_id;
+    positions[static_cast<std::size_t>(i)] = !arch_.offset_positions ? i : pad ? arch_.pad_id : arch_.pad_id + ++seen;
+  }
+  const std::int64_t last = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
+  if (last >= arch_.positions) {
+    throw InputError(fmt::format("{} tokens, but {} has learned positions for max_position_embeddings = {}{}", T, arch_.name(), arch_.positions,
+                                 arch_.offset_positions ? fmt::format(", counted from pad_token_id + 1 = {}", arch_.pad_id + 1) : ""));
+  }
+  add_rows(stored("embeddings.position_embeddings.weight"), arch_.positions, C, positions, x.mutable_data(), "[max_position_embeddings, C]");
+  if (arch_.type_vocab > 0) {
+    std::vector<std::int64_t> t = types.empty() ? std::vector<std::int64_t>(static_cast<std::size_t>(T), 0) : types;
+    add_rows(stored("embeddings.token_type_embeddings.weight"), arch_.type_vocab, C, t, x.mutable_data(), "[type_vocab_size, C]");
+  }
+  const auto [w, b] = layer_norm("embeddings.LayerNorm");
+  return layer_norm_rows(x, w, b, arch_.eps);
+}
+
+Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types) const {
+  const auto T = static_cast<std::int64_t>(ids.size());
+  const StoredTensor& wte = stored(arch_.family == Family::Gpt2 ? "wte.weight" : arch_.encoder() ? "embeddings.word_embeddings.weight" : "embed_tokens.weight");
   const std::int64_t C = arch_.C;
   if (wte.shape.size() != 2 || wte.shape[1] != C || wte.shape[0] < arch_.vocab) {
     throw InputError(fmt::format("{}: tensor \"{}\": expected [vocab_size, C] = [{}, {}], got {}", wte.file, wte.name, arch_.vocab, C, shape_text(wte.shape)));
@@ -287,6 +350,7 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids) const {
   Tensor x = Tensor::uninitialized({1, T, C});
   convert_rows_to_f32(wte, ids, x.mutable_data());
   require_finite(wte, x.data(), x.size());
+  if (arch_.encoder()) return embed_encoder(ids, types, std::move(x));
   if (arch_.family == Family::Gpt2) {
     if (T > arch_.positions) {
       throw InputError(fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", T, arch_.positions));
@@ -329,6 +393,7 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
     w.b_down = tensor(p + "mlp.c_proj.bias", {C}, "[C]");
     return w;
   }
+  if (a.encoder()) return encoder_layer(i);
   const std::string p = fmt::format("layers.{}.", i);
   const std::int64_t dq = a.H * a.hd, dkv = a.Hkv * a.hd;
   // Gemma's RMSNorm multiplies by (1 + w), in float32: held as that sum
@@ -376,6 +441,34 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
     w.W_up = weight(p + "mlp.up_proj.weight", {I, C}, "[I, C]", true);
   }
   w.W_down = weight(p + "mlp.down_proj.weight", {C, I}, "[C, I]", true);
+  return w;
+}
+
+// BERT's and RoBERTa's encoder.layer.{i} (attention.self.query, attention.output.dense and its
+// LayerNorm, intermediate.dense, output.dense and its LayerNorm); DistilBERT's transformer.layer.{i}
+// (attention.q_lin … out_lin, sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm). nn.Linear: [out, in].
+LayerWeights Checkpoint::encoder_layer(std::int64_t i) const {
+  const std::int64_t C = arch_.C, I = arch_.inner;
+  LayerWeights w;
+  const bool distil = arch_.model_type == "distilbert";
+  const std::string p = fmt::format("{}.layer.{}.", distil ? "transformer" : "encoder", i);
+  const std::string q = distil ? "attention.q_lin" : "attention.self.query", k = distil ? "attention.k_lin" : "attention.self.key",
+                    v = distil ? "attention.v_lin" : "attention.self.value", o = distil ? "attention.out_lin" : "attention.output.dense",
+                    up = distil ? "ffn.lin1" : "intermediate.dense", down = distil ? "ffn.lin2" : "output.dense";
+  w.W_q = weight(p + q + ".weight", {C, C}, "[C, C]", true);
+  w.W_k = weight(p + k + ".weight", {C, C}, "[C, C]", true);
+  w.W_v = weight(p + v + ".weight", {C, C}, "[C, C]", true);
+  w.b_q = tensor(p + q + ".bias", {C}, "[C]");
+  w.b_k = tensor(p + k + ".bias", {C}, "[C]");
+  w.b_v = tensor(p + v + ".bias", {C}, "[C]");
+  w.W_o = weight(p + o + ".weight", {C, C}, "[C, C]", true);
+  w.b_o = tensor(p + o + ".bias", {C}, "[C]");
+  std::tie(w.attn_ln_w, w.attn_ln_b) = layer_norm(p + (distil ? "sa_layer_norm" : "attention.output.LayerNorm"));
+  w.W_up = weight(p + up + ".weight", {I, C}, "[I, C]", true);
+  w.b_up = tensor(p + up + ".bias", {I}, "[I]");
+  w.W_down = weight(p + down + ".weight", {C, I}, "[C, I]", true);
+  w.b_down = tensor(p + down + ".bias", {C}, "[C]");
+  std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + (distil ? "output_layer_norm" : "output.LayerNorm"));
   return w;
 }
 

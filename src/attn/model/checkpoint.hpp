@@ -22,15 +22,16 @@
 
 namespace attn::model {
 
-enum class Family { Gpt2, Llama };
+enum class Family { Gpt2, Llama, Bert };  // Bert: the encoders (BERT, RoBERTa, DistilBERT), bidirectional
 
 // config.json's sizes, as one architecture reads them.
 struct Architecture {
   std::string model_type;             // "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "gemma3", "olmo2"
   Family family = Family::Gpt2;
   // Where the norms sit in a block: before attention and before the MLP (GPT-2, Llama); Gemma's four
-  // (before and after each); OLMo 2's two, after attention and after the MLP, none before.
-  enum class Block { PreNorm, Sandwich, PostNorm } block = Block::PreNorm;
+  // (before and after each); OLMo 2's two, after attention and after the MLP, none before; BERT's
+  // LayerNorms after each residual sum (post-LN).
+  enum class Block { PreNorm, Sandwich, PostNorm, PostLayerNorm } block = Block::PreNorm;
   std::int64_t C = 0;                 // n_embd / hidden_size
   std::int64_t H = 0, Hkv = 0;        // n_head / num_attention_heads, num_key_value_heads (H unless grouped)
   std::int64_t hd = 0;                // head_dim (C / H unless given)
@@ -54,6 +55,10 @@ struct Architecture {
   std::optional<double> query_scalar; // Gemma: the scores × query_pre_attn_scalar^−½ (else 1/√hd)
   std::optional<double> softcap;      // Gemma 2: attn_logit_softcapping, c · tanh(scores / c) before the mask
   std::optional<std::int64_t> bos;    // bos_token_id
+  std::int64_t type_vocab = 0;        // BERT, RoBERTa: type_vocab_size, the token types (0: none, DistilBERT)
+  std::int64_t pad_id = 0;            // pad_token_id: RoBERTa counts positions from pad_token_id + 1
+  bool offset_positions = false;      // RoBERTa: position ids pad_token_id + 1 + i (padding tokens at pad_token_id)
+  bool encoder() const { return family == Family::Bert; }
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2", "Gemma 2", ...
   // Layer i's sliding window (0: it sees every earlier key), and its RoPE θ and scaling.
@@ -78,6 +83,8 @@ struct LayerWeights {
   Tensor norm2_w, norm2_b;            // [C] the MLP's input norm: ln_2 / post_attention_layernorm (Llama) / pre_feedforward_layernorm (Gemma); none in OLMo 2
   std::optional<Tensor> attn_out_norm;  // [C] Gemma, OLMo 2: post_attention_layernorm, on the attention block's output
   std::optional<Tensor> mlp_out_norm;   // [C] Gemma, OLMo 2: post_feedforward_layernorm, on the MLP's output
+  Tensor attn_ln_w, attn_ln_b;        // [C] BERT: attention.output.LayerNorm, on the residual sum after attention
+  Tensor mlp_ln_w, mlp_ln_b;          // [C] BERT: output.LayerNorm, on the residual sum after the MLP
   Tensor W_up, b_up;                  // GPT-2 c_fc [C, I], [I]; Llama up_proj [C, I]
   std::optional<Tensor> W_gate;       // Llama gate_proj [C, I]
   Tensor W_down, b_down;              // GPT-2 c_proj [I, C], [C]; Llama down_proj [I, C]
@@ -96,9 +103,16 @@ class Checkpoint {
   std::string weights_description() const { return store_->describe(); }
   // Gemma: √C rounded to the embedding tensor's dtype, as its modeling code makes the factor (1 elsewhere).
   float embedding_scale() const;
+  // The tokenizer's special tokens around a sentence (BERT's [CLS] … [SEP], RoBERTa's <s> … </s>):
+  // the ids put first, between a pair's sentences, and last; empty for the decoders.
+  struct Specials {
+    std::vector<std::int64_t> first, between, last;
+  };
+  Specials specials() const;
 
-  // The token embeddings (+ GPT-2's learned positions; × Gemma's rounded √C) of ids: [1, T, C]; ids < arch().vocab.
-  Tensor embed(const std::vector<std::int64_t>& ids) const;
+  // The token embeddings (+ GPT-2's learned positions; × Gemma's rounded √C; BERT's word + position +
+  // token type, then LayerNorm) of ids: [1, T, C]; ids < arch().vocab, types < arch().type_vocab (none: 0).
+  Tensor embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types = {}) const;
   LayerWeights layer(std::int64_t i) const;
 
   Checkpoint(Checkpoint&&) noexcept;
@@ -109,6 +123,10 @@ class Checkpoint {
   // A tensor under its hub name (the prefix found once), as float32 of the expected shape; `dims`
   // names the shape's letters for the message ("[C, 3C]").
   Tensor tensor(const std::string& name, const Shape& shape, const char* dims) const;
+  Tensor embed_encoder(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, Tensor x) const;
+  LayerWeights encoder_layer(std::int64_t i) const;
+  // A LayerNorm's weight and bias [C] under base + ".weight" / ".bias", or BERT's older ".gamma" / ".beta".
+  std::pair<Tensor, Tensor> layer_norm(const std::string& base) const;
   // A weight in x@W form [in, width], read from the mapped file as the products need it: converted to
   // float32 a block at a time and never held (a reader that wants every value at once, an upload to a
   // device, has them filled). Stored as nn.Linear's [rows, in] (transpose: rows [row0, row0 + width)
@@ -125,19 +143,27 @@ class Checkpoint {
   bool adds_bos_ = false;
 };
 
+// x (1, T, C) -> (1, T, C): LayerNorm (x − mean) / √(var + eps) · w + b, or RMSNorm x / √(mean(x²) + eps) · w
+// when b is empty; each row's sums in double (residual.cpp).
+Tensor layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
+
 // The residual stream runs layer by layer on the CPU backend; each layer's attention is the pipeline
 // itself (run_pipeline on a Spec like any other input), so the traced layer and the layers below it
 // are one computation.
 // Layer `layer`'s attention as a Spec (x = its norm1 output after the residual stream of the layers
 // below), labelled with `tokens`.
-Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer);
+// types: the encoders' token types ([T]; empty: all 0).
+Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, const Labels& tokens,
+                           std::int64_t layer);
 // Every layer's attention weights, for attn heads.
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::string>& tokens);
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                           const std::vector<std::string>& tokens);
 
 // An input file naming a checkpoint, read (spec/checkpoint.cpp): the model, the tokens and the layer.
 struct CheckpointInput {
   Checkpoint ckpt;
-  std::vector<std::int64_t> ids;    // [T], BOS first where the tokenizer adds it
+  std::vector<std::int64_t> ids;    // [T], BOS first where the tokenizer adds it ([CLS] … [SEP] for BERT)
+  std::vector<std::int64_t> types;  // [T] the encoders' token types (a pair's second sentence 1); empty: all 0
   std::vector<std::string> pieces;  // [T] their labels: the text each stands for ("␣cat"), "#id" without a tokenizer
   std::vector<std::string> raw;     // [T] their vocabulary spellings ("Ġcat", "▁cat"), for the JSON and hover text
   std::int64_t layer = 0;

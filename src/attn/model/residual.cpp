@@ -2,6 +2,7 @@
 //   h = embed(ids);  for each layer below the traced one:  h += attention(norm1(h));  h += mlp(norm2(h))
 // Gemma's four norms:  h += post_attn(attention(norm1(h)));  h += post_ff(mlp(pre_ff(h)))
 // OLMo 2's two:        h += post_attn(attention(h));         h += post_ff(mlp(h))
+// BERT's post-LN:      h = LayerNorm(h + attention(h));      h = LayerNorm(h + mlp(h))  (erf GELU)
 // Each layer's attention is the pipeline itself, run on a Spec like any other input; only the norms,
 // the MLP's activation and the residual additions live here. Built with -ffp-contract=off and attn's
 // own exp and tanh (fixed_math.hpp), so every machine gives the same bits.
@@ -21,9 +22,9 @@ namespace attn::model {
 
 namespace {
 
-// x (1, T, C) -> (1, T, C): LayerNorm (x − mean) / √(var + eps) · w + b, or RMSNorm x / √(mean(x²) + eps) · w
-// when b is empty; each row's sums in double.
-Tensor normalise(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+}  // namespace
+
+Tensor layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
   const std::int64_t C = x.dim(-1), rows = x.size() / C;
   Tensor y = Tensor::uninitialized(x.shape());
   const bool layer_norm = !b.shape().empty();
@@ -46,11 +47,24 @@ Tensor normalise(const Tensor& x, const Tensor& w, const Tensor& b, double eps) 
   return y;
 }
 
+namespace {
+
+Tensor normalise(const Tensor& x, const Tensor& w, const Tensor& b, double eps) { return layer_norm_rows(x, w, b, eps); }
+
 // x (1, T, in) · W (in, out) + b (out) -> (1, T, out), by the backend's product
 Tensor linear(Backend& be, const Tensor& x, const Tensor& W, const Tensor* b) {
   BackendTensor y = be.matmul(be.upload(x), be.upload(W));
   if (b && !b->shape().empty()) y = be.add_bias(y, be.upload(*b));
   return be.download(y);
+}
+
+// BERT's gelu: 0.5 x (1 + erf(x / √2)), in place
+void gelu_erf(Tensor& a) {
+  Scalar* p = a.mutable_data();
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double x = p[i];
+    p[i] = static_cast<Scalar>(0.5 * x * (1.0 + fixed::erf(x / std::numbers::sqrt2)));
+  }
 }
 
 // GPT-2's gelu_new: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place
@@ -82,8 +96,8 @@ void add_into(Tensor& h, const Scalar* y) {
 // Layer i's attention (weights w) on x (1, T, C) = its norm1 output (OLMo 2: the stream itself), as the pipeline's input.
 Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tensor x, const Labels& tokens) {
   Spec s;
-  s.mode = Mode::Causal;
-  s.causal = true;
+  s.mode = a.encoder() ? Mode::Self : Mode::Causal;  // an encoder's every token sees every other
+  s.causal = !a.encoder();
   s.entry = Entry::Embeddings;
   s.B = 1;
   s.T = s.S = x.dim(1);
@@ -138,9 +152,12 @@ Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
 // h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up);
 // Gemma's and OLMo 2's MLP output normalised before the addition
 void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h) {
-  const Tensor n = a.block == Architecture::Block::PostNorm ? h : normalise(h, w.norm2_w, w.norm2_b, a.eps);
+  const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
+  const Tensor n = post ? h : normalise(h, w.norm2_w, w.norm2_b, a.eps);
   Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, T, I)
-  if (a.family == Family::Gpt2) {
+  if (a.encoder()) {
+    gelu_erf(up);
+  } else if (a.family == Family::Gpt2) {
     gelu_new(up);
   } else {
     Tensor gate = linear(be, n, *w.W_gate, nullptr);
@@ -150,11 +167,13 @@ void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& 
   Tensor down = linear(be, up, w.W_down, &w.b_down);
   if (w.mlp_out_norm) down = normalise(down, *w.mlp_out_norm, Tensor{}, a.eps);
   add_into(h, down.data());
+  if (a.block == Architecture::Block::PostLayerNorm) h = normalise(h, w.mlp_ln_w, w.mlp_ln_b, a.eps);  // BERT: LayerNorm(h + mlp(h))
 }
 
 // The attention block's input: the first norm's output, or (OLMo 2) the stream itself
 Tensor attention_input(const Architecture& a, const LayerWeights& w, const Tensor& h) {
-  return a.block == Architecture::Block::PostNorm ? h : normalise(h, w.norm1_w, w.norm1_b, a.eps);
+  const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
+  return post ? h : normalise(h, w.norm1_w, w.norm1_b, a.eps);
 }
 
 // One layer on the residual stream h (1, T, C): attention, then the MLP (unless the stream ends
@@ -167,6 +186,7 @@ void run_layer(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, c
   Tensor attn_out = attend(s, be, weights);
   if (w.attn_out_norm) attn_out = normalise(attn_out, *w.attn_out_norm, Tensor{}, a.eps);
   add_into(h, attn_out.data());
+  if (a.block == Architecture::Block::PostLayerNorm) h = normalise(h, w.attn_ln_w, w.attn_ln_b, a.eps);  // BERT: LayerNorm(h + attention(h))
   if (!last) add_mlp(a, w, be, h);  // nothing reads the stream after the last layer's attention
 }
 
@@ -178,17 +198,19 @@ void check_layer(const Architecture& a, std::int64_t layer) {
 
 }  // namespace
 
-Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer) {
+Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, const Labels& tokens,
+                           std::int64_t layer) {
   const auto& a = ckpt.arch();
   check_layer(a, layer);
   auto be = make_backend("cpu");
-  Tensor h = ckpt.embed(ids);
+  Tensor h = ckpt.embed(ids, types);
   for (std::int64_t i = 0; i < layer; ++i) run_layer(ckpt, i, *be, h, tokens, nullptr);
   LayerWeights w = ckpt.layer(layer);
   return attention_spec(a, layer, w, attention_input(a, w, h), tokens);
 }
 
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::string>& tokens) {
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                           const std::vector<std::string>& tokens) {
   const auto& a = ckpt.arch();
   auto be = make_backend("cpu");
   HeadsView v;
@@ -199,7 +221,7 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
     const std::int64_t w = a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0;
     v.windows.push_back(w);
   }
-  Tensor h = ckpt.embed(ids);
+  Tensor h = ckpt.embed(ids, types);
   for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t hd = 0; hd < v.heads; ++hd) {

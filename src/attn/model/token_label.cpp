@@ -84,4 +84,10 @@ std::string Tokenizer::label(std::int64_t id) const {
   return out.empty() ? p : out;
 }
 
+std::int64_t Tokenizer::id_of(std::string_view piece) const {
+  for (std::int64_t id = 0; id < vocab_size(); ++id)
+    if (this->piece(id) == piece) return id;
+  return -1;
+}
+
 }  // namespace attn::model

@@ -477,6 +477,7 @@ bool is_file(const fs::path& p) {
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const fs::path d(dir);
+  if (is_file(d / "vocab.txt") && !is_file(d / "vocab.json")) return open_wordpiece(dir);  // BERT's, whatever its tokenizer.json says
   if (is_file(d / "tokenizer.json")) return std::make_unique<JsonTokenizer>((d / "tokenizer.json").string());
   const bool vocab = is_file(d / "vocab.json"), merges = is_file(d / "merges.txt");
   if (vocab && merges) return std::make_unique<Gpt2FilesTokenizer>((d / "vocab.json").string(), (d / "merges.txt").string());

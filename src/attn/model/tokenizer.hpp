@@ -19,6 +19,8 @@ class Tokenizer {
   // id's spelling in the vocabulary, exactly as stored ("Ġcat", "▁cat", "<0x0A>"); id < vocab_size().
   virtual std::string piece(std::int64_t id) const = 0;
   virtual std::int64_t vocab_size() const = 0;
+  // The id spelled exactly `piece` ("[CLS]", "</s>"), −1 when there is none.
+  std::int64_t id_of(std::string_view piece) const;
   // Whether pieces spell bytes as GPT-2's bytes_to_unicode characters ("Ġ" a space); else they are
   // SentencePiece-style ("▁" a space, "<0x0A>" a byte).
   virtual bool byte_level() const = 0;
@@ -29,11 +31,14 @@ class Tokenizer {
   virtual std::string describe() const = 0;
 };
 
-// The tokenizer of a hub-layout directory, the first of: tokenizer.json (model type BPE: byte-level
+// The tokenizer of a hub-layout directory, the first of: vocab.txt without vocab.json (BERT's
+// WordPiece), tokenizer.json (model type BPE: byte-level
 // as GPT-2 and Llama 3, or SentencePiece-style with ▁ and byte fallback as Llama 2 and Mistral),
 // vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece, through Debian's
 // libsentencepiece). nullptr when the directory has none of them.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+// BERT's WordPiece from a directory's vocab.txt and tokenizer_config.json (wordpiece.cpp).
+std::unique_ptr<Tokenizer> open_wordpiece(const std::string& dir);
 // A tokenizer.model, through attn's SentencePiece module (sentencepiece_tokenizer.cpp).
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
 

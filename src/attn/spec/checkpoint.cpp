@@ -18,7 +18,8 @@ namespace attn {
 
 namespace {
 
-const std::vector<std::string_view> kCheckpointRootKeys = {"checkpoint", "sentence", "token_ids", "title", "comment", "expect"};
+const std::vector<std::string_view> kCheckpointRootKeys = {"checkpoint", "sentence", "token_ids", "title", "comment", "expect", "sentence_b",
+                                                           "token_type_ids"};
 
 std::string resolve(const std::string& base_dir, const std::string& path) {
   if (base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
@@ -60,7 +61,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (!l.is_number_integer()) fail("checkpoint.layer", fmt::format("expected a layer index, an integer ≥ 0, got {}", describe(l)));
     layer = l.get<std::int64_t>();
   }
-  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, {}, layer, {}};
+  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, {}, {}, layer, {}};
   // every command that reads the input checks the layer (attn heads draws them all, but a layer it
   // was given must still be one the model has)
   const auto& arch = in.ckpt.arch();
@@ -70,16 +71,46 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   const auto& ckpt = in.ckpt;
   const bool has_sentence = root.contains("sentence"), has_ids = root.contains("token_ids");
   if (has_sentence == has_ids) fail(has_ids ? "token_ids" : "sentence", "give \"sentence\" (tokenised by the checkpoint's tokenizer) or \"token_ids\", one of them");
+  for (const char* key : {"sentence_b", "token_type_ids"}) {
+    if (root.contains(key) && !arch.encoder()) {
+      fail(key, fmt::format("is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; {} reads one sequence", arch.name()));
+    }
+  }
+  if (root.contains("sentence_b") && !has_sentence) fail("sentence_b", "is the second sentence of a pair: give \"sentence\" too");
   if (has_sentence) {
     const std::string text = read_string(root["sentence"], "sentence");
     if (!ckpt.tokenizer()) {
       fail("sentence", fmt::format("{} has no tokenizer (tokenizer.json, vocab.json + merges.txt or tokenizer.model): give \"token_ids\" instead", shown));
     }
     if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
+    const auto sp = ckpt.specials();  // an encoder's [CLS] a [SEP] (b [SEP])
     const auto ids = ckpt.tokenizer()->encode(text);
+    in.ids.insert(in.ids.end(), sp.first.begin(), sp.first.end());
     in.ids.insert(in.ids.end(), ids.begin(), ids.end());
-    in.notes.push_back(fmt::format("tokens: {}{}", ckpt.tokenizer()->describe(),
-                                   ckpt.adds_bos() ? fmt::format("; BOS (id {}) first, as the tokenizer adds it", *ckpt.arch().bos) : ""));
+    in.ids.insert(in.ids.end(), sp.last.begin(), sp.last.end());
+    if (root.contains("sentence_b")) {
+      const auto b = ckpt.tokenizer()->encode(read_string(root["sentence_b"], "sentence_b"));
+      const std::size_t a_len = in.ids.size();
+      in.ids.resize(in.ids.size() - sp.last.size());  // RoBERTa: <s> a </s></s> b </s>; BERT: [CLS] a [SEP] b [SEP]
+      in.ids.insert(in.ids.end(), sp.between.begin(), sp.between.end());
+      in.ids.insert(in.ids.end(), b.begin(), b.end());
+      in.ids.insert(in.ids.end(), sp.last.begin(), sp.last.end());
+      // BERT's token types: 0 through the first [SEP], 1 after; RoBERTa has one type only
+      in.types.assign(in.ids.size(), 0);
+      if (arch.type_vocab > 1)
+        for (std::size_t i = a_len; i < in.ids.size(); ++i) in.types[i] = 1;
+    }
+    std::string specials;
+    if (!sp.first.empty()) {
+      const auto spell = [&](std::int64_t id) { return ckpt.tokenizer()->piece(id); };
+      specials = root.contains("sentence_b")
+                     ? fmt::format("; {} a {} b {}, as the tokenizer puts them around a pair{}", spell(sp.first[0]),
+                                   sp.between.size() == 2 ? spell(sp.between[0]) + spell(sp.between[1]) : spell(sp.between[0]), spell(sp.last[0]),
+                                   arch.type_vocab > 1 ? ", token types 0 then 1" : "")
+                     : fmt::format("; {} first and {} last, as the tokenizer puts them", spell(sp.first[0]), spell(sp.last[0]));
+    }
+    in.notes.push_back(fmt::format("tokens: {}{}{}", ckpt.tokenizer()->describe(),
+                                   ckpt.adds_bos() ? fmt::format("; BOS (id {}) first, as the tokenizer adds it", *ckpt.arch().bos) : "", specials));
   } else {
     const json& ids = root["token_ids"];
     if (!ids.is_array()) fail("token_ids", fmt::format("expected an array of token ids, got {}", describe(ids)));
@@ -92,6 +123,21 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     fail(has_ids ? "token_ids" : "sentence", fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", in.ids.size(), ckpt.arch().positions));
   }
   if (in.ids.empty()) fail(has_ids ? "token_ids" : "sentence", "no tokens: give at least one");
+  if (root.contains("token_type_ids")) {
+    if (root.contains("sentence_b")) fail("token_type_ids", "a pair's token types follow from \"sentence_b\": give one of them");
+    if (arch.type_vocab == 0) fail("token_type_ids", fmt::format("{} has no token types (no token_type_embeddings): leave them out", arch.name()));
+    const json& t = root["token_type_ids"];
+    if (!t.is_array() || t.size() != in.ids.size()) {
+      fail("token_type_ids", fmt::format("expected {} token types, one per token, got {}", in.ids.size(), describe(t)));
+    }
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_number_integer() || t[i].get<std::int64_t>() < 0 || t[i].get<std::int64_t>() >= arch.type_vocab) {
+        fail(fmt::format("token_type_ids[{}]", i),
+             fmt::format("expected a token type 0 .. {} (type_vocab_size = {}), got {}", arch.type_vocab - 1, arch.type_vocab, describe(t[i])));
+      }
+      in.types.push_back(t[i].get<std::int64_t>());
+    }
+  }
   for (std::size_t i = 0; i < in.ids.size(); ++i) {
     const auto id = in.ids[i];
     if (id < 0 || id >= ckpt.arch().vocab) {
@@ -114,7 +160,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   model::CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
-  Spec layer = model::checkpoint_layer_spec(in.ckpt, in.ids, {in.pieces}, in.layer);
+  Spec layer = model::checkpoint_layer_spec(in.ckpt, in.ids, in.types, {in.pieces}, in.layer);
   const json& c = root["checkpoint"];
   const std::string name = c.contains("path") ? c["path"].get<std::string>()
                            : c.contains("revision") && c["revision"] != "main" ? c["model"].get<std::string>() + "@" + c["revision"].get<std::string>()
@@ -127,7 +173,11 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   const std::string embeddings = gpt2 ? " (wte + wpe)"
                                  : a.embed_scale ? fmt::format(" (× √C = {}, rounded to the embeddings' dtype as {} does)", in.ckpt.embedding_scale(), a.name())
                                                  : "";
-  layer.x_note = a.block == model::Architecture::Block::PostNorm
+  layer.x_note = a.encoder()
+                     ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings (word + "
+                                   "position{}, then LayerNorm){}",
+                                   in.layer, a.name(), a.type_vocab > 0 ? " + token type" : "", below)
+                 : a.block == model::Architecture::Block::PostNorm
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after attention, not before), of the embeddings{}{}",
                                    in.layer, a.name(), embeddings, below)
                      : fmt::format("layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", embeddings, below);
@@ -155,7 +205,10 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                                                            a.name(), a.local_rope_theta, a.rope_theta)
                                                              : ""));
   }
-  if (a.block != model::Architecture::Block::PreNorm) {
+  if (a.encoder()) {
+    layer.notes.push_back(fmt::format("output: the attention output projection's result, before dropout; {} then adds it to the layer's input "
+                                      "and applies LayerNorm", a.name()));
+  } else if (a.block != model::Architecture::Block::PreNorm) {
     layer.notes.push_back(fmt::format("output: o_proj's result, as attention computes it; {} then applies post_attention_layernorm to it before "
                                       "adding it to the residual stream", a.name()));
   }
@@ -177,13 +230,17 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   }
   const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
   const auto& a = in.ckpt.arch();
+  if (a.encoder()) {
+    throw InputError(fmt::format("{}: attn heads draws the heads of causal models; {}'s bidirectional grids are not drawn yet: trace a layer "
+                                 "with attn run (every head's weights are in it)", origin, a.name()));
+  }
   const auto T = static_cast<std::int64_t>(in.ids.size());
   const double bytes = 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
   if (bytes > static_cast<double>(max_bytes)) {
     throw InputError(fmt::format("{}: every head's weights, {} layers × {} heads × T² = {}² floats, take {}, more than --max-memory {} ({})", origin, a.layers,
                                  a.H, T, human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
-  HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.pieces);
+  HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces);
   view.notes = in.notes;
   // the header names the model already: the first note says only what was read
   if (!view.notes.empty()) view.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());

@@ -31,7 +31,8 @@ constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{512} << 20;  // larger 
 const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "heads", "tokens", "sentence",
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
-                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap", "kv_heads", "checkpoint", "token_ids"};
+                                                 "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap", "kv_heads", "checkpoint", "token_ids",
+                                                 "sentence_b", "token_type_ids"};
 
 }  // namespace
 
