@@ -12,6 +12,7 @@ Exit 0: every layer's "x", "weights" and "output" agree within 1e-4 and every re
 1: a difference or a wrong refusal. 77: skipped (torch not importable).
 """
 import json
+import math
 import re
 import os
 import shutil
@@ -668,12 +669,54 @@ def check_pairs(report, attn, work, made):
         if not ok:
             report.fail(f"{name} {fields}: exit {r.rc} (want 2 and {needle!r}): {r.stderr.strip()[:300]}")
         results.append(ok)
-    p = subprocess.run([attn, "heads", write_input(os.path.join(work, "in-heads-bert.json"),
-                                                    {"checkpoint": {"path": made["bert-f32"][0]}, "token_ids": [4, 9, 5]})],
-                       capture_output=True, text=True)
-    ok = p.returncode == 2 and "bidirectional grids are not drawn yet" in p.stderr
-    print(f"  {'ok  ' if ok else 'FAIL'} attn heads refuses an encoder (not drawn yet): exit {p.returncode}")
-    results.append(ok)
+    # attn heads on an encoder: every layer's weights against the reference (later keys included), and
+    # each head's pattern recomputed here from the reference's weights
+    for name in ("bert-f32", "roberta-f32", "distilbert-f32"):
+        if name not in made or make_checkpoints.tiny_tokenizers is None:
+            continue
+        d, config = made[name]
+        inp = {"checkpoint": {"path": d}, "sentence": "the cat sat", "sentence_b": "on the mat"}
+        if name == "distilbert-f32":
+            inp.pop("sentence_b")
+        p = subprocess.run([attn, "heads", write_input(os.path.join(work, f"in-heads-{name}.json"), inp), "--format", "json"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            report.fail(f"attn heads {name}: exit {p.returncode}: {p.stderr.strip()[:300]}")
+            results.append(False)
+            continue
+        doc = json.loads(p.stdout)
+        vocab = piece_ids(d)
+        ids = [vocab[x] for x in doc["pieces"]]
+        types = None
+        if name == "bert-f32":
+            first_sep = doc["pieces"].index("[SEP]")
+            types = [0] * (first_sep + 1) + [1] * (len(ids) - first_sep - 1)
+        _, tensors = model_reference.load(d)
+        ref = model_reference.forward(config, tensors, ids, torch.float64, types=types)
+        got = np.array(doc["weights"], dtype=np.float64)
+        want = np.stack([r["weights"].numpy() for r in ref])
+        dd = float(np.abs(got - want).max())
+        start_name, end_name = ("<s>", "</s>") if config["model_type"] == "roberta" else ("[CLS]", "[SEP]")
+        ends = [i for i, x in enumerate(doc["pieces"]) if x == end_name]
+        wrong = []
+        T = len(ids)
+        for l in range(len(ref)):
+            for h in range(want.shape[1]):
+                w = want[l, h]
+                means = {"previous token": np.mean([w[i, i - 1] for i in range(1, T)]), "next token": np.mean([w[i, i + 1] for i in range(T - 1)]),
+                         "start token": np.mean(w[:, 0]), "end token": np.mean(w[:, ends].sum(axis=1)), "same token": np.mean(np.diag(w))}
+                best = max(means, key=means.get)  # (no ties in random weights)
+                ent = float(np.mean([-(r[r > 0] * np.log2(r[r > 0])).sum() for r in w]))
+                pattern = best if means[best] >= 0.5 else "broad" if ent >= 0.8 * math.log2(T) else "mixed"
+                s = doc["summaries"][l][h]
+                if s["pattern"] != pattern or abs(s["entropy"] - ent) > 1e-4:
+                    wrong.append(f"L{l} h{h}: {s['pattern']} / {s['entropy']:.4f}, here {pattern} / {ent:.4f}")
+        ok = doc.get("bidirectional") is True and dd <= TOL and not wrong and doc["pieces"][0] == start_name
+        print(f"  {'ok  ' if ok else 'FAIL'} attn heads {name}: every layer's weights (later keys too) within {dd:.2g}, "
+              f"{len(ref) * want.shape[1]} heads' patterns and entropies as recomputed here")
+        if not ok:
+            report.fail(f"attn heads {name}: bidirectional {doc.get('bidirectional')}, |diff| {dd:.3g}, {wrong[:3]}")
+        results.append(ok)
     report.groups.append(("encoders", sum(results), len(results)))
 
 

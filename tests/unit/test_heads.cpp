@@ -349,3 +349,40 @@ TEST_CASE("a sliding window bounds a head's uniform entropy and what is drawn as
   CHECK_FALSE(v.visible(2, 3, 1));
   CHECK(v.masked_text() == "masked (a query sees itself and earlier tokens; on the sliding layers 0, 2, itself and the token before it: sliding window 2)");
 }
+
+TEST_CASE("summarise_encoder_head: every key visible, and the next token, start and end tokens named", "[heads]") {
+  // T = 5: [CLS] a b [SEP] c, ends at 3 (and nothing else)
+  const std::int64_t T = 5;
+  const EncoderSpecials sp{0, {3}, "[CLS]", "[SEP]"};
+  auto one_hot = [&](auto key_of) {
+    std::vector<float> w(T * T, 0.f);
+    for (std::int64_t i = 0; i < T; ++i) w[static_cast<std::size_t>(i * T + key_of(i))] = 1.f;
+    return w;
+  };
+  // every query on the next token (the last on itself): next 4/4
+  auto next = summarise_encoder_head(one_hot([&](std::int64_t i) { return std::min(i + 1, T - 1); }).data(), T, sp);
+  CHECK(next.pattern == HeadPattern::NextToken);
+  CHECK(next.pattern_share == Approx(1.0));
+  CHECK(next.max_entropy == Approx(std::log2(5.0)));
+  CHECK(next.label.empty());
+  // every query on [CLS]: the start token, labelled with its spelling
+  auto cls = summarise_encoder_head(one_hot([](std::int64_t) { return std::int64_t{0}; }).data(), T, sp);
+  CHECK(cls.pattern == HeadPattern::StartToken);
+  CHECK(cls.label == "to [CLS]");
+  CHECK(cls.pattern_share == Approx(1.0));
+  // every query on [SEP], later keys included (an encoder sees them): the end token; the largest
+  // off-diagonal weight may lie above the diagonal
+  auto sep = summarise_encoder_head(one_hot([](std::int64_t) { return std::int64_t{3}; }).data(), T, sp);
+  CHECK(sep.pattern == HeadPattern::EndToken);
+  CHECK(sep.label == "to [SEP]");
+  CHECK(sep.max_off_diagonal == Approx(1.0));
+  CHECK(sep.max_query == 0);
+  CHECK(sep.max_key == 3);
+  // uniform over all five keys: broad, entropy log2 5 of log2 5
+  std::vector<float> uniform(T * T, 0.2f);
+  auto broad = summarise_encoder_head(uniform.data(), T, sp);
+  CHECK(broad.pattern == HeadPattern::Broad);
+  CHECK(broad.entropy == Approx(std::log2(5.0)));
+  CHECK(heads_detail::pattern_text(broad) == "broad 1.00");
+  CHECK(heads_detail::pattern_text(cls) == "to [CLS] 1.00");
+}

@@ -42,11 +42,15 @@ const char* pattern_name(HeadPattern p) {
     case HeadPattern::SameToken: return "same token";
     case HeadPattern::Broad: return "broad";
     case HeadPattern::Mixed: return "mixed";
+    case HeadPattern::NextToken: return "next token";
+    case HeadPattern::StartToken: return "start token";
+    case HeadPattern::EndToken: return "end token";
   }
   return "mixed";
 }
 
 std::string HeadsView::masked_text() const {
+  if (bidirectional) return "nothing masked (an encoder: every token sees every other, later ones too)";
   std::int64_t W = 0;
   std::vector<std::int64_t> sliding;
   for (std::int64_t l = 0; l < static_cast<std::int64_t>(windows.size()); ++l) {
@@ -115,6 +119,55 @@ HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t wi
   return s;
 }
 
+// An encoder's head (see heads.hpp). Over every query i: previous = mean w_{i,i−1} (i ≥ 1), next =
+// mean w_{i,i+1} (i ≤ T − 2), same = mean w_{i,i}, start = mean w_{i,start}, end = mean Σ_{e in ends}
+// w_{i,e}; the largest at ≥ 0.5 names the pattern (ties in that order), else broad when the entropy
+// is ≥ 0.8 of log2 T, else mixed. The largest off-diagonal weight is over every j ≠ i.
+HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const EncoderSpecials& sp) {
+  HeadSummary s;
+  if (T <= 0) return s;
+  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
+  double entropy = 0, previous = 0, next = 0, same = 0, start = 0, end = 0;
+  bool have_off = false;
+  for (std::int64_t i = 0; i < T; ++i) {
+    for (std::int64_t j = 0; j < T; ++j) {
+      const double x = w(i, j);
+      if (x > 0) entropy -= x * std::log2(x);
+      if (j != i && (!have_off || x > s.max_off_diagonal)) s.max_off_diagonal = x, s.max_query = i, s.max_key = j, have_off = true;
+    }
+    if (i >= 1) previous += w(i, i - 1);
+    if (i + 1 < T) next += w(i, i + 1);
+    same += w(i, i);
+    if (sp.start >= 0) start += w(i, sp.start);
+    for (const auto e : sp.ends) end += w(i, e);
+  }
+  const double n = static_cast<double>(T);
+  s.entropy = entropy / n;
+  s.max_entropy = std::log2(n);
+  const double pairs = T > 1 ? static_cast<double>(T - 1) : 1.0;
+  const std::pair<HeadPattern, double> named[5] = {{HeadPattern::PreviousToken, T > 1 ? previous / pairs : 0},
+                                                   {HeadPattern::NextToken, T > 1 ? next / pairs : 0},
+                                                   {HeadPattern::StartToken, sp.start >= 0 ? start / n : 0},
+                                                   {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n},
+                                                   {HeadPattern::SameToken, same / n}};
+  const auto* best = &named[0];
+  for (const auto& p : named)
+    if (p.second > best->second) best = &p;
+  if (best->second >= kPositional) {
+    s.pattern = best->first;
+    s.pattern_share = best->second;
+  } else if (s.max_entropy > 0 && s.entropy >= kBroad * s.max_entropy) {
+    s.pattern = HeadPattern::Broad;
+    s.pattern_share = s.entropy / s.max_entropy;
+  } else {
+    s.pattern = HeadPattern::Mixed;
+    s.pattern_share = best->second;
+  }
+  if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
+  return s;
+}
+
 namespace {
 
 // float32's shortest round-trip text; non-finite values as the strings "nan", "inf", "-inf"
@@ -136,7 +189,8 @@ void render_heads_json(const HeadsView& view, std::ostream& out) {
   };
   out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(view.model) << ",\n  \"tokens\": " << strings(view.tokens)
       << ",\n  \"pieces\": " << strings(view.pieces)
-      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "],\n  \"notes\": " << strings(view.notes)
+      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "],"
+      << (view.bidirectional ? "\n  \"bidirectional\": true," : "") << "\n  \"notes\": " << strings(view.notes)
       << ",\n  \"weights\": [";
   // [L][H][T][T], one query's row a line
   for (std::int64_t l = 0; l < view.layers; ++l) {
@@ -158,9 +212,10 @@ void render_heads_json(const HeadsView& view, std::ostream& out) {
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const auto& s = view.summary(l, h);
       out << (h ? "," : "") << "\n      "
-          << fmt::format(R"({{"entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}}})",
+          << fmt::format(R"({{"entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
                          number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
-                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false));
+                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false),
+                         s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
     }
     out << (view.heads ? "\n    ]" : "]");
   }

@@ -13,8 +13,10 @@
 namespace attn::model {
 
 // What a head mostly does, judged from its weights (see summarise_head).
-enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed };
-const char* pattern_name(HeadPattern p);  // "previous token", "first token", "same token", "broad", "mixed"
+enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed, NextToken, StartToken, EndToken };
+// "previous token", "first token", "same token", "broad", "mixed", "next token", and an encoder's
+// "start token" ([CLS], <s>) and "end token" ([SEP], </s>)
+const char* pattern_name(HeadPattern p);
 
 struct HeadSummary {
   double entropy = 0;          // mean over queries of −Σ_j w_ij log2 w_ij, in bits
@@ -23,6 +25,7 @@ struct HeadSummary {
   std::int64_t max_query = 0, max_key = 0;  // where it is
   HeadPattern pattern = HeadPattern::Mixed;
   double pattern_share = 0;    // the mean weight behind the pattern (e.g. mean w_{i,i−1})
+  std::string label;           // what the text says for the pattern: "to [CLS]", "to [SEP]" for an encoder's special tokens; "" = pattern_name
 };
 
 struct HeadsView {
@@ -31,6 +34,7 @@ struct HeadsView {
   std::vector<std::string> pieces;   // [T] as the vocabulary spells them ("Ġcat"), for the JSON and hover text; may be empty
   std::int64_t layers = 0, heads = 0, T = 0;
   std::vector<std::int64_t> windows; // [layers] each layer's sliding window W: query i sees keys i − W < j ≤ i; 0 (or none given): every earlier key
+  bool bidirectional = false;        // an encoder (BERT): every query sees every key, nothing is masked
   std::vector<float> weights;        // [layers, heads, T, T], row-major; causal: zero above the diagonal
   std::vector<HeadSummary> summaries;  // [layers × heads]
   std::vector<std::string> notes;    // where the numbers came from (dtype, tokenizer, BOS)
@@ -38,7 +42,9 @@ struct HeadsView {
     return weights[static_cast<std::size_t>(((l * heads + h) * T + i) * T + j)];
   }
   std::int64_t window(std::int64_t l) const { return windows.empty() ? 0 : windows[static_cast<std::size_t>(l)]; }
-  bool visible(std::int64_t l, std::int64_t i, std::int64_t j) const { return j <= i && (window(l) == 0 || j > i - window(l)); }
+  bool visible(std::int64_t l, std::int64_t i, std::int64_t j) const {
+    return bidirectional || (j <= i && (window(l) == 0 || j > i - window(l)));
+  }
   // What the masked cells are, for legends.
   std::string masked_text() const;
   const HeadSummary& summary(std::int64_t l, std::int64_t h) const { return summaries[static_cast<std::size_t>(l * heads + h)]; }
@@ -46,6 +52,14 @@ struct HeadsView {
 
 // weights: one head's [T, T] rows (causal, within a sliding window W when W > 0). Pure arithmetic.
 HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window = 0);
+// An encoder's head: every key visible. The tokens at `start` (−1: none) and `ends` are its special
+// tokens, spelled start_name and end_name ("[CLS]", "[SEP]").
+struct EncoderSpecials {
+  std::int64_t start = -1;
+  std::vector<std::int64_t> ends;
+  std::string start_name, end_name;
+};
+HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const EncoderSpecials& specials);
 
 // Terminal: a grid of layers (rows) × heads (columns) of small heatmaps drawn with shade or colour
 // blocks, fitted to `width` columns (heads drawn smaller, or wrapped, and the text says so), then one

@@ -217,6 +217,16 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
   v.model = ckpt.describe();
   v.tokens = tokens;
   v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
+  v.bidirectional = a.encoder();
+  EncoderSpecials sp;  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
+  if (a.encoder() && ckpt.tokenizer()) {
+    const auto specials = ckpt.specials();
+    sp.start_name = ckpt.tokenizer()->piece(specials.first[0]), sp.end_name = ckpt.tokenizer()->piece(specials.last[0]);
+    for (std::int64_t i = 0; i < v.T; ++i) {
+      if (i == 0 && ids[0] == specials.first[0]) sp.start = 0;
+      if (ids[static_cast<std::size_t>(i)] == specials.last[0]) sp.ends.push_back(i);
+    }
+  }
   for (std::int64_t l = 0; l < a.layers; ++l) {  // as attention_spec applies them
     const std::int64_t w = a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0;
     v.windows.push_back(w);
@@ -225,7 +235,8 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
   for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t hd = 0; hd < v.heads; ++hd) {
-      v.summaries.push_back(summarise_head(v.weights.data() + (l * v.heads + hd) * v.T * v.T, v.T, v.windows[static_cast<std::size_t>(l)]));
+      const float* w = v.weights.data() + (l * v.heads + hd) * v.T * v.T;
+      v.summaries.push_back(a.encoder() ? summarise_encoder_head(w, v.T, sp) : summarise_head(w, v.T, v.windows[static_cast<std::size_t>(l)]));
     }
   return v;
 }

@@ -60,7 +60,7 @@ constexpr const char* kScript = R"js(
   'use strict';
   var D = JSON.parse(document.getElementById('heads-data').textContent);
   var L = D.layers, H = D.heads, T = D.T, W = D.weights, P = D.palette, WIN = D.windows;
-  function visible(l, i, j) { var win = WIN.length ? WIN[l] : 0; return j <= i && (win === 0 || j > i - win); }
+  function visible(l, i, j) { var win = WIN.length ? WIN[l] : 0; return D.bidirectional || (j <= i && (win === 0 || j > i - win)); }
   function w(l, h, i, j) { return W[((l * H + h) * T + i) * T + j]; }
   function colour(x) { return P[Math.max(0, Math.min(255, Math.round(x * 255)))]; }
   function paint(ctx, l, h, cell, x0, y0) {
@@ -158,7 +158,8 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
   const auto lines = summary_lines(view, labels);
   // the data for the script; "</" never appears inside the <script> element
   std::ostringstream d;
-  d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "], \"tokens\": [";
+  d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "], "
+    << (view.bidirectional ? "\"bidirectional\": true, " : "") << "\"tokens\": [";
   for (std::size_t i = 0; i < labels.size(); ++i) d << (i ? ", " : "") << json_quote(labels[i]);
   d << "],\n\"summaries\": [";
   for (std::size_t i = 0; i < lines.size(); ++i) d << (i ? ", " : "") << json_quote(lines[i]);

@@ -69,7 +69,9 @@ inline std::vector<std::string> token_labels(const HeadsView& v) {
 inline std::string head_name(std::int64_t l, std::int64_t h) { return fmt::format("L{} h{}", l, h); }
 
 // "previous token 0.82"
-inline std::string pattern_text(const HeadSummary& s) { return fmt::format("{} {:.2f}", pattern_name(s.pattern), s.pattern_share); }
+inline std::string pattern_text(const HeadSummary& s) {
+  return fmt::format("{} {:.2f}", s.label.empty() ? std::string(pattern_name(s.pattern)) : s.label, s.pattern_share);
+}
 
 // "entropy 0.41 of 2.90 bits"
 inline std::string entropy_text(const HeadSummary& s) { return fmt::format("entropy {:.2f} of {:.2f} bits", s.entropy, s.max_entropy); }
@@ -144,7 +146,7 @@ inline BlockCell block_cell(const HeadsView& v, std::int64_t l, std::int64_t h, 
   const std::int64_t i0 = r * block, i1 = std::min(v.T, i0 + block);
   const std::int64_t j0 = c * block, j1 = std::min(v.T, j0 + block);
   for (std::int64_t i = i0; i < i1; ++i)
-    for (std::int64_t j = j0; j < std::min(j1, i + 1); ++j) {
+    for (std::int64_t j = j0; j < (v.bidirectional ? j1 : std::min(j1, i + 1)); ++j) {
       if (!v.visible(l, i, j)) continue;
       const float w = v.weight(l, h, i, j);
       if (out.masked || w > out.value) out.value = w;

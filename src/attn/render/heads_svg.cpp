@@ -39,10 +39,11 @@ void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, 
   std::map<std::string, std::string> paths;  // colour -> path data
   for (std::int64_t i = 0; i < T; ++i) {
     std::int64_t j = v.window(l) > 0 ? std::max<std::int64_t>(0, i - v.window(l) + 1) : 0;
-    while (j <= i) {
+    const std::int64_t last = v.bidirectional ? T - 1 : i;  // an encoder's every key
+    while (j <= last) {
       const std::string c = svg_hex(viridis(static_cast<double>(v.weight(l, h, i, j))));
       std::int64_t e = j + 1;
-      while (e <= i && svg_hex(viridis(static_cast<double>(v.weight(l, h, i, e)))) == c) ++e;
+      while (e <= last && svg_hex(viridis(static_cast<double>(v.weight(l, h, i, e)))) == c) ++e;
       paths[c] += fmt::format("M{} {}h{}v1h-{}z", j, i, e - j, e - j);
       j = e;
     }

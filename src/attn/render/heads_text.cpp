@@ -127,11 +127,14 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
     out << kAnsiReset << " 1\n";
   }
   const bool windowed = std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t v) { return v > 0; });
-  out << wrap(std::string(color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") + (windowed ? " and left of the window" : "") +
-                  ": " + view.masked_text(),
-              w, "", "  ");
-  out << wrap("after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a uniform "
-              "head's, or for mixed the largest of the three means (under 0.5)",
+  if (view.bidirectional) out << wrap(view.masked_text(), w, "", "  ");
+  else out << wrap(std::string(color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") + (windowed ? " and left of the window" : "") +
+                       ": " + view.masked_text(),
+                   w, "", "  ");
+  out << wrap(view.bidirectional ? "after each pattern: the mean weight on that key (previous, next or same token, the start or end "
+                                   "token), or for broad its entropy ÷ a uniform head's, or for mixed the largest of the means (under 0.5)"
+                                 : "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a "
+                                   "uniform head's, or for mixed the largest of the three means (under 0.5)",
               w, "", "  ")
       << wrap("entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a "
               "uniform head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",

@@ -230,10 +230,7 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   }
   const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
   const auto& a = in.ckpt.arch();
-  if (a.encoder()) {
-    throw InputError(fmt::format("{}: attn heads draws the heads of causal models; {}'s bidirectional grids are not drawn yet: trace a layer "
-                                 "with attn run (every head's weights are in it)", origin, a.name()));
-  }
+
   const auto T = static_cast<std::int64_t>(in.ids.size());
   const double bytes = 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
   if (bytes > static_cast<double>(max_bytes)) {
@@ -241,6 +238,10 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
                                  a.H, T, human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
   HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces);
+  if (a.encoder()) {
+    view.notes.push_back(fmt::format("{} is an encoder: every token sees every other, nothing is masked; the patterns name the start and end "
+                                     "tokens and the next token too", a.name()));
+  }
   view.notes = in.notes;
   // the header names the model already: the first note says only what was read
   if (!view.notes.empty()) view.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
