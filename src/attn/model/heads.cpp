@@ -33,6 +33,25 @@ namespace attn::model {
 namespace {
 constexpr double kPositional = 0.5;  // mean weight on one relative position that names the pattern
 constexpr double kBroad = 0.8;       // fraction of the uniform entropy that makes a head broad
+
+// The pattern from the candidates' means (in order of precedence on ties): the largest at ≥ 0.5,
+// else broad when the entropy is ≥ 0.8 of the uniform one, else mixed (with the largest mean).
+template <std::size_t N>
+void name_pattern(HeadSummary& s, const std::pair<HeadPattern, double> (&candidates)[N]) {
+  const auto* best = &candidates[0];
+  for (const auto& p : candidates)
+    if (p.second > best->second) best = &p;
+  if (best->second >= kPositional) {
+    s.pattern = best->first;
+    s.pattern_share = best->second;
+  } else if (s.max_entropy > 0 && s.entropy >= kBroad * s.max_entropy) {
+    s.pattern = HeadPattern::Broad;
+    s.pattern_share = s.entropy / s.max_entropy;
+  } else {
+    s.pattern = HeadPattern::Mixed;
+    s.pattern_share = best->second;
+  }
+}
 }  // namespace
 
 const char* pattern_name(HeadPattern p) {
@@ -103,19 +122,7 @@ HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t wi
   previous /= n, first /= n, same /= n;
   // in order of precedence on ties
   const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, previous}, {HeadPattern::FirstToken, first}, {HeadPattern::SameToken, same}};
-  const auto* best = &positional[0];
-  for (const auto& p : positional)
-    if (p.second > best->second) best = &p;
-  if (best->second >= kPositional) {
-    s.pattern = best->first;
-    s.pattern_share = best->second;
-  } else if (s.max_entropy > 0 && s.entropy >= kBroad * s.max_entropy) {
-    s.pattern = HeadPattern::Broad;
-    s.pattern_share = s.entropy / s.max_entropy;
-  } else {
-    s.pattern = HeadPattern::Mixed;
-    s.pattern_share = best->second;
-  }
+  name_pattern(s, positional);
   return s;
 }
 
@@ -150,19 +157,7 @@ HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const E
                                                    {HeadPattern::StartToken, sp.start >= 0 ? start / n : 0},
                                                    {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n},
                                                    {HeadPattern::SameToken, same / n}};
-  const auto* best = &named[0];
-  for (const auto& p : named)
-    if (p.second > best->second) best = &p;
-  if (best->second >= kPositional) {
-    s.pattern = best->first;
-    s.pattern_share = best->second;
-  } else if (s.max_entropy > 0 && s.entropy >= kBroad * s.max_entropy) {
-    s.pattern = HeadPattern::Broad;
-    s.pattern_share = s.entropy / s.max_entropy;
-  } else {
-    s.pattern = HeadPattern::Mixed;
-    s.pattern_share = best->second;
-  }
+  name_pattern(s, named);
   if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
   if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
   return s;
