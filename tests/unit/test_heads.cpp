@@ -386,3 +386,32 @@ TEST_CASE("summarise_encoder_head: every key visible, and the next token, start 
   CHECK(heads_detail::pattern_text(broad) == "broad 1.00");
   CHECK(heads_detail::pattern_text(cls) == "to [CLS] 1.00");
 }
+
+TEST_CASE("summarise_head: an induction head, measured on a repeated sequence", "[heads]") {
+  // tokens a b c a b c (ids 1 2 3 1 2 3): queries 3, 4, 5 have earlier occurrences at 0, 1, 2; the key
+  // after each is 1, 2, 3. This head puts all its weight there (queries 0 .. 2 on themselves).
+  const std::int64_t T = 6;
+  const std::vector<std::int64_t> ids = {1, 2, 3, 1, 2, 3};
+  std::vector<float> w(T * T, 0.f);
+  for (std::int64_t i = 0; i < T; ++i) w[static_cast<std::size_t>(i * T + (i < 3 ? i : i - 2))] = 1.f;
+  const auto s = summarise_head(w.data(), T, 0, &ids);
+  CHECK(s.pattern == HeadPattern::Induction);
+  CHECK(s.pattern_share == Approx(1.0));
+  CHECK(std::string(pattern_name(s.pattern)) == "induction");
+  // without the tokens there is nothing to measure: the same weights are mixed (same token only 2 of 5 queries)
+  CHECK(summarise_head(w.data(), T).pattern == HeadPattern::Mixed);
+  // a previous-token head on the same tokens stays a previous-token head (its induction score is 0)
+  std::vector<float> prev(T * T, 0.f);
+  prev[0] = 1.f;
+  for (std::int64_t i = 1; i < T; ++i) prev[static_cast<std::size_t>(i * T + i - 1)] = 1.f;
+  const auto p = summarise_head(prev.data(), T, 0, &ids);
+  CHECK(p.pattern == HeadPattern::PreviousToken);
+  CHECK(p.pattern_share == Approx(1.0));
+  // under the 0.4 threshold: weight 0.3 on the induction key, the rest on the first token
+  std::vector<float> weak(T * T, 0.f);
+  for (std::int64_t i = 0; i < T; ++i) {
+    if (i < 3) weak[static_cast<std::size_t>(i * T)] = 1.f;
+    else weak[static_cast<std::size_t>(i * T + i - 2)] = 0.3f, weak[static_cast<std::size_t>(i * T)] += 0.7f;
+  }
+  CHECK(summarise_head(weak.data(), T, 0, &ids).pattern != HeadPattern::Induction);
+}

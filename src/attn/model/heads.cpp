@@ -64,6 +64,7 @@ const char* pattern_name(HeadPattern p) {
     case HeadPattern::NextToken: return "next token";
     case HeadPattern::StartToken: return "start token";
     case HeadPattern::EndToken: return "end token";
+    case HeadPattern::Induction: return "induction";
   }
   return "mixed";
 }
@@ -84,7 +85,27 @@ std::string HeadsView::masked_text() const {
   return fmt::format("masked (a query sees itself and earlier tokens; on the sliding layers {}, {})", fmt::join(sliding, ", "), within);
 }
 
-HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window) {
+namespace {
+constexpr double kInduction = 0.4;  // mean weight on the token after the earlier occurrence that names an induction head
+
+// The mean weight on the key after the query token's most recent earlier occurrence, over the
+// queries that have one; −1 with fewer than two such queries.
+double induction_score(const float* weights, std::int64_t T, const std::vector<std::int64_t>& ids) {
+  double sum = 0;
+  std::int64_t n = 0;
+  for (std::int64_t i = 1; i < T; ++i) {
+    for (std::int64_t j = i - 1; j >= 0; --j) {
+      if (ids[static_cast<std::size_t>(j)] != ids[static_cast<std::size_t>(i)]) continue;
+      sum += weights[i * T + j + 1];
+      ++n;
+      break;
+    }
+  }
+  return n >= 2 ? sum / static_cast<double>(n) : -1;
+}
+}  // namespace
+
+HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids) {
   HeadSummary s;
   if (T <= 0) return s;
   auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
@@ -123,6 +144,14 @@ HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t wi
   // in order of precedence on ties
   const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, previous}, {HeadPattern::FirstToken, first}, {HeadPattern::SameToken, same}};
   name_pattern(s, positional);
+  if (ids != nullptr && static_cast<std::int64_t>(ids->size()) == T) {
+    const double induction = induction_score(weights, T, *ids);
+    const bool positional_named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
+    if (induction >= kInduction && (!positional_named || induction > s.pattern_share)) {
+      s.pattern = HeadPattern::Induction;
+      s.pattern_share = induction;
+    }
+  }
   return s;
 }
 

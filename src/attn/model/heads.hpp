@@ -13,9 +13,9 @@
 namespace attn::model {
 
 // What a head mostly does, judged from its weights (see summarise_head).
-enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed, NextToken, StartToken, EndToken };
+enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed, NextToken, StartToken, EndToken, Induction };
 // "previous token", "first token", "same token", "broad", "mixed", "next token", and an encoder's
-// "start token" ([CLS], <s>) and "end token" ([SEP], </s>)
+// "start token" ([CLS], <s>) and "end token" ([SEP], </s>), and "induction"
 const char* pattern_name(HeadPattern p);
 
 struct HeadSummary {
@@ -51,7 +51,11 @@ struct HeadsView {
 };
 
 // weights: one head's [T, T] rows (causal, within a sliding window W when W > 0). Pure arithmetic.
-HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window = 0);
+// ids (the tokens, [T]; none: no induction score): a query whose token occurred before it, most
+// recently at j, scores the head's weight on key j + 1, the token that followed it then; their mean
+// (with two such queries at least) ≥ 0.4, and above any positional pattern's mean, names the head
+// "induction" (a head that continues a repeated sequence by copying).
+HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window = 0, const std::vector<std::int64_t>* ids = nullptr);
 // An encoder's head: every key visible. The tokens at `start` (−1: none) and `ends` are its special
 // tokens, spelled start_name and end_name ("[CLS]", "[SEP]").
 struct EncoderSpecials {

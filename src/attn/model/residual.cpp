@@ -236,7 +236,7 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t hd = 0; hd < v.heads; ++hd) {
       const float* w = v.weights.data() + (l * v.heads + hd) * v.T * v.T;
-      v.summaries.push_back(a.encoder() ? summarise_encoder_head(w, v.T, sp) : summarise_head(w, v.T, v.windows[static_cast<std::size_t>(l)]));
+      v.summaries.push_back(a.encoder() ? summarise_encoder_head(w, v.T, sp) : summarise_head(w, v.T, v.windows[static_cast<std::size_t>(l)], &ids));
     }
   return v;
 }

@@ -136,6 +136,11 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
                                  : "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a "
                                    "uniform head's, or for mixed the largest of the three means (under 0.5)",
               w, "", "  ")
+      << (std::any_of(view.summaries.begin(), view.summaries.end(), [](const HeadSummary& s) { return s.pattern == HeadPattern::Induction; })
+              ? wrap("induction: over the queries whose token occurred before, the mean weight on the key right after that earlier "
+                     "occurrence (the head copies what followed it last time: a repeated sequence continued)",
+                     w, "", "  ")
+              : std::string())
       << wrap("entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a "
               "uniform head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
               w, "", "  ")
