@@ -121,8 +121,12 @@ std::vector<std::string> dump_inputs(const Spec& s, OutputDir& out) {
   if (s.entry == Entry::QKV) put("q", unbatched(s.q, drop_b)), put("k", unbatched(s.k, drop_b));
   if (!s.v.shape().empty() && s.entry != Entry::Embeddings) put("v", unbatched(s.v, drop_b));
   if (s.entry == Entry::Scores) {
-    Tensor scores = unbatched(s.scores, drop_b);
-    put("scores", s.H == 1 ? unbatched(scores, true) : scores);
+    // (B, H, T, S), without the axes the input had not: no B when unbatched, no H with one head
+    Shape shape;
+    if (s.batched) shape.push_back(s.B);
+    if (s.H > 1) shape.push_back(s.H);
+    shape.push_back(s.T), shape.push_back(s.S);
+    put("scores", s.scores.reshaped(shape));
   }
   if (!s.lengths.empty()) {
     write_npy(out.file("inputs/lengths.npy"), s.lengths);

@@ -205,6 +205,8 @@ def variants():
     out.append(("scores given, H=2, v given, scale 0.5", {
         "mode": "multi-head", "heads": 2, "scores": m(1, 2, 3, 3), "v": m(1, 3, 4), "scale": 0.5}))
     out.append(("scores given, causal, no v", {"mode": "causal", "scores": m(3, 3)}))
+    out.append(("scores given, batched, one head, padding", {
+        "mode": "causal", "scores": m(2, 1, 3, 3), "v": m(2, 3, 2), "padding": {"lengths": [3, 2]}}))
     out.append(("RoPE interleaved, partial (2 of 4), offset 3, H=2", {
         "mode": "causal", "heads": 2, "q": m(3, 8), "k": m(3, 8), "v": m(3, 8),
         "rope": {"style": "interleaved", "dims": 2, "offset": 3}}))
