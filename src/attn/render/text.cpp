@@ -104,8 +104,8 @@ class TextRenderer {
     for (const auto& n : c_.notes) out_ << wrap(n, width(), "  note: ", "        ");
     if (o_.code) {
       out_ << wrap("the >>> lines are PyTorch (import math, numpy as np, torch); B, T, S, C, H, hs are the sizes above, each step's "
-                   "variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: --dump DIR writes them to "
-                   "DIR/inputs/ and DIR/steps.py, which runs every step",
+                   "variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: attn run --dump DIR writes "
+                   "them to DIR/inputs/, with DIR/steps.py, which runs every step",
                    width(), "  code: ", "        ");
     }
   }
