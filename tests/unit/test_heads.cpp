@@ -415,3 +415,18 @@ TEST_CASE("summarise_head: an induction head, measured on a repeated sequence", 
   }
   CHECK(summarise_head(weak.data(), T, 0, &ids).pattern != HeadPattern::Induction);
 }
+
+TEST_CASE("heads html: every pattern has its caption (induction, next token, an encoder's start and end tokens)", "[heads]") {
+  auto v = tiny_view();
+  v.summaries[0].pattern = HeadPattern::Induction, v.summaries[0].pattern_share = 0.9;
+  v.summaries[1].pattern = HeadPattern::NextToken, v.summaries[1].pattern_share = 0.8;
+  v.summaries[2].pattern = HeadPattern::StartToken, v.summaries[2].pattern_share = 0.7, v.summaries[2].label = "to <s>";
+  v.summaries[3].pattern = HeadPattern::EndToken, v.summaries[3].pattern_share = 0.6, v.summaries[3].label = "to [SEP]";
+  std::ostringstream out;
+  render_heads_html(v, out);
+  const std::string html = out.str();
+  CHECK(html.find("<span>induction 0.90</span>") != std::string::npos);
+  CHECK(html.find("<span>next 0.80</span>") != std::string::npos);
+  CHECK(html.find("<span>&lt;s&gt; 0.70</span>") != std::string::npos);
+  CHECK(html.find("<span>[SEP] 0.60</span>") != std::string::npos);
+}

@@ -138,14 +138,19 @@ std::string short_number(float v) {
   return s == "-0" ? "0" : s;
 }
 
-// Short pattern names for the grid's captions (the full line is in the detail and the list).
-const char* short_name(HeadPattern p) {
-  switch (p) {
+// Short pattern names for the grid's captions (the full line is in the detail and the list); an
+// encoder's start and end tokens as the model spells them ("[CLS]", "</s>").
+std::string short_name(const HeadSummary& s) {
+  switch (s.pattern) {
     case HeadPattern::PreviousToken: return "prev";
     case HeadPattern::FirstToken: return "first";
     case HeadPattern::SameToken: return "same";
     case HeadPattern::Broad: return "broad";
     case HeadPattern::Mixed: return "mixed";
+    case HeadPattern::NextToken: return "next";
+    case HeadPattern::StartToken:
+    case HeadPattern::EndToken: return s.label.starts_with("to ") ? s.label.substr(3) : s.label;
+    case HeadPattern::Induction: return "induction";
   }
   return "mixed";
 }
@@ -196,7 +201,7 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
       const auto& s = view.summary(l, h);
       out << fmt::format("<td><button class=\"head\" type=\"button\" data-l=\"{0}\" data-h=\"{1}\" aria-pressed=\"false\" title=\"{2}\">"
                          "<canvas width=\"{3}\" height=\"{3}\" style=\"width:{4}px;height:{4}px\"></canvas><span>{5} {6:.2f}</span></button></td>",
-                         l, h, esc(lines[static_cast<std::size_t>(l * view.heads + h)]), view.T, css_px, short_name(s.pattern), s.pattern_share);
+                         l, h, esc(lines[static_cast<std::size_t>(l * view.heads + h)]), view.T, css_px, esc(short_name(s)), s.pattern_share);
     }
     out << "</tr>\n";
   }
