@@ -329,7 +329,9 @@ Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std
   const std::int64_t last = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
   if (last >= arch_.positions) {
     throw InputError(fmt::format("{} tokens, but {} has learned positions for max_position_embeddings = {}{}", T, arch_.name(), arch_.positions,
-                                 arch_.offset_positions ? fmt::format(", counted from pad_token_id + 1 = {}", arch_.pad_id + 1) : ""));
+                                 arch_.offset_positions ? fmt::format(", counted from pad_token_id + 1 = {}: at most {} tokens", arch_.pad_id + 1,
+                                                                      arch_.positions - arch_.pad_id - 1)
+                                                        : ""));
   }
   add_rows(stored("embeddings.position_embeddings.weight"), arch_.positions, C, positions, x.mutable_data(), "[max_position_embeddings, C]");
   if (arch_.type_vocab > 0) {

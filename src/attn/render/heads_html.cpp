@@ -182,8 +182,8 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
       << "<title>" << esc("attn heads · " + view.model) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
   out << "<header class=\"top\">\n<h1>" << esc("attn heads · " + view.model) << "</h1>\n<div class=\"meta\">"
-      << esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; grey: {}",
-                         view.layers, view.heads, view.T, view.masked_text()));
+      << esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; {}{}",
+                         view.layers, view.heads, view.T, view.bidirectional ? "" : "grey: ", view.masked_text()));
   for (const auto& n : view.notes) out << "<br>note: " << esc(n);
   out << "</div>\n<div class=\"tokens\">";
   for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -208,7 +208,7 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
   out << "</tbody>\n</table>\n<div class=\"detail\">\n<h2 id=\"detail-title\"></h2>\n<p class=\"summary\" id=\"detail-summary\"></p>\n"
       << "<div class=\"legend\">weight 0";
   for (int k = 0; k < 10; ++k) out << "<i style=\"background:" << svg_hex(viridis(k / 9.0)) << "\"></i>";
-  out << "1 <i style=\"background:#e6e6e6;margin-left:12px\"></i>masked</div>\n"
+  out << (view.bidirectional ? "1</div>\n" : "1 <i style=\"background:#e6e6e6;margin-left:12px\"></i>masked</div>\n")
       << "<canvas id=\"big\" width=\"10\" height=\"10\"></canvas>\n<p class=\"at\" id=\"at\"></p>\n</div>\n</div>\n"
       << "<section class=\"summaries\">\n<h2>Every head</h2>\n<pre>";
   for (const auto& line : lines) out << esc(line) << "\n";

@@ -111,6 +111,7 @@ class Layouter {
   // cells apart, so they cannot be mistaken for small weights.
   void heatmaps(TextLayout& out) const {
     const Step* masked = blocking_step(tr_, s_);
+    masked_ = masked != nullptr;  // the legend names "··" only where a cell is blocked
     const HeatScale shared = heat_scale(s_);
     out.heat_lead.emplace_back();  // a blank line
     if (o_.fit_range) {
@@ -167,7 +168,7 @@ class Layouter {
         bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((from + kShadeBands[k]) / 2), k == 0 ? "'" : "",
                                     format_fixed(static_cast<Scalar>(a), 2), format_fixed(static_cast<Scalar>(z), 2)));
       }
-      bands.emplace_back("·· masked");
+      if (masked_) bands.emplace_back("·· masked");
       std::vector<std::string> out;
       std::string line = lead;
       bool fresh = true;  // nothing after the line's lead yet
@@ -190,6 +191,7 @@ class Layouter {
       const double t = o_.color == ColorMode::Ansi256 ? (k + 0.5) / 16.0 : k / 9.0;
       bar += heat_background(o_.color, t) + " " + kAnsiReset;
     }
+    if (!masked_) return {fmt::format("{}{} {} {}", lead, lo, bar, hi)};
     return {fmt::format("{}{} {} {} · {}··{} masked", lead, lo, bar, hi, kAnsiDim, kAnsiReset)};
   }
 
@@ -198,6 +200,7 @@ class Layouter {
   const Step& s_;
   const TextOptions& o_;
   const StepLayout l_;
+  mutable bool masked_ = false;  // the step has blocked cells (set by heatmaps())
 };
 
 }  // namespace

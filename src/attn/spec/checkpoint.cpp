@@ -31,7 +31,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (std::find(kCheckpointRootKeys.begin(), kCheckpointRootKeys.end(), key) != kCheckpointRootKeys.end()) continue;
     if (!known_root_key(key)) check_keys(root, "", kCheckpointRootKeys);  // a typo: the usual message, with a suggestion
     fail(key, "is set by the checkpoint (its config.json and weights); beside \"checkpoint\" give only \"sentence\" or \"token_ids\", "
-              "\"title\", \"comment\" and \"expect\"");
+              "\"title\", \"comment\" and \"expect\" (and for an encoder \"sentence_b\" or \"token_type_ids\")");
   }
   const json& c = root["checkpoint"];
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
@@ -76,7 +76,10 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
       fail(key, fmt::format("is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; {} reads one sequence", arch.name()));
     }
   }
-  if (root.contains("sentence_b") && !has_sentence) fail("sentence_b", "is the second sentence of a pair: give \"sentence\" too");
+  if (root.contains("sentence_b") && !has_sentence) {
+    fail("sentence_b", "is the second sentence of a pair beside \"sentence\"; with \"token_ids\", give the pair's ids with its "
+                       "\"token_type_ids\" instead");
+  }
   if (has_sentence) {
     const std::string text = read_string(root["sentence"], "sentence");
     if (!ckpt.tokenizer()) {
@@ -150,6 +153,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     in.raw.push_back(known ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
   }
   if (!ckpt.tokenizer()) in.notes.push_back("tokens: the checkpoint has no tokenizer: labels are #id");
+  if (!in.types.empty()) in.notes.push_back(fmt::format("token types: {}", fmt::join(in.types, " ")));
   in.notes.insert(in.notes.begin(), fmt::format("checkpoint: {}; weights {}, converted to float32 and computed in float32", ckpt.describe(),
                                                 ckpt.weights_description()));
   return in;
