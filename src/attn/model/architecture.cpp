@@ -310,7 +310,8 @@ Architecture read_encoder(const json& c, const std::string& origin) {
       "tokenizer_class", "output_past", "return_dict", "chunk_size_feed_forward", "directionality", "pooler_fc_size", "pooler_num_attention_heads",
       "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type", "tie_word_embeddings", "output_hidden_states", "output_attentions",
       "torchscript", "pruned_heads", "bad_words_ids", "decoder_start_token_id", "sep_token_id", "cls_token_id"};
-  for (const auto& [key, value] : c.items()) {
+  for (const auto& item : c.items()) {
+    const std::string& key = item.key();
     const auto in = [&](const std::vector<std::string_view>& l) { return std::find(l.begin(), l.end(), key) != l.end(); };
     if (!in(read) && !in(no_effect)) a.unread.push_back(key);
   }
