@@ -26,7 +26,8 @@ std::string fit(const std::string& s, std::size_t width) {
 
 class Layouter {
  public:
-  Layouter(const Trace& t, const Step& s, const TextOptions& o) : tr_(t), c_(t.config), s_(s), o_(o), l_(layout_step(s, c_, o.view)) {}
+  Layouter(const Trace& t, const Step& s, const TextOptions& o)
+      : tr_(t), c_(t.config), s_(s), o_(o), l_(layout_step(s, c_, o.view)), masked_(blocking_step(t, s) != nullptr) {}
 
   TextLayout run() const {
     TextLayout out;
@@ -111,7 +112,6 @@ class Layouter {
   // cells apart, so they cannot be mistaken for small weights.
   void heatmaps(TextLayout& out) const {
     const Step* masked = blocking_step(tr_, s_);
-    masked_ = masked != nullptr;  // the legend names "··" only where a cell is blocked
     const HeatScale shared = heat_scale(s_);
     out.heat_lead.emplace_back();  // a blank line
     if (o_.fit_range) {
@@ -200,7 +200,7 @@ class Layouter {
   const Step& s_;
   const TextOptions& o_;
   const StepLayout l_;
-  mutable bool masked_ = false;  // the step has blocked cells (set by heatmaps())
+  const bool masked_;  // the step has blocked cells: only then does the legend name "··"
 };
 
 }  // namespace
