@@ -90,8 +90,11 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return kName; }
-  // the primitives' work (copies to the host go on beside it)
-  void synchronize() override { check(cudaStreamSynchronize(stream()), "synchronize", "cudaStreamSynchronize"); }
+  // the primitives' work and the range scans beside it (copies to the host go on)
+  void synchronize() override {
+    check(cudaStreamSynchronize(stream()), "synchronize", "cudaStreamSynchronize");
+    check(cudaStreamSynchronize(ctx_->scan), "synchronize", "cudaStreamSynchronize (the range scans)");
+  }
   Traffic traffic() const override { return ctx_->traffic(); }
   Memory memory() override {
     std::size_t free = 0, total = 0;
@@ -132,21 +135,26 @@ class CudaBackend final : public Backend {
       const auto* buffer = static_cast<const CudaBuffer*>(t.buffer.get());
       unsigned* flags = buffer->flags;
       unsigned* scratch = nullptr;
+      cudaStream_t on = stream();
       if (flags == nullptr) {
-        check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * sizeof(unsigned), stream()), "fetch", "cudaMallocAsync");
-        check(cudaMemsetAsync(scratch, 0, 2 * sizeof(unsigned), stream()), "fetch", "cudaMemsetAsync");
+        // the read goes on the scan stream, beside the next primitives (the values are final at
+        // `ready`, and stay allocated until ~Fetched has waited for `ranged`)
+        on = ctx_->scan;
+        check(cudaStreamWaitEvent(on, f->ready, 0), "fetch", "cudaStreamWaitEvent");
+        check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * sizeof(unsigned), on), "fetch", "cudaMallocAsync");
+        check(cudaMemsetAsync(scratch, 0, 2 * sizeof(unsigned), on), "fetch", "cudaMemsetAsync");
         if (f->n % 4 == 0) {
-          LAUNCH_INDEXED(k_range_flags4, f->n, grid(f->n / 4), stream(), reinterpret_cast<const float4*>(f->p), f->n / 4, scratch);
+          LAUNCH_INDEXED(k_range_flags4, f->n, grid(f->n / 4), on, reinterpret_cast<const float4*>(f->p), f->n / 4, scratch);
         } else {
-          LAUNCH_INDEXED(k_range_flags, f->n, grid(f->n), stream(), f->p, f->n, scratch);
+          LAUNCH_INDEXED(k_range_flags, f->n, grid(f->n), on, f->p, f->n, scratch);
         }
         done("fetch");
         flags = scratch;
       }
       check(cudaEventCreateWithFlags(&f->ranged, cudaEventDisableTiming), "fetch", "cudaEventCreate");
-      check(cudaMemcpyAsync(f->range, flags, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, stream()), "fetch", "cudaMemcpyAsync");
-      check(cudaEventRecord(f->ranged, stream()), "fetch", "cudaEventRecord");
-      if (scratch != nullptr) check(cudaFreeAsync(scratch, stream()), "fetch", "cudaFreeAsync");
+      check(cudaMemcpyAsync(f->range, flags, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, on), "fetch", "cudaMemcpyAsync");
+      check(cudaEventRecord(f->ranged, on), "fetch", "cudaEventRecord");
+      if (scratch != nullptr) check(cudaFreeAsync(scratch, on), "fetch", "cudaFreeAsync");
     }
     const std::int64_t n = f->n;
     return Tensor::deferred(
@@ -248,27 +256,27 @@ class CudaBackend final : public Backend {
 
   BackendTensor transpose_last2(const BackendTensor& a) override {
     checks::transpose_last2(kName, a);
-    auto out = make({a.shape[0], a.shape[2], a.shape[1]}, "transpose_last2");
+    auto [out, flags] = make_flagged({a.shape[0], a.shape[2], a.shape[1]}, "transpose_last2");
     LAUNCH_INDEXED(k_transpose_last2, element_count(a.shape), grid(element_count(a.shape)), stream(), dev(a), dev(out), a.shape[0], a.shape[1],
-                   a.shape[2]);
+                   a.shape[2], flags);
     done("transpose_last2");
     return out;
   }
 
   BackendTensor swap_axes_1_2(const BackendTensor& a) override {
     checks::swap_axes_1_2(kName, a);
-    auto out = make({a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, "swap_axes_1_2");
+    auto [out, flags] = make_flagged({a.shape[0], a.shape[2], a.shape[1], a.shape[3]}, "swap_axes_1_2");
     LAUNCH_INDEXED(k_swap12, element_count(a.shape), grid(element_count(a.shape)), stream(), dev(a), dev(out), a.shape[0], a.shape[1], a.shape[2],
-                   a.shape[3]);
+                   a.shape[3], flags);
     done("swap_axes_1_2");
     return out;
   }
 
   BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) override {
     checks::slice_columns(kName, a, offset, width);
-    auto out = make({a.shape[0], width}, "slice_columns");
+    auto [out, flags] = make_flagged({a.shape[0], width}, "slice_columns");
     LAUNCH_INDEXED(k_slice_columns, element_count(a.shape), grid(a.shape[0] * width), stream(), dev(a), dev(out), a.shape[0], a.shape[1], offset,
-                   width);
+                   width, flags);
     done("slice_columns");
     return out;
   }
@@ -340,7 +348,7 @@ class CudaBackend final : public Backend {
     checks::mask_keep(kName, B, T, S, lengths);
     auto out = make({B, T, S}, "mask_keep");
     const std::int64_t* d_lengths = lengths.empty() ? nullptr : device_lengths(lengths);
-    k_mask_keep<<<grid(B * T * S), kThreads, 0, stream()>>>(dev(out), B, T, S, causal, offset, window, d_lengths, flipped);
+    LAUNCH_INDEXED(k_mask_keep, B * T * S, grid(B * T * S), stream(), dev(out), B, T, S, causal, offset, window, d_lengths, flipped);
     done("mask_keep");
     return out;
   }

@@ -90,10 +90,12 @@ struct DeviceArray {
 struct Context {
   cudaStream_t compute = nullptr;  // every primitive, in order
   cudaStream_t copy = nullptr;     // copies to the host, after the compute stream's event
+  cudaStream_t scan = nullptr;     // range scans of values no kernel noted flags for, after the same event
 
   Context() {
     check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&scan, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
     // one pool for the run: what a freed tensor held is kept for the next, not returned to the driver
     cudaMemPool_t pool = nullptr;
     int device = 0;
@@ -105,7 +107,9 @@ struct Context {
   ~Context() {
     cudaStreamSynchronize(compute);
     cudaStreamSynchronize(copy);
+    cudaStreamSynchronize(scan);
     for (auto& [p, n] : sizes_) cudaFreeHost(p);
+    cudaStreamDestroy(scan);
     cudaStreamDestroy(copy);
     cudaStreamDestroy(compute);
   }

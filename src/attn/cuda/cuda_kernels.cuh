@@ -66,29 +66,6 @@ __global__ void k_repeat_heads(const Scalar* a, Scalar* out, std::int64_t B, std
   }
 }
 
-// out (N, n, m)[i][c][r] = a (N, m, n)[i][r][c]
-template <typename I>
-__global__ void k_transpose_last2(const Scalar* a, Scalar* out, I N, I m, I n) {
-  GRID_STRIDE_T(I, o, N * m * n) {
-    const I r = o % m, c = (o / m) % n, i = o / (m * n);
-    out[o] = a[(i * m + r) * n + c];
-  }
-}
-
-// out (A, C, B, D) from a (A, B, C, D)
-template <typename I>
-__global__ void k_swap12(const Scalar* a, Scalar* out, I A, I B, I C, I D) {
-  GRID_STRIDE_T(I, o, A * B * C * D) {
-    const I d = o % D, b = (o / D) % B, c = (o / (D * B)) % C, x = o / (D * B * C);
-    out[o] = a[((x * B + b) * C + c) * D + d];
-  }
-}
-
-template <typename I>
-__global__ void k_slice_columns(const Scalar* a, Scalar* out, I rows, I n, I offset, I width) {
-  GRID_STRIDE_T(I, o, rows * width) out[o] = a[(o / width) * n + offset + o % width];
-}
-
 // Whether v is NaN or +inf (high), or -inf (low): what the range flags record.
 __device__ inline void range_of(Scalar v, bool& high, bool& low) {
   high = high || isnan(v) || v == INFINITY;
@@ -105,6 +82,43 @@ __device__ inline void note_flags(unsigned* flags, bool high, bool low) {
   volatile unsigned* f = flags;
   if (h != 0 && f[0] == 0) atomicOr(&flags[0], 1u);
   if (l != 0 && f[1] == 0) atomicOr(&flags[1], 1u);
+}
+
+// out (N, n, m)[i][c][r] = a (N, m, n)[i][r][c]
+template <typename I>
+__global__ void k_transpose_last2(const Scalar* a, Scalar* out, I N, I m, I n, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, o, N * m * n) {
+    const I r = o % m, c = (o / m) % n, i = o / (m * n);
+    const Scalar v = a[(i * m + r) * n + c];
+    out[o] = v;
+    range_of(v, high, low);
+  }
+  note_flags(flags, high, low);
+}
+
+// out (A, C, B, D) from a (A, B, C, D)
+template <typename I>
+__global__ void k_swap12(const Scalar* a, Scalar* out, I A, I B, I C, I D, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, o, A * B * C * D) {
+    const I d = o % D, b = (o / D) % B, c = (o / (D * B)) % C, x = o / (D * B * C);
+    const Scalar v = a[((x * B + b) * C + c) * D + d];
+    out[o] = v;
+    range_of(v, high, low);
+  }
+  note_flags(flags, high, low);
+}
+
+template <typename I>
+__global__ void k_slice_columns(const Scalar* a, Scalar* out, I rows, I n, I offset, I width, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, o, rows * width) {
+    const Scalar v = a[(o / width) * n + offset + o % width];
+    out[o] = v;
+    range_of(v, high, low);
+  }
+  note_flags(flags, high, low);
 }
 
 // The same flags for values some other producer wrote (cuBLAS, an upload): one read of them all.
@@ -176,9 +190,10 @@ __global__ void k_masked_fill(const Scalar* s, const Scalar* keep, Scalar* out, 
   note_flags(flags, high, low);
 }
 
-__global__ void k_mask_keep(Scalar* keep, std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset,
-                            std::int64_t window, const std::int64_t* lengths, bool flipped) {
-  GRID_STRIDE(o, B * T * S) {
+template <typename I>
+__global__ void k_mask_keep(Scalar* keep, I B, I T, I S, bool causal, std::int64_t offset, std::int64_t window, const std::int64_t* lengths,
+                            bool flipped) {
+  GRID_STRIDE_T(I, o, B * T * S) {
     const std::int64_t j = o % S, i = (o / S) % T, b = o / (S * T);
     const bool ok = !(causal && j > i + offset) && !(window > 0 && j <= i + offset - window) && !(lengths != nullptr && j >= lengths[b]);
     keep[o] = (ok != flipped) ? 1 : 0;
@@ -213,8 +228,11 @@ __device__ T block_reduce(T v, T* shared, Op op) {
 // Rows of up to 32·kWarpCols entries: a warp per row, the row in registers (one read), reductions by
 // shuffles. Also writes each row's sum of the weights it wrote (in double, as row_sums adds them),
 // which row_sums then hands back instead of reading the weights again, and notes the range flags.
+// Held to 5 blocks of kThreads per SM (48 registers): at the 80 it takes freely, 3 blocks fit and
+// the kernel waits on memory (at B = 8, T = 1024, H = 12 on an H100: 591 µs at 80 registers, 472 at
+// 56, and the step faster again at 48; docs/cuda.md).
 constexpr int kWarpCols = 32;
-__global__ void k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::int64_t rows, std::int64_t n, int empty, unsigned* flags) {
+__global__ void __launch_bounds__(kThreads, 5) k_softmax_warp(const Scalar* a, Scalar* out, Scalar* sums, std::int64_t rows, std::int64_t n, int empty, unsigned* flags) {
   const int lane = threadIdx.x % 32;
   bool high = false, low = false;
   const std::int64_t warps = gridDim.x * static_cast<std::int64_t>(blockDim.x) / 32;
