@@ -1,6 +1,8 @@
 // attn decode: generation with a KV cache, a causal prefill, then a token at a time.
 #include "cli.hpp"
 
+#include "attn/model/generate.hpp"
+
 namespace attn_cli {
 namespace {
 
@@ -14,6 +16,10 @@ struct DecodeOptions {
   std::string color = "auto";
   std::vector<std::string> steps;
   bool code = false;
+  std::int64_t tokens = 0;  // --tokens N: generate N tokens with the whole model (0: not given)
+  std::int64_t top = 5;
+  std::int64_t head = -1;
+  std::string format = "text";
 };
 
 void setup_decode(CLI::App& app, DecodeOptions& o) {
@@ -35,10 +41,49 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6, 1 one does no
   dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
   dec->add_option("--steps", o.steps, "only these step ids, in every pass (comma-separated: k.cache,weights)")->delimiter(',');
   dec->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  dec->add_option("--tokens", o.tokens,
+                  "on a causal checkpoint: run the whole model and write N tokens after the sentence, the most probable each time, "
+                  "showing each one's attention over the cache and the next-token probabilities")
+      ->check(CLI::Range(1, 4096));
+  dec->add_option("--top", o.top, "with --tokens: the next-token candidates shown at each step (default 5)")->check(CLI::Range(1, 100));
+  dec->add_option("--head", o.head, "with --tokens: show this head's weight on every key (default: each head's three largest)")->check(CLI::NonNegativeNumber);
+  dec->add_option("--format", o.format, "with --tokens: text (default) or json")->check(CLI::IsMember({"text", "json"}));
   add_resources(dec, o.resources);
 }
 
+// --tokens N: the whole checkpoint writes N tokens (model/generate.hpp)
+int run_generation(const DecodeOptions& o) {
+  if (o.prefill >= 0) {
+    throw attn::InputError("--prefill: with --tokens the whole sentence is the prefill (one causal pass), then each written token is decoded "
+                           "against the cache; leave --prefill out");
+  }
+  if (o.code || !o.steps.empty()) {
+    throw attn::InputError(fmt::format("{}: with --tokens decode shows each written token's attention and next-token probabilities, not the "
+                                       "steps; use attn decode without --tokens for those", o.code ? "--code" : "--steps"));
+  }
+  const attn::model::CheckpointInput in = attn::model::load_checkpoint_input(o.file, "attn decode --tokens");
+  if (o.head >= in.ckpt.arch().H) {
+    throw attn::InputError(fmt::format("--head {}: expected 0 .. {} ({} has {} heads)", o.head, in.ckpt.arch().H - 1, in.ckpt.arch().name(), in.ckpt.arch().H));
+  }
+  auto backend = attn::make_backend(o.backend);
+  const attn::model::Generation g = attn::model::generate(in, *backend, o.tokens, o.top);
+  if (o.format == "json") {
+    attn::model::render_generation_json(g, std::cout);
+  } else {
+    attn::TextOptions t;
+    t.precision = o.precision;
+    t.width = terminal_width(o.width);
+    print_report(t.width, [&](std::ostream& os) { attn::model::render_generation_text(g, os, t, o.head); });
+  }
+  std::cout.flush();
+  return g.agrees ? kExitOk : kExitDiffers;
+}
+
 int run_decode(const DecodeOptions& o) {
+  if (o.tokens > 0) return run_generation(o);
+  for (const auto& [given, name] : {std::pair{o.top != 5, "--top"}, std::pair{o.head >= 0, "--head"}, std::pair{o.format != "text", "--format"}}) {
+    if (given) throw attn::InputError(fmt::format("{}: goes with --tokens N (the whole model writing N tokens)", name));
+  }
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_backend(o.backend);
   attn::require_fits_on(*backend, spec);  // the device's memory, as load_checked did the host's

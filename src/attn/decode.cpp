@@ -29,15 +29,10 @@ Labels label_range(const Labels& l, std::int64_t from, std::int64_t n) {
   return out;
 }
 
-// The spec's tokens [from, from + n) as queries and keys, RoPE's tables for their positions.
-Spec window_of(const Spec& s, std::int64_t from, std::int64_t n) {
-  Spec w = s;
-  w.T = w.S = n;
-  w.x = rows(s.x, from, n);
-  w.tokens = w.source_tokens = label_range(s.tokens, from, n);
-  if (s.positions != Positions::None) w.position_table = rows(s.position_table, from, n);
+// w's n tokens moved `from` positions on: RoPE's tables for their positions.
+Spec moved(Spec w, std::int64_t from, std::int64_t n) {
   if (w.rope) {
-    w.rope->offset = s.rope->offset + from;
+    w.rope->offset += from;
     const auto count = w.rope->place(n, n, false);
     RopeTables t = rope_tables(w.rope->table_first, count, w.rope->dims, w.rope->theta, w.rope->scaling);
     w.rope->cos = std::move(t.cos), w.rope->sin = std::move(t.sin);
@@ -46,16 +41,28 @@ Spec window_of(const Spec& s, std::int64_t from, std::int64_t n) {
   return w;
 }
 
-// Token t's query against keys 0 .. t, the cache's: T = 1, S = t + 1, the causal diagonal bottom-right.
-Spec step_of(const Spec& s, std::int64_t t) {
-  Spec w = window_of(s, t, 1);
+// The spec's tokens [from, from + n) as queries and keys, RoPE's tables for their positions.
+Spec window_of(const Spec& s, std::int64_t from, std::int64_t n) {
+  Spec w = s;
+  w.T = w.S = n;
+  w.x = rows(s.x, from, n);
+  w.tokens = w.source_tokens = label_range(s.tokens, from, n);
+  if (s.positions != Positions::None) w.position_table = rows(s.position_table, from, n);
+  return moved(std::move(w), from, n);
+}
+
+// Token t (w, at its position) as the query against keys 0 .. t, the cache's: T = 1, S = t + 1, the
+// causal diagonal bottom-right.
+Spec against_cache(Spec w, std::int64_t t, Labels keys) {
   w.S = t + 1;
-  w.source_tokens = label_range(s.tokens, 0, t + 1);
+  w.source_tokens = std::move(keys);
   w.causal_align = CausalAlign::BottomRight;
   w.cached = true;
   if (w.rope) w.rope->place(1, t + 1, false);
   return w;
 }
+
+Spec step_of(const Spec& s, std::int64_t t) { return against_cache(window_of(s, t, 1), t, label_range(s.tokens, 0, t + 1)); }
 
 // max |a[lead, a_row, j] − b[lead, b_row, j]| for j < a's columns: row a_row of a part's step (the
 // prefill, or a decoded token) against row b_row of the full trace's.
@@ -72,6 +79,13 @@ double row_difference(const Tensor& a, std::int64_t a_row, const Tensor& b, std:
 }
 
 }  // namespace
+
+std::pair<Spec, Spec> decode_specs_at(const Spec& one, std::int64_t t, const Labels& keys) {
+  if (one.T != 1 || one.S != 1) throw InternalError("decode_specs_at: expected one token's spec");
+  Spec token = moved(one, t, 1);
+  Spec step = against_cache(token, t, keys);
+  return {std::move(token), std::move(step)};
+}
 
 Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
   if (s.mode != Mode::Causal) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/backend.hpp"
@@ -38,6 +39,11 @@ struct Decode {
 // or attn_mask, 1 ≤ prefill < T.
 // prefill −1: not given, 1.
 Decode run_decode(const Spec& spec, Backend& backend, std::int64_t prefill);
+
+// Generation's two specs for run_decode_step at position t: `one` is the new token's spec as built
+// for position 0 (T = S = 1, no expectations); the first is it at position t, the second it against
+// the t + 1 cached keys, labelled `keys`.
+std::pair<Spec, Spec> decode_specs_at(const Spec& one, std::int64_t t, const Labels& keys);
 
 // step_ids: the steps shown in every pass (all when empty).
 void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& options, const std::vector<std::string>& step_ids);

@@ -171,7 +171,7 @@ def _t(tensors, name, dtype):
     return torch.from_numpy(np.ascontiguousarray(tensors[name], dtype=np.float32)).to(dtype)
 
 
-def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None):
+def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None, keep=None):
     t = _strip(tensors, "transformer.")
     C, H = config["n_embd"], config["n_head"]
     L = config["n_layer"]
@@ -197,6 +197,9 @@ def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None):
         m = layer_norm(h, W(p + "ln_2.weight"), W(p + "ln_2.bias"), eps)
         h = h + gelu_new(m @ W(p + "mlp.c_fc.weight") + W(p + "mlp.c_fc.bias")) @ W(p + "mlp.c_proj.weight") \
             + W(p + "mlp.c_proj.bias")
+    if keep is not None:  # the stream after the last layer, and the logits: ln_f, then the tied wte
+        keep["h"] = h
+        keep["logits"] = layer_norm(h, W("ln_f.weight"), W("ln_f.bias"), eps) @ W("wte.weight").T
     return out
 
 
@@ -219,7 +222,7 @@ def sliding_layers(config, L):
     return [False] * L
 
 
-def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
+def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None, keep=None):
     mt = config["model_type"]
     if mt == "gemma3":  # the language model of a multimodal checkpoint
         inner = dict(config["text_config"], model_type="gemma3_text")
@@ -228,8 +231,13 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
                 inner[k] = v
         inner.setdefault("torch_dtype", config.get("torch_dtype"))
         prefix = "language_model.model." if any(n.startswith("language_model.model.") for n in tensors) else "model.language_model."
-        return forward_llama(inner, _strip(tensors, prefix), ids, dtype, layers)
-    t = _strip(tensors, "model.")
+        outer = _strip(tensors, prefix[:-len("model.")]) if prefix.startswith("language_model.") else {}
+        inner_tensors = _strip(tensors, prefix)
+        if "lm_head.weight" in outer:
+            inner_tensors["lm_head.weight"] = outer["lm_head.weight"]
+        inner.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", True))
+        return forward_llama(inner, inner_tensors, ids, dtype, layers, keep)
+    t = _strip(tensors, "model.")  # (lm_head.weight, beside the prefix, keeps its name)
     gemma, olmo2 = mt in GEMMA_TYPES, mt == "olmo2"
     C = config["hidden_size"]
     H = config["num_attention_heads"]
@@ -317,6 +325,13 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None):
         act = gelu_new(g) if gemma else torch.nn.functional.silu(g)  # Gemma's gelu_pytorch_tanh is the tanh form
         y = (act * u) @ W(p + "mlp.down_proj.weight").T
         h = h + (norm(y, p + "post_feedforward_layernorm.weight") if gemma or olmo2 else y)
+    if keep is not None:  # the stream after the last layer, and the logits: the final norm, then the LM head
+        keep["h"] = h
+        tied = config.get("tie_word_embeddings", gemma)  # the config classes' defaults: Gemma's true, the others' false
+        head = W("embed_tokens.weight") if tied else W("lm_head.weight")
+        logits = norm(h, "norm.weight") @ head.T
+        cap = config.get("final_logit_softcapping", 30.0 if mt == "gemma2" else None)
+        keep["logits"] = cap * torch.tanh(logits / cap) if cap else logits
     return out
 
 
@@ -395,14 +410,14 @@ def forward_encoder(config, tensors, ids, dtype=torch.float32, layers=None, type
     return out
 
 
-def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None):
+def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None, keep=None):
     mt = config.get("model_type")
     if mt in ENCODER_TYPES:
         return forward_encoder(config, tensors, ids, dtype, layers, types)
     if mt == "gpt2":
-        return forward_gpt2(config, tensors, ids, dtype, layers)
+        return forward_gpt2(config, tensors, ids, dtype, layers, keep)
     if mt in LLAMA_TYPES:
-        return forward_llama(config, tensors, ids, dtype, layers)
+        return forward_llama(config, tensors, ids, dtype, layers, keep)
     raise ValueError(f"model_type {mt!r} is not one the reference knows")
 
 

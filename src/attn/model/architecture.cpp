@@ -75,16 +75,16 @@ void read_rope(const json& c, const std::string& origin, Architecture& a) {
 void check_every_key(const json& c, const std::string& origin, Architecture& a) {
   static const std::vector<std::string_view> gpt2_read = {"model_type", "n_embd", "n_head", "n_layer", "n_positions", "vocab_size", "n_inner",
                                                           "layer_norm_epsilon", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
-                                                          "activation_function", "bos_token_id"};
+                                                          "activation_function", "bos_token_id", "tie_word_embeddings"};
   static const std::vector<std::string_view> llama_read = {
       "model_type",      "hidden_size",    "num_attention_heads", "num_key_value_heads", "head_dim",     "num_hidden_layers",
       "vocab_size",      "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",     "rope_scaling",
       "rope_parameters", "hidden_act",     "sliding_window",      "use_sliding_window",  "max_window_layers", "mlp_bias",
-      "attention_bias",  "bos_token_id",   "original_max_position_embeddings"};
+      "attention_bias",  "bos_token_id",   "original_max_position_embeddings", "tie_word_embeddings"};
   // known to change nothing attn computes: the forward pass in float32 up to one layer's attention
   static const std::vector<std::string_view> no_effect = {
       "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range", "eos_token_id",
-      "pad_token_id", "tie_word_embeddings", "attention_dropout", "attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_activation",
+      "pad_token_id", "attention_dropout", "attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_activation",
       "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "n_ctx",
       "reorder_and_upcast_attn", "pretraining_tp", "tokenizer_class", "output_past", "id2label", "label2id", "gradient_checkpointing",
       "return_dict", "is_decoder", "use_return_dict", "decoder_start_token_id"};
@@ -214,6 +214,17 @@ json with_gemma_defaults(const json& c, bool gemma3) {
   return d;
 }
 
+// tie_word_embeddings, else its family's default (the config classes': GPT-2's and Gemma's true, the
+// others' false): whether the LM head is the token embeddings or a tensor of its own, lm_head.weight.
+void read_tied(const json& c, const std::string& origin, Architecture& a) {
+  a.tied = a.family == Family::Gpt2 || a.model_type.starts_with("gemma");
+  if (!c.contains("tie_word_embeddings") || c["tie_word_embeddings"].is_null()) return;
+  if (!c["tie_word_embeddings"].is_boolean()) {
+    throw InputError(fmt::format("{}: \"tie_word_embeddings\": expected true or false, got {}", origin, c["tie_word_embeddings"].dump()));
+  }
+  a.tied = c["tie_word_embeddings"].get<bool>();
+}
+
 // What Gemma 2 and 3 add to the Llama family's reading.
 void read_gemma(const json& c, const std::string& origin, Architecture& a) {
   a.block = Architecture::Block::Sandwich;
@@ -221,6 +232,9 @@ void read_gemma(const json& c, const std::string& origin, Architecture& a) {
   a.query_scalar = positive_number(c, origin, "query_pre_attn_scalar", 256);
   if (c.contains("attn_logit_softcapping") && !c["attn_logit_softcapping"].is_null()) {
     a.softcap = positive_number(c, origin, "attn_logit_softcapping", 50);
+  }
+  if (c.contains("final_logit_softcapping") && !c["final_logit_softcapping"].is_null()) {
+    a.final_softcap = positive_number(c, origin, "final_logit_softcapping", 30);
   }
   a.window = positive(c, origin, "sliding_window", 0);
   read_sliding_layers(c, origin, a);
@@ -417,6 +431,7 @@ Architecture read_architecture(const json& config, const std::string& origin) {
                                  other ? " (an architecture of its own, which attn does not read)" : did_you_mean(a.model_type, kTypes)));
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
+  read_tied(c, origin, a);
   check_every_key(c, origin, a);
   return a;
 }

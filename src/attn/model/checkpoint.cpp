@@ -253,7 +253,11 @@ class WeightReader {
 
 Tensor Checkpoint::weight(const std::string& name, const Shape& stored_shape, const char* dims, bool transpose, std::int64_t row0,
                           std::int64_t width) const {
-  const StoredTensor& t = stored(name);
+  return weight_of(stored(name), stored_shape, dims, transpose, row0, width);
+}
+
+Tensor Checkpoint::weight_of(const StoredTensor& t, const Shape& stored_shape, const char* dims, bool transpose, std::int64_t row0,
+                             std::int64_t width) const {
   if (t.shape != stored_shape) {
     throw InputError(fmt::format("{}: tensor \"{}\": expected {} = {}, got {}", t.file, t.name, dims, shape_text(stored_shape), shape_text(t.shape)));
   }
@@ -373,6 +377,44 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector
     for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] *= scale;
   }
   return x;
+}
+
+std::pair<Tensor, Tensor> Checkpoint::final_norm() const {
+  const std::int64_t C = arch_.C;
+  if (arch_.encoder()) throw InputError(fmt::format("{} is an encoder: it has no final norm and language-model head to predict a next token", arch_.name()));
+  if (arch_.family == Family::Gpt2) return {tensor("ln_f.weight", {C}, "[C]"), tensor("ln_f.bias", {C}, "[C]")};
+  Tensor w = tensor("norm.weight", {C}, "[C]");
+  if (arch_.norm_plus_one)
+    for (std::int64_t j = 0; j < C; ++j) w.mutable_data()[j] += 1.0F;
+  return {std::move(w), Tensor{}};
+}
+
+const StoredTensor& Checkpoint::head_tensor() const {
+  if (arch_.tied) return stored(arch_.family == Family::Gpt2 ? "wte.weight" : "embed_tokens.weight");
+  // lm_head sits beside the model's own prefix ("model.lm_head.weight" is not a name the hub writes)
+  std::string outer = prefix_;
+  for (const char* inner : {"transformer.", "model."})
+    if (outer.ends_with(inner)) outer.resize(outer.size() - std::string_view(inner).size());
+  const StoredTensor* t = store_->find(outer + "lm_head.weight");
+  if (!t) {
+    throw InputError(fmt::format("{}: tensor \"{}lm_head.weight\" is missing: config.json's tie_word_embeddings is false, so {} has a "
+                                 "language-model head of its own ({} in all)", store_->path(), outer, arch_.name(), store_->describe()));
+  }
+  return *t;
+}
+
+Tensor Checkpoint::lm_head() const {
+  final_norm();  // (refuses the encoders)
+  const StoredTensor& t = head_tensor();
+  if (t.shape.size() != 2 || t.shape[1] != arch_.C || t.shape[0] < arch_.vocab) {
+    throw InputError(fmt::format("{}: tensor \"{}\": expected [vocab_size, C] = [{}, {}], got {}", t.file, t.name, arch_.vocab, arch_.C, shape_text(t.shape)));
+  }
+  return weight_of(t, {t.shape[0], t.shape[1]}, "[vocab_size, C]", true, 0, -1);
+}
+
+std::string Checkpoint::lm_head_name() const {
+  const StoredTensor& t = head_tensor();
+  return arch_.tied ? fmt::format("{} (tied: the token embeddings)", t.name) : t.name;
 }
 
 LayerWeights Checkpoint::layer(std::int64_t i) const {

@@ -55,6 +55,8 @@ struct Architecture {
   std::optional<double> query_scalar; // Gemma: the scores × query_pre_attn_scalar^−½ (else 1/√hd)
   std::optional<double> softcap;      // Gemma 2: attn_logit_softcapping, c · tanh(scores / c) before the mask
   std::optional<std::int64_t> bos;    // bos_token_id
+  bool tied = true;                   // tie_word_embeddings (its default per family): the LM head is the token embeddings
+  std::optional<double> final_softcap;  // Gemma 2: final_logit_softcapping, c · tanh(logits / c) on the LM head's logits
   std::int64_t type_vocab = 0;        // BERT, RoBERTa: type_vocab_size, the token types (0: none, DistilBERT)
   std::int64_t pad_id = 0;            // pad_token_id: RoBERTa counts positions from pad_token_id + 1
   bool offset_positions = false;      // RoBERTa: position ids pad_token_id + 1 + i (padding tokens at pad_token_id)
@@ -114,6 +116,12 @@ class Checkpoint {
   // token type, then LayerNorm) of ids: [1, T, C]; ids < arch().vocab, types < arch().type_vocab (none: 0).
   Tensor embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types = {}) const;
   LayerWeights layer(std::int64_t i) const;
+  // What turns the last layer's stream into logits: the final norm's weight and bias [C] (GPT-2's
+  // ln_f; the Llama family's RMSNorm model.norm, no bias, Gemma's 1 + w) and the LM head [C, V] in
+  // x@W form: the token embeddings where tied, else lm_head.weight. Refused for the encoders.
+  std::pair<Tensor, Tensor> final_norm() const;
+  Tensor lm_head() const;
+  std::string lm_head_name() const;  // "wte.weight (tied)", "lm_head.weight"
 
   Checkpoint(Checkpoint&&) noexcept;
   ~Checkpoint();
@@ -133,6 +141,8 @@ class Checkpoint {
   // of it, read across), or as Conv1D's [in, width] itself. Refused when a value is not finite.
   Tensor weight(const std::string& name, const Shape& stored_shape, const char* dims, bool transpose, std::int64_t row0 = 0,
                 std::int64_t width = -1) const;
+  Tensor weight_of(const StoredTensor& t, const Shape& stored_shape, const char* dims, bool transpose, std::int64_t row0, std::int64_t width) const;
+  const StoredTensor& head_tensor() const;  // the LM head's stored tensor ([V, C])
   const StoredTensor& stored(const std::string& name) const;
 
   Architecture arch_;
@@ -169,6 +179,9 @@ struct CheckpointInput {
   std::int64_t layer = 0;
   std::vector<std::string> notes;   // what was read
 };
+// The input JSON at path ("-": standard input) as a checkpoint's input; `command` names what needs
+// one in the message for a file without "checkpoint" ("attn decode --tokens").
+CheckpointInput load_checkpoint_input(const std::string& path, const std::string& command);
 // attn heads: path is the input JSON ("-": standard input); refused when every head's weights would
 // take more than max_bytes (why: where that limit comes from, for the message).
 HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);

@@ -15,6 +15,7 @@
 #include "attn/error.hpp"
 #include "attn/fixed_math.hpp"
 #include "attn/model/checkpoint.hpp"
+#include "attn/model/residual.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/position_tables.hpp"
 
@@ -93,7 +94,8 @@ void add_into(Tensor& h, const Scalar* y) {
   for (std::int64_t i = 0; i < h.size(); ++i) p[i] += y[i];
 }
 
-// Layer i's attention (weights w) on x (1, T, C) = its norm1 output (OLMo 2: the stream itself), as the pipeline's input.
+}  // namespace
+
 Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tensor x, const Labels& tokens) {
   Spec s;
   s.mode = a.encoder() ? Mode::Self : Mode::Causal;  // an encoder's every token sees every other
@@ -137,6 +139,8 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
   return s;
 }
 
+namespace {
+
 // The attention block's output (1, T, C) of one layer, and its weights (H, T, T) when asked for.
 Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
   const Trace trace = run_pipeline(s, be);
@@ -176,18 +180,24 @@ Tensor attention_input(const Architecture& a, const LayerWeights& w, const Tenso
   return post ? h : normalise(h, w.norm1_w, w.norm1_b, a.eps);
 }
 
-// One layer on the residual stream h (1, T, C): attention, then the MLP (unless the stream ends
-// here); weights (H, T, T) appended when asked for.
-void run_layer(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, const Labels& tokens, std::vector<float>* weights) {
-  const bool last = i + 1 == ckpt.arch().layers;
+}  // namespace
+
+void run_layer_with(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, const Labels& tokens, const Attention& attention, bool mlp) {
   const auto& a = ckpt.arch();
   LayerWeights w = ckpt.layer(i);
-  const Spec s = attention_spec(a, i, w, attention_input(a, w, h), tokens);
-  Tensor attn_out = attend(s, be, weights);
+  Tensor attn_out = attention(attention_spec(a, i, w, attention_input(a, w, h), tokens));
   if (w.attn_out_norm) attn_out = normalise(attn_out, *w.attn_out_norm, Tensor{}, a.eps);
   add_into(h, attn_out.data());
   if (a.block == Architecture::Block::PostLayerNorm) h = normalise(h, w.attn_ln_w, w.attn_ln_b, a.eps);  // BERT: LayerNorm(h + attention(h))
-  if (!last) add_mlp(a, w, be, h);  // nothing reads the stream after the last layer's attention
+  if (mlp) add_mlp(a, w, be, h);
+}
+
+namespace {
+
+// One layer on the residual stream h (1, T, C), the whole sequence: attention, then the MLP (unless
+// the stream ends here); weights (H, T, T) appended when asked for.
+void run_layer(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, const Labels& tokens, std::vector<float>* weights) {
+  run_layer_with(ckpt, i, be, h, tokens, [&](const Spec& s) { return attend(s, be, weights); }, i + 1 < ckpt.arch().layers);
 }
 
 void check_layer(const Architecture& a, std::int64_t layer) {

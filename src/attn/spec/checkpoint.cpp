@@ -225,6 +225,16 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
 
 namespace model {
 
+CheckpointInput load_checkpoint_input(const std::string& path, const std::string& command) {
+  const std::string origin = path == "-" ? "<stdin>" : path;
+  const ParsedJson parsed = parse_json(read_input(path), origin);
+  const json& root = parsed.root;
+  if (!root.is_object() || !root.contains("checkpoint")) {
+    fail("checkpoint", fmt::format("{} runs a real model: expected {{\"checkpoint\": {{\"path\": \"DIR\"}}, \"sentence\": \"...\"}}", command));
+  }
+  return read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
+}
+
 HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
   const std::string origin = path == "-" ? "<stdin>" : path;
   const ParsedJson parsed = parse_json(read_input(path), origin);
