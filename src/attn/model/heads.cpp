@@ -236,8 +236,8 @@ void render_heads_json(const HeadsView& view, std::ostream& out) {
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const auto& s = view.summary(l, h);
       out << (h ? "," : "") << "\n      "
-          << fmt::format(R"({{"entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
-                         number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
+          << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
+                         l, h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
                          json_quote(pattern_name(s.pattern)), number(s.pattern_share, false),
                          s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
     }

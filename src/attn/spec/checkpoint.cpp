@@ -252,13 +252,13 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
                                  a.H, T, human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
   HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces);
+  view.notes = in.notes;
+  // the header names the model already: the first note says only what was read
+  if (!view.notes.empty()) view.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
   if (a.encoder()) {
     view.notes.push_back(fmt::format("{} is an encoder: every token sees every other, nothing is masked; the patterns name the start and end "
                                      "tokens and the next token too", a.name()));
   }
-  view.notes = in.notes;
-  // the header names the model already: the first note says only what was read
-  if (!view.notes.empty()) view.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
   view.pieces = in.raw;
   if (a.window > 0 && std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; })) {
     view.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
