@@ -24,7 +24,8 @@ struct DecodeOptions {
 
 void setup_decode(CLI::App& app, DecodeOptions& o) {
   auto* dec = app.add_subcommand("decode", "Generate with a KV cache: a causal prefill, then one token at a time against the cache, "
-                                           "each row checked against the full causal trace");
+                                           "each row checked against the full causal trace. On a checkpoint, --tokens N lets the whole "
+                                           "model write N tokens, with its next-token probabilities");
   dec->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   dec->footer(R"(Example:
   $ attn decode examples/llama_like.json --prefill 3
@@ -33,9 +34,17 @@ void setup_decode(CLI::App& app, DecodeOptions& o) {
     ...
     largest |decoded − full| = ... ; tolerance 1e-06: the cache gives the attention of the full pass, ...
 
-Exit codes: 0 every decoded row matches the full pass within 1e-6, 1 one does not, 2 bad input.)");
+  $ attn decode examples/tiny_gpt2.json --tokens 3 --top 3
+    ── the prompt's last token "␣mat" (position 5): layer 1's query against the 6 cached keys ──
+      head 0  ␣on 0.9639 @3 · ␣the 0.0340 @4 · ␣cat 0.0014 @1
+    ...
+
+Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens: every step's logits within
+1e-4 · max(1, |logit|) and the layer's weights within 1e-6 of one full pass, which picks the same tokens),
+1 one does not, 2 bad input.)");
   dec->add_option("file", o.file, "input JSON file, mode causal (- reads standard input)")->required();
-  dec->add_option("--prefill", o.prefill, "tokens in the first causal pass, P (default 1); tokens P .. T − 1 are decoded one by one");
+  dec->add_option("--prefill", o.prefill, "tokens in the first causal pass, P (default 1); tokens P .. T − 1 are decoded one by one "
+                                     "(not with --tokens: there the sentence is the prefill)");
   dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
   dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
   dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
@@ -46,7 +55,8 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6, 1 one does no
                   "showing each one's attention over the cache and the next-token probabilities")
       ->check(CLI::Range(1, 4096));
   dec->add_option("--top", o.top, "with --tokens: the next-token candidates shown at each step (default 5)")->check(CLI::Range(1, 100));
-  dec->add_option("--head", o.head, "with --tokens: show this head's weight on every key (default: each head's three largest)")->check(CLI::NonNegativeNumber);
+  dec->add_option("--head", o.head, "with --tokens: show this head's weight on every key (default: each head's three largest; text only)")
+      ->check(CLI::Range(0, 4096));
   dec->add_option("--format", o.format, "with --tokens: text (default) or json")->check(CLI::IsMember({"text", "json"}));
   add_resources(dec, o.resources);
 }
@@ -61,6 +71,7 @@ int run_generation(const DecodeOptions& o) {
     throw attn::InputError(fmt::format("{}: with --tokens decode shows each written token's attention and next-token probabilities, not the "
                                        "steps; use attn decode without --tokens for those", o.code ? "--code" : "--steps"));
   }
+  if (o.head >= 0 && o.format == "json") throw attn::InputError("--head: --format json writes every head's weights; leave --head out");
   const attn::model::CheckpointInput in = attn::model::load_checkpoint_input(o.file, "attn decode --tokens");
   if (o.head >= in.ckpt.arch().H) {
     throw attn::InputError(fmt::format("--head {}: expected 0 .. {} ({} has {} heads)", o.head, in.ckpt.arch().H - 1, in.ckpt.arch().name(), in.ckpt.arch().H));

@@ -140,9 +140,9 @@ void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o
   out << fmt::format("generation with a KV cache: {} in one causal pass (the prefill), then {}\n",
                      d.prefill == 1 ? std::string("token 0") : fmt::format("tokens 0 .. {}", d.prefill - 1),
                      d.prefill == T - 1 ? fmt::format("token {} against the cache", T - 1) : fmt::format("tokens {} .. {} one at a time", d.prefill, T - 1));
-  out << fmt::format("the cache keeps every token's rotated keys and values: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} bytes per "
+  out << fmt::format("the cache keeps every token's {}keys and values: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} bytes per "
                      "token{}\n",
-                     c.Hkv, c.hs, hv, c.Hkv * (c.hs + hv) * 4, c.batched ? " per batch row" : "");
+                     d.prefill_trace.find("k.rope") != nullptr ? "rotated " : "", c.Hkv, c.hs, hv, c.Hkv * (c.hs + hv) * 4, c.batched ? " per batch row" : "");
   const auto show = [&](const Trace& t) {
     TextOptions to = o;
     to.steps.clear();

@@ -111,6 +111,7 @@ def check_refusals(attn, work, made):
         (gpt, ["--tokens", "2", "--prefill", "3"], "--prefill"),
         (gpt, ["--top", "3"], "goes with --tokens"),
         (gpt, ["--tokens", "2", "--head", "9"], "--head 9"),
+        (gpt, ["--tokens", "2", "--head", "1", "--format", "json"], "--format json writes every head"),
     ]
     # an untied checkpoint without its lm_head.weight
     src = made["llama-bf16-sharded"][0]

@@ -94,6 +94,13 @@ Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens,
   g.layer = in.layer, g.heads = a.H;
   g.prompt_ids = in.ids;
   g.prompt = in.pieces;
+  g.prompt_pieces = in.raw;
+  g.window = a.window_of(in.layer);
+  g.final_softcap = a.final_softcap;
+  if (a.family == Family::Llama && a.positions > 0 && P + tokens - 1 > a.positions) {
+    g.notes.push_back(fmt::format("{} tokens in all, more than the {} positions the model was trained for (max_position_embeddings); RoPE "
+                                  "computes them all the same", P + tokens - 1, a.positions));
+  }
 
   std::vector<std::int64_t> ids = in.ids;
   Labels labels{in.pieces};
@@ -131,6 +138,7 @@ Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens,
     const std::int64_t next = g.steps.back().top[0].id;
     g.generated.push_back(next);
     g.generated_labels.push_back(label_of(ckpt, next));
+    g.generated_pieces.push_back(ckpt.tokenizer() && next < ckpt.tokenizer()->vocab_size() ? ckpt.tokenizer()->piece(next) : fmt::format("#{}", next));
     if (n + 1 == tokens) break;  // the last token written is not fed back
     ids.push_back(next);
     labels[0].push_back(g.generated_labels.back());

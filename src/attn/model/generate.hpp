@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -41,8 +42,12 @@ struct Generation {
   std::int64_t layer = 0, heads = 0;
   std::vector<std::int64_t> prompt_ids;
   std::vector<std::string> prompt;  // their labels
+  std::vector<std::string> prompt_pieces;  // their vocabulary spellings ("Ġcat"), for the JSON
   std::vector<std::int64_t> generated;
   std::vector<std::string> generated_labels;
+  std::vector<std::string> generated_pieces;
+  std::int64_t window = 0;          // the chosen layer's sliding window (0: none)
+  std::optional<double> final_softcap;  // Gemma 2's, applied to the logits
   std::vector<GenerationStep> steps;  // one per generated token
   double logits_max = 0, weights_max = 0;
   static constexpr double kLogitTolerance = 1e-4;    // |cached − full| ≤ kLogitTolerance · max(1, |full|)

@@ -43,16 +43,19 @@ void render_generation_text(const Generation& g, std::ostream& out, const TextOp
   out << wrap(fmt::format("prompt ({} tokens): {}", g.prompt.size(), joined(g.prompt)), width, "", "  ");
   out << wrap(fmt::format("the model writes {} token{}, the most probable each time. Every layer keeps its keys and values (the KV cache), so "
                           "each new token is one query per layer against the cache. Next-token probabilities: softmax of the logits, the "
-                          "final norm's output times {}. Shown: layer {}'s attention, {}.",
-                          g.generated.size(), g.generated.size() == 1 ? "" : "s", g.head_name, g.layer,
-                          head < 0 ? "each head's three largest weights (key, weight, @position)" : fmt::format("head {}, every key", head)),
+                          "final norm's output times {}{}. Shown: layer {}'s attention, {}{}.",
+                          g.generated.size(), g.generated.size() == 1 ? "" : "s", g.head_name,
+                          g.final_softcap ? fmt::format(", soft-capped as c · tanh(logits / c) with c = {} (final_logit_softcapping)", *g.final_softcap) : "",
+                          g.layer, head < 0 ? "each head's three largest weights (key, weight, @position)" : fmt::format("head {}, every key", head),
+                          g.window > 0 ? fmt::format("; the layer's sliding window of {} keys gives every earlier key weight 0", g.window) : ""),
                   width, "", "");
   for (std::size_t k = 0; k < g.steps.size(); ++k) {
     const auto& st = g.steps[k];
     const std::int64_t S = st.position + 1;
+    const std::int64_t seen = g.window > 0 ? std::min(g.window, S) : S;
     out << "\n"
-        << wrap(fmt::format("── {} \"{}\" (position {}): layer {}'s query against the {} cached keys ──", k == 0 ? "the prompt's last token" : "written",
-                            st.query, st.position, g.layer, S),
+        << wrap(fmt::format("── {} \"{}\" (position {}): layer {}'s query against the {} cached keys{} ──", k == 0 ? "the prompt's last token" : "written",
+                            st.query, st.position, g.layer, S, seen < S ? fmt::format(", the window's last {}", seen) : ""),
                 width, "", "   ");
     for (std::int64_t h = 0; h < g.heads; ++h) {
       if (head >= 0 && h != head) continue;
@@ -66,9 +69,9 @@ void render_generation_text(const Generation& g, std::ostream& out, const TextOp
       }
       std::vector<std::string> parts;
       for (auto j : keys) parts.push_back(key_text(g, j, w[j], precision));
-      std::string line;
-      for (const auto& p : parts) line += (line.empty() ? "" : " · ") + p;
-      out << wrap(line, width, fmt::format("  head {:<2} ", h), "           ");
+      // each key whole on its line: the parts wrap between them, under the first
+      parts.front() = fmt::format("head {:<2} {}", h, parts.front());
+      out << join_fitting(parts, width, "  ");
     }
     out << fmt::format("  {:<16}  {:>{}}\n", "next token", "p", precision + 2);
     for (std::size_t c = 0; c < st.top.size(); ++c) {
@@ -87,8 +90,9 @@ void render_generation_text(const Generation& g, std::ostream& out, const TextOp
   }
   out << wrap(fmt::format("largest |cached − full|: logits {:.3g} (tolerance {:g} · max(1, |logit|)), layer {}'s weights {:.3g} (tolerance {:g}): {}",
                           g.logits_max, Generation::kLogitTolerance, g.layer, g.weights_max, Generation::kWeightTolerance,
-                          g.agrees ? "the cache gives the full pass's predictions, without recomputing a key or value"
-                                   : "DIFFERS: the cached pass does not reproduce the full one"),
+                          !g.agrees                ? "DIFFERS: the cached pass does not reproduce the full one"
+                          : g.generated.size() == 1 ? "one token written, from the prefill alone (none was fed back against the cache)"
+                                                    : "the cache gives the full pass's predictions, without recomputing a key or value"),
               width, "", "  ");
   out << wrap(fmt::format("generated: {}", joined(g.generated_labels)), width, "", "  ");
 }
@@ -107,7 +111,9 @@ void render_generation_json(const Generation& g, std::ostream& out) {
   out << "{\n";
   out << fmt::format("  \"model\": {},\n  \"lm_head\": {},\n  \"layer\": {},\n", json_quote(g.model), json_quote(g.head_name), g.layer);
   out << fmt::format("  \"prompt_ids\": {},\n  \"prompt\": {},\n", ids(g.prompt_ids), strings(g.prompt));
-  out << fmt::format("  \"generated\": {},\n  \"generated_tokens\": {},\n", ids(g.generated), strings(g.generated_labels));
+  out << fmt::format("  \"prompt_pieces\": {},\n", strings(g.prompt_pieces));
+  out << fmt::format("  \"generated\": {},\n  \"generated_tokens\": {},\n  \"generated_pieces\": {},\n", ids(g.generated), strings(g.generated_labels),
+                     strings(g.generated_pieces));
   out << "  \"steps\": [";
   for (std::size_t k = 0; k < g.steps.size(); ++k) {
     const auto& st = g.steps[k];
