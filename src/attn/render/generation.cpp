@@ -76,17 +76,26 @@ void render_generation_text(const Generation& g, std::ostream& out, const TextOp
     out << fmt::format("  {:<16}  {:>{}}\n", "next token", "p", precision + 2);
     for (std::size_t c = 0; c < st.top.size(); ++c) {
       const auto& cand = st.top[c];
-      out << fmt::format("  {:<16}  {:.{}f}{}\n", clip(cand.token, 16) + std::string(16 - std::min<std::size_t>(16, cells(clip(cand.token, 16))), ' '),
-                         cand.p, precision, c == 0 ? fmt::format("  ← written (position {})", st.position + 1) : "");
+      const std::string written = width >= 52 ? fmt::format("  ← written (position {})", st.position + 1) : "  ← written";
+      out << fmt::format("  {}  {:.{}f}{}\n", pad_right(clip(cand.token, 16), 16), cand.p, precision, c == 0 ? written : "");
     }
   }
   out << "\n"
       << wrap(fmt::format("── every step against one full causal pass over the {} tokens, no cache ──", g.prompt.size() + g.generated.size() - 1), width, "", "   ");
-  out << fmt::format("{:>8}  {:<12}  {:<12}  {:>12}  {:>12}\n", "position", "query", "next", "|Δ logits|", "|Δ weights|");
+  if (width >= 64) {
+    out << fmt::format("{:>8}  {:<12}  {:<12}  {:>12}  {:>12}\n", "position", "query", "next", "|Δ logits|", "|Δ weights|");
+  } else {
+    out << wrap("position query → next: |Δ logits|, |Δ weights|", width, "", "  ");
+  }
   for (std::size_t k = 0; k < g.steps.size(); ++k) {
     const auto& st = g.steps[k];
-    out << fmt::format("{:>8}  {}  {}  {:>12.3g}  {:>12.3g}\n", st.position, pad_right(clip(st.query, 12), 12), pad_right(clip(g.generated_labels[k], 12), 12),
-                       st.logits_difference, st.weights_difference);
+    if (width >= 64) {
+      out << fmt::format("{:>8}  {}  {}  {:>12.3g}  {:>12.3g}\n", st.position, pad_right(clip(st.query, 12), 12),
+                         pad_right(clip(g.generated_labels[k], 12), 12), st.logits_difference, st.weights_difference);
+    } else {
+      out << wrap(fmt::format("{} {} → {}: {:.3g}, {:.3g}", st.position, st.query, g.generated_labels[k], st.logits_difference, st.weights_difference),
+                  width, "", "  ");
+    }
   }
   out << wrap(fmt::format("largest |cached − full|: logits {:.3g} (tolerance {:g} · max(1, |logit|)), layer {}'s weights {:.3g} (tolerance {:g}): {}",
                           g.logits_max, Generation::kLogitTolerance, g.layer, g.weights_max, Generation::kWeightTolerance,
