@@ -93,12 +93,22 @@ def token_sequences(name, vocab):
     return [[int(rng.randint(0, vocab))], [int(i) for i in rng.randint(0, vocab, size=7)]]
 
 
+def layer_input(checkpoint, layer, config, ids=None, sentence=None):
+    """The input for one layer: token_ids or a sentence; an encoder-decoder's (BART's) encoder reads
+    them as source_ids or source, with "stack": "encoder"."""
+    encdec = config.get("model_type") == "bart"
+    ck = dict(checkpoint, layer=layer, **({"stack": "encoder"} if encdec else {}))
+    if ids is not None:
+        return {"checkpoint": ck, ("source_ids" if encdec else "token_ids"): ids}
+    return {"checkpoint": ck, ("source" if encdec else "sentence"): sentence}
+
+
 def compare_layers(report, attn, work, label, checkpoint, config, tensors, ids, layers, worst):
     """Runs attn on every layer in `layers` for `ids` and compares x, weights and output."""
     ref = model_reference.forward(config, tensors, ids, torch.float64)
     ok = True
     for layer in layers:
-        inp = {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}
+        inp = layer_input(checkpoint, layer, config, ids)
         path = write_input(os.path.join(work, f"in-{label}-L{layer}-T{len(ids)}.json"), inp)
         r = run_attn(attn, path)
         where = f"{label} layer {layer} T={len(ids)}"
@@ -168,6 +178,7 @@ DISTINCT = {
                     ("with the norms' weight read as w, not 1 + w", {"_plain_norm": True})],
     "gemma3": [("with the other layers sliding", {"_wrong_sliding": True})],
     "olmo2": [("with q_norm and k_norm per head, not over the whole width", {"_qk_norm_per_head": True})],
+    "bart": [("with positions from row 0, not BART's offset of 2", {"_no_offset": True})],
     "bert": [("without the token type embedding", {"_no_token_types": True}),
              ("with the tanh GELU, not the erf one", {"_gelu_tanh": True})],
     "roberta": [("with positions from 0, not from pad_token_id + 1", {"_no_offset": True})],
@@ -177,7 +188,7 @@ DISTINCT = {
 def distinct_matters(report, attn, work, name, checkpoint, config, tensors, ids):
     """attn's last layer (weights and output) against each variant of DISTINCT[model_type]."""
     layer = model_reference.num_layers(config) - 1
-    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-distinct.json"), {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}))
+    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-distinct.json"), layer_input(checkpoint, layer, config, ids)))
     if r.rc != 0:
         report.fail(f"{name}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
         return False
@@ -398,7 +409,7 @@ def check_sentences(report, attn, work, made):
             where = f"{name} sentence {si + 1}"
             layer = model_reference.num_layers(config) - 1
             path = write_input(os.path.join(work, f"in-{name}-sentence{si + 1}.json"),
-                               {"checkpoint": {"path": os.path.relpath(d, work), "layer": layer}, "sentence": sentence})
+                               layer_input({"path": os.path.relpath(d, work)}, layer, config, sentence=sentence))
             r = run_attn(attn, path)
             if r.rc != 0 or r.doc is None:
                 report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:400]}")
@@ -414,7 +425,7 @@ def check_sentences(report, attn, work, made):
             if ref is not None:
                 pieces, ids = ref
                 if config.get("model_type") in model_reference.ENCODER_TYPES:  # [CLS] … [SEP], <s> … </s>
-                    first, last = ("<s>", "</s>") if config["model_type"] == "roberta" else ("[CLS]", "[SEP]")
+                    first, last = ("<s>", "</s>") if config["model_type"] in ("roberta", "bart") else ("[CLS]", "[SEP]")
                     vocab = piece_ids(d)
                     ids, pieces = [vocab[first]] + ids + [vocab[last]], [first] + pieces + [last]
                     how = f"{first} and {last} around the reference pieces"
@@ -658,12 +669,24 @@ def check_pairs(report, attn, work, made):
         ("bert-f32", {"token_ids": [4] * 41}, "41 tokens, but BERT has learned positions for max_position_embeddings = 40"),
         ("roberta-f32", {"token_ids": [5] * 33}, "counted from pad_token_id + 1 = 2"),
         ("bert-f32", {"sentence_b": "sat", "token_ids": [4, 5]}, "sentence_b: is the second sentence of a pair"),
+        # the encoder-decoders: which stack and attention, and their inputs (_ck: keys of "checkpoint")
+        ("gpt2-f32", {"_ck": {"stack": "encoder"}, "token_ids": [4, 5]}, "checkpoint.stack: is for the encoder-decoders (BART): GPT-2 has one stack"),
+        ("bert-f32", {"_ck": {"attention": "cross"}, "token_ids": [4, 5]}, "checkpoint.attention: is for the encoder-decoders"),
+        ("gpt2-f32", {"source": "the cat"}, "source: is the encoder's input of an encoder-decoder (BART); GPT-2 reads"),
+        ("bart-f32", {"source_ids": [0, 5, 2]}, "checkpoint.stack: BART has an encoder and a decoder: give \"stack\": \"encoder\""),
+        ("bart-f32", {"_ck": {"stack": "decoder"}, "token_ids": [2, 5]}, "checkpoint.stack: BART's decoder (its self-attention and its cross-attention"),
+        ("bart-f32", {"_ck": {"stack": "encoder", "attention": "cross"}, "source_ids": [0, 5, 2]}, "checkpoint.attention: BART's decoder"),
+        ("bart-f32", {"_ck": {"stack": "middle"}, "source_ids": [0, 5, 2]}, "checkpoint.stack: expected \"encoder\" or \"decoder\", got \"middle\""),
+        ("bart-f32", {"_ck": {"stack": "encoder"}, "sentence": "the cat"}, "sentence: BART's encoder reads \"source\""),
+        ("bart-f32", {"_ck": {"stack": "encoder"}, "source_ids": [0] * 41}, "41 tokens, but BART has learned positions for max_position_embeddings = 40"),
     ]
     for name, fields, needle in refusals:
         if name not in made:
             continue
         d, _ = made[name]
-        r = run(name, dict({"checkpoint": {"path": os.path.relpath(d, work), "layer": 0}}, **fields), "refusal")
+        fields = dict(fields)
+        ck = dict({"path": os.path.relpath(d, work), "layer": 0}, **fields.pop("_ck", {}))
+        r = run(name, dict({"checkpoint": ck}, **fields), "refusal")
         ok = r.rc == 2 and needle in r.stderr
         print(f"  {'ok  ' if ok else 'FAIL'} {name} refuses {sorted(fields)}: exit {r.rc}: {r.stderr.strip()[:160]}")
         if not ok:

@@ -105,8 +105,12 @@ def check_refusals(attn, work, made):
     gpt = os.path.join(work, "gpt2-long.json")
     with open(gpt, "w") as f:
         json.dump({"checkpoint": {"path": made["gpt2-f32"][0]}, "token_ids": list(range(30))}, f)
+    bart = os.path.join(work, "bart.json")
+    with open(bart, "w") as f:
+        json.dump({"checkpoint": {"path": made["bart-f32"][0], "stack": "encoder"}, "source": "the cat"}, f)
     cases = [
         (enc, ["--tokens", "2"], "is an encoder"),
+        (bart, ["--tokens", "2"], "BART's decoder is not read yet"),
         (gpt, ["--tokens", "5"], "n_positions = 32"),
         (gpt, ["--tokens", "2", "--prefill", "3"], "--prefill"),
         (gpt, ["--top", "3"], "goes with --tokens"),

@@ -128,6 +128,10 @@ CHECKPOINTS = {
     "distilbert-f32": dict(kind="bert", model_type="distilbert", dtype="F32", C=32, H=4, I=64, L=2, npos=32, types=0,
                            prefix="distilbert.", shards=1, tokenizer="wordpiece",
                            what="DistilBERT, F32, transformer.layer names (q_lin … out_lin), no token types"),
+    "bart-f32": dict(kind="bart", model_type="bart", dtype="F32", C=32, H=4, I=64, L=2, npos=40, prefix="model.", shards=1,
+                     tokenizer="roberta-files",
+                     what="BART, F32, encoder and decoder tensors (attn reads the encoder), positions from row 2, layernorm_embedding, "
+                          "<s> … </s> byte-level BPE"),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -458,6 +462,45 @@ def bert_config(spec, vocab):
     return c
 
 
+def bart_tensors(spec, vocab, rng):
+    """BartForConditionalGeneration's names: model.shared, the encoder's and the decoder's layers
+    (self_attn, the decoder's encoder_attn, fc1, fc2 and their LayerNorms), embed_positions with
+    max_position_embeddings + 2 rows, layernorm_embedding, final_logits_bias."""
+    C, I, L, npos = spec["C"], spec["I"], spec["L"], spec["npos"]
+    f = lambda *s, sc: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    t = {"shared.weight": f(vocab, C, sc=0.5)}
+    for stack in ("encoder", "decoder"):
+        t[f"{stack}.embed_positions.weight"] = f(npos + 2, C, sc=0.3)
+        t[f"{stack}.layernorm_embedding.weight"] = 1 + f(C, sc=0.1)
+        t[f"{stack}.layernorm_embedding.bias"] = f(C, sc=0.05)
+        for i in range(L):
+            p = f"{stack}.layers.{i}."
+            for att in ("self_attn", "encoder_attn") if stack == "decoder" else ("self_attn",):
+                for n, sc in (("q_proj", 0.45), ("k_proj", 0.45), ("v_proj", 0.25), ("out_proj", 0.2)):
+                    t[f"{p}{att}.{n}.weight"] = f(C, C, sc=sc)
+                    t[f"{p}{att}.{n}.bias"] = f(C, sc=0.1)
+                t[f"{p}{att}_layer_norm.weight"] = 1 + f(C, sc=0.1)
+                t[f"{p}{att}_layer_norm.bias"] = f(C, sc=0.05)
+            t[p + "fc1.weight"], t[p + "fc1.bias"] = f(I, C, sc=0.2), f(I, sc=0.05)
+            t[p + "fc2.weight"], t[p + "fc2.bias"] = f(C, I, sc=0.1), f(C, sc=0.05)
+            t[p + "final_layer_norm.weight"], t[p + "final_layer_norm.bias"] = 1 + f(C, sc=0.1), f(C, sc=0.05)
+    t = {"model." + k: v for k, v in t.items()}
+    t["final_logits_bias"] = np.zeros((1, vocab), dtype=np.float32)
+    return t
+
+
+def bart_config(spec, vocab):
+    return {"activation_dropout": 0.1, "activation_function": "gelu", "add_bias_logits": False, "add_final_layer_norm": False,
+            "architectures": ["BartForConditionalGeneration"], "attention_dropout": 0.1, "bos_token_id": 0, "classif_dropout": 0.1,
+            "classifier_dropout": 0.0, "d_model": spec["C"], "decoder_attention_heads": spec["H"], "decoder_ffn_dim": spec["I"],
+            "decoder_layerdrop": 0.0, "decoder_layers": spec["L"], "decoder_start_token_id": 2, "dropout": 0.1,
+            "encoder_attention_heads": spec["H"], "encoder_ffn_dim": spec["I"], "encoder_layerdrop": 0.0, "encoder_layers": spec["L"],
+            "eos_token_id": 2, "forced_eos_token_id": 2, "init_std": 0.02, "is_encoder_decoder": True,
+            "max_position_embeddings": spec["npos"], "model_type": "bart", "normalize_before": False, "normalize_embedding": True,
+            "num_hidden_layers": spec["L"], "pad_token_id": 1, "scale_embedding": False, "torch_dtype": "float32",
+            "transformers_version": "4.44.2", "use_cache": True, "vocab_size": vocab}
+
+
 def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as f:
         f.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
@@ -479,6 +522,9 @@ def make(name, spec, out_dir):
     elif spec["kind"] == "bert":
         tensors = bert_tensors(spec, vocab, rng)
         config = bert_config(spec, vocab)
+    elif spec["kind"] == "bart":
+        tensors = bart_tensors(spec, vocab, rng)
+        config = bart_config(spec, vocab)
     else:
         tensors = llama_tensors(spec, vocab, rng)
         config = llama_config(spec, vocab)

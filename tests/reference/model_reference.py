@@ -348,7 +348,40 @@ def gemma_attention(q, k, v, allowed, config):
     return w, w @ v
 
 
-ENCODER_TYPES = ("bert", "roberta", "distilbert")
+ENCODER_TYPES = ("bert", "roberta", "distilbert", "bart")
+
+
+def forward_bart_encoder(config, tensors, ids, dtype=torch.float32, layers=None):
+    """BART's encoder (transformers' modeling_bart): h = layernorm_embedding(shared[ids] · s +
+    embed_positions[2 + i]) with s = √d_model when scale_embedding, else 1
+    (BartLearnedPositionalEmbedding's offset of 2); per layer (post-LN) q = q_proj(h) · hd^−½ (BART
+    scales the queries, not the scores), o = out_proj(attention), h = self_attn_layer_norm(h + o),
+    h = final_layer_norm(h + fc2(gelu(fc1(h)))), every key visible. Variant for the tests:
+    _no_offset (positions from row 0)."""
+    t = _strip(tensors, "model.")
+    W = lambda n: _t(t, n, dtype)  # noqa: E731
+    C, H, L = config["d_model"], config["encoder_attention_heads"], config["encoder_layers"]
+    hs, T = C // H, len(ids)
+    scale = math.sqrt(C) if config.get("scale_embedding") else 1.0
+    ids_t = torch.tensor(ids, dtype=torch.long)
+    positions = torch.arange(T) + (0 if config.get("_no_offset") else 2)
+    h = W("shared.weight")[ids_t] * scale + W("encoder.embed_positions.weight")[positions]
+    h = layer_norm(h, W("encoder.layernorm_embedding.weight"), W("encoder.layernorm_embedding.bias"), 1e-5)
+    lin = lambda x, n: x @ W(n + ".weight").T + W(n + ".bias")  # noqa: E731
+    out = []
+    for i in range(L if layers is None else layers):
+        p = f"encoder.layers.{i}."
+        a = h
+        heads = lambda x: x.view(T, H, hs).transpose(0, 1)  # noqa: E731
+        q = lin(a, p + "self_attn.q_proj") * hs ** -0.5
+        k, v = lin(a, p + "self_attn.k_proj"), lin(a, p + "self_attn.v_proj")
+        w = torch.softmax(heads(q) @ heads(k).transpose(-2, -1), dim=-1)
+        o = lin((w @ heads(v)).transpose(0, 1).reshape(T, C), p + "self_attn.out_proj")
+        out.append({"x": a, "weights": w, "output": o})
+        h = layer_norm(h + o, W(p + "self_attn_layer_norm.weight"), W(p + "self_attn_layer_norm.bias"), 1e-5)
+        f = lin(gelu_erf(lin(h, p + "fc1")), p + "fc2")
+        h = layer_norm(h + f, W(p + "final_layer_norm.weight"), W(p + "final_layer_norm.bias"), 1e-5)
+    return out
 
 
 def gelu_erf(x):
@@ -364,6 +397,8 @@ def forward_encoder(config, tensors, ids, dtype=torch.float32, layers=None, type
     under .weight/.bias or BERT's older .gamma/.beta. Variants for the tests: _no_offset (RoBERTa's
     positions from 0), _no_token_types, _gelu_tanh."""
     mt = config["model_type"]
+    if mt == "bart":
+        return forward_bart_encoder(config, tensors, ids, dtype, layers)
     distil = mt == "distilbert"
     t = _strip(tensors, mt + ".")
     W = lambda n: _t(t, n, dtype)  # noqa: E731
@@ -422,6 +457,8 @@ def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None, 
 
 
 def num_layers(config):
+    if config.get("model_type") == "bart":
+        return config["encoder_layers"]
     if config.get("model_type") == "gemma3":
         return config["text_config"]["num_hidden_layers"]
     if config.get("model_type") == "distilbert":

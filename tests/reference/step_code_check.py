@@ -255,8 +255,10 @@ def checkpoint_inputs(work):
         layers = int(text.get("num_hidden_layers", text.get("n_layer", 1)))
         vocab = int(text.get("vocab_size", 512))
         ids = [(7 * i + 3) % min(vocab, 200) for i in range(6)]
+        encdec = config.get("model_type") == "bart"  # its encoder: "stack" and "source_ids"
         for layer in sorted({0, layers - 1}):
-            out.append((f"checkpoint {name} layer {layer}", {"checkpoint": dict(checkpoint, layer=layer), "token_ids": ids}))
+            ck = dict(checkpoint, layer=layer, **({"stack": "encoder"} if encdec else {}))
+            out.append((f"checkpoint {name} layer {layer}", {"checkpoint": ck, ("source_ids" if encdec else "token_ids"): ids}))
     return out
 
 

@@ -86,11 +86,13 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
   }
   Checkpoint c(std::move(*arch), std::move(*store), shown);
   const bool gpt2 = c.arch_.family == Family::Gpt2, encoder = c.arch_.encoder();
-  const std::string embed = gpt2 ? "wte.weight" : encoder ? "embeddings.word_embeddings.weight" : "embed_tokens.weight";
+  const bool bart = c.arch_.model_type == "bart";
+  const std::string embed = gpt2 ? "wte.weight" : bart ? "shared.weight" : encoder ? "embeddings.word_embeddings.weight" : "embed_tokens.weight";
   // a multimodal Gemma 3 keeps its language model under one of two prefixes, older and newer; an
   // encoder saved with a task head under its model type's name
   const std::string typed = c.arch_.model_type + ".";
   const auto prefixes = gpt2                               ? std::vector<const char*>{"", "transformer."}
+                        : bart                             ? std::vector<const char*>{"model.", ""}
                         : encoder                          ? std::vector<const char*>{typed.c_str(), ""}
                         : c.arch_.model_type == "gemma3" ? std::vector<const char*>{"language_model.model.", "model.language_model."}
                                                          : std::vector<const char*>{"model.", ""};
@@ -144,7 +146,7 @@ std::pair<Tensor, Tensor> Checkpoint::layer_norm(const std::string& base) const 
 Checkpoint::Specials Checkpoint::specials() const {
   if (!arch_.encoder() || !tokenizer_) return {};
   // BERT's [CLS] a [SEP] b [SEP]; RoBERTa's <s> a </s></s> b </s>, each as the tokenizer spells it
-  const bool roberta = arch_.model_type == "roberta";
+  const bool roberta = arch_.model_type == "roberta" || arch_.model_type == "bart";  // BART's tokenizer is RoBERTa's
   const std::int64_t first = tokenizer_->id_of(roberta ? "<s>" : "[CLS]"), last = tokenizer_->id_of(roberta ? "</s>" : "[SEP]");
   if (first < 0 || last < 0) {
     throw InputError(fmt::format("{}: the tokenizer has no {} and {} tokens, which {} puts around a sentence", shown_, roberta ? "<s>" : "[CLS]",
@@ -337,6 +339,14 @@ Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std
                                                                       arch_.positions - arch_.pad_id - 1)
                                                         : ""));
   }
+  if (arch_.model_type == "bart") {
+    // BartLearnedPositionalEmbedding: position i is row i + 2 of a [max_position_embeddings + 2, C] table
+    for (auto& p : positions) p += arch_.position_offset;
+    add_rows(stored("encoder.embed_positions.weight"), arch_.positions + arch_.position_offset, C, positions, x.mutable_data(),
+             "[max_position_embeddings + 2, C]");
+    const auto [w, b] = layer_norm("encoder.layernorm_embedding");
+    return layer_norm_rows(x, w, b, arch_.eps);
+  }
   add_rows(stored("embeddings.position_embeddings.weight"), arch_.positions, C, positions, x.mutable_data(), "[max_position_embeddings, C]");
   if (arch_.type_vocab > 0) {
     std::vector<std::int64_t> t = types.empty() ? std::vector<std::int64_t>(static_cast<std::size_t>(T), 0) : types;
@@ -348,7 +358,10 @@ Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std
 
 Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types) const {
   const auto T = static_cast<std::int64_t>(ids.size());
-  const StoredTensor& wte = stored(arch_.family == Family::Gpt2 ? "wte.weight" : arch_.encoder() ? "embeddings.word_embeddings.weight" : "embed_tokens.weight");
+  const StoredTensor& wte = stored(arch_.family == Family::Gpt2    ? "wte.weight"
+                                   : arch_.model_type == "bart"     ? "shared.weight"
+                                   : arch_.encoder()                ? "embeddings.word_embeddings.weight"
+                                                                    : "embed_tokens.weight");
   const std::int64_t C = arch_.C;
   if (wte.shape.size() != 2 || wte.shape[1] != C || wte.shape[0] < arch_.vocab) {
     throw InputError(fmt::format("{}: tensor \"{}\": expected [vocab_size, C] = [{}, {}], got {}", wte.file, wte.name, arch_.vocab, C, shape_text(wte.shape)));
@@ -356,6 +369,10 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector
   Tensor x = Tensor::uninitialized({1, T, C});
   convert_rows_to_f32(wte, ids, x.mutable_data());
   require_finite(wte, x.data(), x.size());
+  if (arch_.embedding_multiplier != 1) {  // BART's scale_embedding: × √d_model, in float32
+    const auto m = static_cast<Scalar>(arch_.embedding_multiplier);
+    for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] *= m;
+  }
   if (arch_.encoder()) return embed_encoder(ids, types, std::move(x));
   if (arch_.family == Family::Gpt2) {
     if (T > arch_.positions) {
@@ -494,6 +511,26 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
 LayerWeights Checkpoint::encoder_layer(std::int64_t i) const {
   const std::int64_t C = arch_.C, I = arch_.inner;
   LayerWeights w;
+  if (arch_.model_type == "bart") {
+    const std::string p = fmt::format("encoder.layers.{}.", i);
+    auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in, Tensor& W, Tensor& b) {
+      W = weight(p + name + ".weight", {out, in}, out == in ? "[C, C]" : out == I ? "[I, C]" : "[C, I]", true);
+      b = tensor(p + name + ".bias", {out}, out == I ? "[I]" : "[C]");
+    };
+    Tensor Wq, Wk, Wv, bq, bk, bv;
+    linear("self_attn.q_proj", C, C, Wq, bq);
+    linear("self_attn.k_proj", C, C, Wk, bk);
+    linear("self_attn.v_proj", C, C, Wv, bv);
+    w.W_q = std::move(Wq), w.W_k = std::move(Wk), w.W_v = std::move(Wv), w.b_q = std::move(bq), w.b_k = std::move(bk), w.b_v = std::move(bv);
+    Tensor bo;
+    linear("self_attn.out_proj", C, C, w.W_o, bo);
+    w.b_o = std::move(bo);
+    std::tie(w.attn_ln_w, w.attn_ln_b) = layer_norm(p + "self_attn_layer_norm");
+    linear("fc1", I, C, w.W_up, w.b_up);
+    linear("fc2", C, I, w.W_down, w.b_down);
+    std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + "final_layer_norm");
+    return w;
+  }
   const bool distil = arch_.model_type == "distilbert";
   const std::string p = fmt::format("{}.layer.{}.", distil ? "transformer" : "encoder", i);
   const std::string q = distil ? "attention.q_lin" : "attention.self.query", k = distil ? "attention.k_lin" : "attention.self.key",

@@ -22,7 +22,7 @@
 
 namespace attn::model {
 
-enum class Family { Gpt2, Llama, Bert };  // Bert: the encoders (BERT, RoBERTa, DistilBERT), bidirectional
+enum class Family { Gpt2, Llama, Bert };  // Bert: the encoders (BERT, RoBERTa, DistilBERT, and BART's encoder), bidirectional
 
 // config.json's sizes, as one architecture reads them.
 struct Architecture {
@@ -60,6 +60,9 @@ struct Architecture {
   std::int64_t type_vocab = 0;        // BERT, RoBERTa: type_vocab_size, the token types (0: none, DistilBERT)
   std::int64_t pad_id = 0;            // pad_token_id: RoBERTa counts positions from pad_token_id + 1
   bool offset_positions = false;      // RoBERTa: position ids pad_token_id + 1 + i (padding tokens at pad_token_id)
+  std::int64_t position_offset = 0;   // BART: position i is row i + 2 of embed_positions (BartLearnedPositionalEmbedding's offset)
+  double embedding_multiplier = 1;    // BART with scale_embedding: the token embeddings × √d_model
+  bool encoder_decoder = false;       // BART: an encoder and a decoder; attn reads the encoder's self-attention
   bool encoder() const { return family == Family::Bert; }
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2", "Gemma 2", ...

@@ -73,6 +73,10 @@ std::string label_of(const Checkpoint& ckpt, std::int64_t id) {
 Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top) {
   const Checkpoint& ckpt = in.ckpt;
   const auto& a = ckpt.arch();
+  if (a.encoder_decoder) {
+    throw InputError(fmt::format("--tokens: {}'s decoder is not read yet (attn traces its encoder's self-attention), so it cannot write tokens",
+                                 a.name()));
+  }
   if (a.encoder()) {
     throw InputError(fmt::format("--tokens: {} is an encoder (every token sees every other): it has no next token to predict; attn decode "
                                  "--tokens needs a causal model (GPT-2, the Llama family)", a.name()));

@@ -10,6 +10,7 @@
 
 #include "attn/bytes.hpp"
 #include "attn/error.hpp"
+#include "attn/json_text.hpp"
 #include "attn/model/checkpoint.hpp"
 #include "attn/model/hub_cache.hpp"
 #include "attn/spec/readers.hpp"
@@ -19,7 +20,7 @@ namespace attn {
 namespace {
 
 const std::vector<std::string_view> kCheckpointRootKeys = {"checkpoint", "sentence", "token_ids", "title", "comment", "expect", "sentence_b",
-                                                           "token_type_ids"};
+                                                           "token_type_ids", "source", "source_ids"};
 
 std::string resolve(const std::string& base_dir, const std::string& path) {
   if (base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
@@ -35,7 +36,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   }
   const json& c = root["checkpoint"];
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
-  check_keys(c, "checkpoint", {"path", "model", "revision", "layer", "config"});
+  check_keys(c, "checkpoint", {"path", "model", "revision", "layer", "config", "stack", "attention"});
   if (c.contains("path") == c.contains("model")) {
     fail(c.contains("path") ? "checkpoint.model" : "checkpoint.path",
          "give \"path\" (a hub directory with config.json, model.safetensors and tokenizer files, or a .safetensors file) or \"model\" (an id "
@@ -69,8 +70,31 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     fail("checkpoint.layer", fmt::format("expected 0 .. {} ({} has {} layers), got {}", arch.layers - 1, arch.name(), arch.layers, layer));
   }
   const auto& ckpt = in.ckpt;
-  const bool has_sentence = root.contains("sentence"), has_ids = root.contains("token_ids");
-  if (has_sentence == has_ids) fail(has_ids ? "token_ids" : "sentence", "give \"sentence\" (tokenised by the checkpoint's tokenizer) or \"token_ids\", one of them");
+  // an encoder-decoder's input names the stack and the attention; its encoder reads "source"
+  const std::string text_key = arch.encoder_decoder ? "source" : "sentence", ids_key = arch.encoder_decoder ? "source_ids" : "token_ids";
+  if (!arch.encoder_decoder) {
+    for (const char* key : {"stack", "attention"})
+      if (c.contains(key)) fail(std::string("checkpoint.") + key, fmt::format("is for the encoder-decoders (BART): {} has one stack of layers", arch.name()));
+    for (const char* key : {"source", "source_ids"})
+      if (root.contains(key)) fail(key, fmt::format("is the encoder's input of an encoder-decoder (BART); {} reads \"sentence\" or \"token_ids\"", arch.name()));
+  } else {
+    if (!c.contains("stack")) fail("checkpoint.stack", fmt::format("{} has an encoder and a decoder: give \"stack\": \"encoder\"", arch.name()));
+    const std::string stack = read_string(c["stack"], "checkpoint.stack");
+    const std::string attention = c.contains("attention") ? read_string(c["attention"], "checkpoint.attention") : "self";
+    if (stack != "encoder" && stack != "decoder") fail("checkpoint.stack", fmt::format("expected \"encoder\" or \"decoder\", got {}", json_quote(stack)));
+    if (attention != "self" && attention != "cross") fail("checkpoint.attention", fmt::format("expected \"self\" or \"cross\", got {}", json_quote(attention)));
+    if (stack == "decoder" || attention == "cross") {
+      fail(stack == "decoder" ? "checkpoint.stack" : "checkpoint.attention",
+           fmt::format("{}'s decoder (its self-attention and its cross-attention to the encoder) is not read yet; \"stack\": \"encoder\" "
+                       "traces the encoder's self-attention", arch.name()));
+    }
+    for (const char* key : {"sentence", "token_ids"})
+      if (root.contains(key)) fail(key, fmt::format("{}'s encoder reads \"source\" (a sentence) or \"source_ids\"", arch.name()));
+  }
+  const bool has_sentence = root.contains(text_key), has_ids = root.contains(ids_key);
+  if (has_sentence == has_ids) {
+    fail(has_ids ? ids_key : text_key, fmt::format("give \"{}\" (tokenised by the checkpoint's tokenizer) or \"{}\", one of them", text_key, ids_key));
+  }
   for (const char* key : {"sentence_b", "token_type_ids"}) {
     if (root.contains(key) && !arch.encoder()) {
       fail(key, fmt::format("is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; {} reads one sequence", arch.name()));
@@ -81,9 +105,9 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
                        "\"token_type_ids\" instead");
   }
   if (has_sentence) {
-    const std::string text = read_string(root["sentence"], "sentence");
+    const std::string text = read_string(root[text_key], text_key);
     if (!ckpt.tokenizer()) {
-      fail("sentence", fmt::format("{} has no tokenizer (tokenizer.json, vocab.json + merges.txt or tokenizer.model): give \"token_ids\" instead", shown));
+      fail(text_key, fmt::format("{} has no tokenizer (tokenizer.json, vocab.json + merges.txt or tokenizer.model): give \"{}\" instead", shown, ids_key));
     }
     if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
     const auto sp = ckpt.specials();  // an encoder's [CLS] a [SEP] (b [SEP])
@@ -115,17 +139,17 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     in.notes.push_back(fmt::format("tokens: {}{}{}", ckpt.tokenizer()->describe(),
                                    ckpt.adds_bos() ? fmt::format("; BOS (id {}) first, as the tokenizer adds it", *ckpt.arch().bos) : "", specials));
   } else {
-    const json& ids = root["token_ids"];
-    if (!ids.is_array()) fail("token_ids", fmt::format("expected an array of token ids, got {}", describe(ids)));
+    const json& ids = root[ids_key];
+    if (!ids.is_array()) fail(ids_key, fmt::format("expected an array of token ids, got {}", describe(ids)));
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (!ids[i].is_number_integer()) fail(fmt::format("token_ids[{}]", i), fmt::format("expected a token id, an integer ≥ 0, got {}", describe(ids[i])));
+      if (!ids[i].is_number_integer()) fail(fmt::format("{}[{}]", ids_key, i), fmt::format("expected a token id, an integer ≥ 0, got {}", describe(ids[i])));
       in.ids.push_back(ids[i].get<std::int64_t>());
     }
   }
   if (ckpt.arch().family == model::Family::Gpt2 && static_cast<std::int64_t>(in.ids.size()) > ckpt.arch().positions) {
     fail(has_ids ? "token_ids" : "sentence", fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", in.ids.size(), ckpt.arch().positions));
   }
-  if (in.ids.empty()) fail(has_ids ? "token_ids" : "sentence", "no tokens: give at least one");
+  if (in.ids.empty()) fail(has_ids ? ids_key : text_key, "no tokens: give at least one");
   if (root.contains("token_type_ids")) {
     if (root.contains("sentence_b")) fail("token_type_ids", "a pair's token types follow from \"sentence_b\": give one of them");
     if (arch.type_vocab == 0) fail("token_type_ids", fmt::format("{} has no token types (no token_type_embeddings): leave them out", arch.name()));
@@ -144,7 +168,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   for (std::size_t i = 0; i < in.ids.size(); ++i) {
     const auto id = in.ids[i];
     if (id < 0 || id >= ckpt.arch().vocab) {
-      fail(fmt::format("{}[{}]", has_ids ? "token_ids" : "sentence's tokens", i),
+      fail(fmt::format("{}[{}]", has_ids ? ids_key : text_key + "'s tokens", i),
            fmt::format("token id {} is outside the vocabulary: vocab_size = {} in {}'s config (ids 0 .. {})", id, ckpt.arch().vocab, shown,
                        ckpt.arch().vocab - 1));
     }
@@ -169,7 +193,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   const std::string name = c.contains("path") ? c["path"].get<std::string>()
                            : c.contains("revision") && c["revision"] != "main" ? c["model"].get<std::string>() + "@" + c["revision"].get<std::string>()
                                                                                : c["model"].get<std::string>();
-  layer.title = s.title.empty() ? fmt::format("{} layer {} of {} ({})", a.name(), in.layer, a.layers, name) : s.title;
+  layer.title = s.title.empty() ? fmt::format("{}{} layer {} of {} ({})", a.name(), a.encoder_decoder ? " encoder" : "", in.layer, a.layers, name) : s.title;
   layer.notes = std::move(in.notes);
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
@@ -256,8 +280,8 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   // the header names the model already: the first note says only what was read
   if (!view.notes.empty()) view.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
   if (a.encoder()) {
-    view.notes.push_back(fmt::format("{} is an encoder: every token sees every other, nothing is masked; the patterns name the start and end "
-                                     "tokens and the next token too", a.name()));
+    view.notes.push_back(fmt::format("{}: every token sees every other, nothing is masked; the patterns name the start and end "
+                                     "tokens and the next token too", a.encoder_decoder ? a.name() + "'s encoder" : a.name() + " is an encoder"));
   }
   view.pieces = in.raw;
   if (a.window > 0 && std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; })) {
