@@ -615,6 +615,52 @@ def check_refusals(report, attn, work, made):
     report.groups.append(("refusals", sum(results), len(results)))
 
 
+def check_bart_decoder(report, attn, work, made):
+    """BART's decoder: every layer's self-attention (causal) and cross-attention (to the encoder's
+    output over the source), x, weights and output, against model_reference.forward_bart_decoder, for
+    two source and decoder lengths; and the decoder's tokens from a sentence."""
+    if "bart-f32" not in made:
+        return
+    d, config = made["bart-f32"]
+    _, tensors = model_reference.load(d)
+    ok_all, worst = [], {}
+    for source, ids in (([0, 31, 7, 99, 2], [2, 0, 44]), ([0, 5, 17, 3, 5, 9, 11, 2], [2, 0, 9, 9, 121, 7, 3])):
+        ref = model_reference.forward_bart_decoder(config, tensors, source, ids, torch.float64)
+        for layer in range(config["decoder_layers"]):
+            for att in ("self", "cross"):
+                inp = {"checkpoint": {"path": os.path.relpath(d, work), "layer": layer, "stack": "decoder", "attention": att},
+                       "source_ids": source, "token_ids": ids}
+                r = run_attn(attn, write_input(os.path.join(work, f"in-bart-dec-{att}-L{layer}-T{len(ids)}.json"), inp))
+                where = f"bart-f32 decoder layer {layer} {att}-attention T={len(ids)} S={len(source)}"
+                if r.rc != 0 or r.doc is None:
+                    report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:300]}")
+                    ok_all.append(False)
+                    continue
+                ok = True
+                for sid in ("x", "weights", "output"):
+                    want, got = ref[layer][att][sid].numpy(), r.step(sid)
+                    dd = float(np.abs(got - want).max()) if got is not None and list(got.shape) == list(want.shape) else float("inf")
+                    worst[att + " " + sid] = max(worst.get(att + " " + sid, 0.0), dd)
+                    if not dd <= TOL:
+                        report.fail(f"{where}: {sid} differs by {dd:.3g}")
+                        ok = False
+                ok_all.append(ok)
+    print(f"  {'ok  ' if all(ok_all) else 'FAIL'} bart-f32 decoder: {len(ok_all)} traces (self and cross, every layer, 2 lengths); largest |diff| "
+          + ", ".join(f"{k} {v:.2g}" for k, v in worst.items()))
+    # the decoder's tokens from a sentence: decoder_start_token_id, <s>, then the sentence's tokens
+    if make_checkpoints.tiny_tokenizers is not None:
+        inp = {"checkpoint": {"path": os.path.relpath(d, work), "layer": 0, "stack": "decoder"}, "source": "the cat sat", "sentence": "the mat"}
+        r = run_attn(attn, write_input(os.path.join(work, "in-bart-dec-sentence.json"), inp))
+        labels = (r.doc or {}).get("config", {}).get("tokens") or [[]]
+        labels = labels[0] if labels and isinstance(labels[0], list) else labels
+        ok = r.rc == 0 and labels[:2] == ["</s>", "<s>"] and "".join(labels[2:]) == "the␣mat"
+        print(f"  {'ok  ' if ok else 'FAIL'} bart-f32 decoder tokens of \"the mat\": {labels}")
+        if not ok:
+            report.fail(f"bart decoder sentence: exit {r.rc}, tokens {labels}: {r.stderr.strip()[:200]}")
+        ok_all.append(ok)
+    report.groups.append(("BART's decoder", sum(ok_all), len(ok_all)))
+
+
 def check_pairs(report, attn, work, made):
     """The encoders' sentence pairs and token types: [CLS] a [SEP] b [SEP] with types 0…0 1…1 (RoBERTa's
     <s> a </s></s> b </s>, one type), given token_type_ids, against the reference; and the refusals."""
@@ -673,9 +719,10 @@ def check_pairs(report, attn, work, made):
         ("gpt2-f32", {"_ck": {"stack": "encoder"}, "token_ids": [4, 5]}, "checkpoint.stack: is for the encoder-decoders (BART): GPT-2 has one stack"),
         ("bert-f32", {"_ck": {"attention": "cross"}, "token_ids": [4, 5]}, "checkpoint.attention: is for the encoder-decoders"),
         ("gpt2-f32", {"source": "the cat"}, "source: is the encoder's input of an encoder-decoder (BART); GPT-2 reads"),
-        ("bart-f32", {"source_ids": [0, 5, 2]}, "checkpoint.stack: BART has an encoder and a decoder: give \"stack\": \"encoder\""),
-        ("bart-f32", {"_ck": {"stack": "decoder"}, "token_ids": [2, 5]}, "checkpoint.stack: BART's decoder (its self-attention and its cross-attention"),
-        ("bart-f32", {"_ck": {"stack": "encoder", "attention": "cross"}, "source_ids": [0, 5, 2]}, "checkpoint.attention: BART's decoder"),
+        ("bart-f32", {"source_ids": [0, 5, 2]}, "checkpoint.stack: BART has an encoder and a decoder: give \"stack\": \"encoder\" or \"decoder\""),
+        ("bart-f32", {"_ck": {"stack": "decoder"}, "source_ids": [0, 5, 2]}, "sentence: BART's decoder reads \"sentence\""),
+        ("bart-f32", {"_ck": {"stack": "encoder", "attention": "cross"}, "source_ids": [0, 5, 2]}, "checkpoint.attention: BART's encoder has self-attention only"),
+        ("bart-f32", {"_ck": {"stack": "decoder", "layer": 2}, "source_ids": [0, 5, 2], "token_ids": [2, 0]}, "checkpoint.layer: expected 0 .. 1 (BART's decoder has 2 layers), got 2"),
         ("bart-f32", {"_ck": {"stack": "middle"}, "source_ids": [0, 5, 2]}, "checkpoint.stack: expected \"encoder\" or \"decoder\", got \"middle\""),
         ("bart-f32", {"_ck": {"stack": "encoder"}, "sentence": "the cat"}, "sentence: BART's encoder reads \"source\""),
         ("bart-f32", {"_ck": {"stack": "encoder"}, "source_ids": [0] * 41}, "41 tokens, but BART has learned positions for max_position_embeddings = 40"),
@@ -761,6 +808,7 @@ def main(argv):
         check_sentences(report, attn, work, made)
         check_refusals(report, attn, work, made)
         check_pairs(report, attn, work, made)
+        check_bart_decoder(report, attn, work, made)
         print("== summary")
         for g, ok, n in report.groups:
             print(f"  {g}: {ok} of {n} passed")

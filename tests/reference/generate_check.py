@@ -110,7 +110,7 @@ def check_refusals(attn, work, made):
         json.dump({"checkpoint": {"path": made["bart-f32"][0], "stack": "encoder"}, "source": "the cat"}, f)
     cases = [
         (enc, ["--tokens", "2"], "is an encoder"),
-        (bart, ["--tokens", "2"], "BART's decoder is not read yet"),
+        (bart, ["--tokens", "2"], "does not generate with an encoder-decoder yet"),
         (gpt, ["--tokens", "5"], "n_positions = 32"),
         (gpt, ["--tokens", "2", "--prefill", "3"], "--prefill"),
         (gpt, ["--top", "3"], "goes with --tokens"),

@@ -351,7 +351,7 @@ def gemma_attention(q, k, v, allowed, config):
 ENCODER_TYPES = ("bert", "roberta", "distilbert", "bart")
 
 
-def forward_bart_encoder(config, tensors, ids, dtype=torch.float32, layers=None):
+def forward_bart_encoder(config, tensors, ids, dtype=torch.float32, layers=None, keep=None):
     """BART's encoder (transformers' modeling_bart): h = layernorm_embedding(shared[ids] · s +
     embed_positions[2 + i]) with s = √d_model when scale_embedding, else 1
     (BartLearnedPositionalEmbedding's offset of 2); per layer (post-LN) q = q_proj(h) · hd^−½ (BART
@@ -381,11 +381,59 @@ def forward_bart_encoder(config, tensors, ids, dtype=torch.float32, layers=None)
         h = layer_norm(h + o, W(p + "self_attn_layer_norm.weight"), W(p + "self_attn_layer_norm.bias"), 1e-5)
         f = lin(gelu_erf(lin(h, p + "fc1")), p + "fc2")
         h = layer_norm(h + f, W(p + "final_layer_norm.weight"), W(p + "final_layer_norm.bias"), 1e-5)
+    if keep is not None:  # the encoder's output, which the decoder's cross-attention reads
+        keep["h"] = h
     return out
 
 
 def gelu_erf(x):
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def _bart_attention(W, p, att, x, kv, H, allowed):
+    """BartAttention: q = q_proj(x) · hd^−½, k and v from kv (x itself, or the encoder's output)."""
+    T, C = x.shape
+    S, hs = kv.shape[0], C // H
+    lin = lambda y, n: y @ W(f"{p}{att}.{n}.weight").T + W(f"{p}{att}.{n}.bias")  # noqa: E731
+    q = lin(x, "q_proj").view(T, H, hs).transpose(0, 1) * hs ** -0.5
+    k = lin(kv, "k_proj").view(S, H, hs).transpose(0, 1)
+    v = lin(kv, "v_proj").view(S, H, hs).transpose(0, 1)
+    scores = (q @ k.transpose(-2, -1)).masked_fill(~allowed, float("-inf"))
+    w = torch.softmax(scores, dim=-1)
+    return w, lin((w @ v).transpose(0, 1).reshape(T, C), "out_proj")
+
+
+def forward_bart_decoder(config, tensors, source_ids, ids, dtype=torch.float32):
+    """BART's decoder (modeling_bart): the encoder's output over source_ids (every layer); then
+    h = layernorm_embedding(shared[ids] · s + decoder.embed_positions[2 + i]) and per layer (post-LN)
+    h = self_attn_layer_norm(h + self_attn(h), causal), h = encoder_attn_layer_norm(h +
+    encoder_attn(h, enc)), h = final_layer_norm(h + fc2(gelu(fc1(h)))). Returns per layer
+    {"self": {x, weights, output}, "cross": {x, weights, output}}."""
+    t = _strip(tensors, "model.")
+    W = lambda n: _t(t, n, dtype)  # noqa: E731
+    C, H = config["d_model"], config["decoder_attention_heads"]
+    ln = lambda x, n: layer_norm(x, W(n + ".weight"), W(n + ".bias"), 1e-5)  # noqa: E731
+    lin = lambda x, n: x @ W(n + ".weight").T + W(n + ".bias")  # noqa: E731
+    scale = math.sqrt(C) if config.get("scale_embedding") else 1.0
+    keep = {}
+    forward_bart_encoder(config, tensors, source_ids, dtype, keep=keep)
+    enc = keep["h"]
+    T, S = len(ids), enc.shape[0]
+    h = W("shared.weight")[torch.tensor(ids, dtype=torch.long)] * scale + W("decoder.embed_positions.weight")[torch.arange(T) + 2]
+    h = ln(h, "decoder.layernorm_embedding")
+    out = []
+    for i in range(config["decoder_layers"]):
+        p = f"decoder.layers.{i}."
+        layer = {}
+        w, o = _bart_attention(W, p, "self_attn", h, h, H, causal_mask(T))
+        layer["self"] = {"x": h, "weights": w, "output": o}
+        h = ln(h + o, p + "self_attn_layer_norm")
+        w, o = _bart_attention(W, p, "encoder_attn", h, enc, H, torch.ones(T, S, dtype=torch.bool))
+        layer["cross"] = {"x": h, "weights": w, "output": o}
+        h = ln(h + o, p + "encoder_attn_layer_norm")
+        h = ln(h + lin(gelu_erf(lin(h, p + "fc1")), p + "fc2"), p + "final_layer_norm")
+        out.append(layer)
+    return out
 
 
 def forward_encoder(config, tensors, ids, dtype=torch.float32, layers=None, types=None):

@@ -359,7 +359,19 @@ Architecture read_bart(const json& c, const std::string& origin) {
   if (c.contains("activation_function") && c["activation_function"] != "gelu") {
     throw InputError(fmt::format("{}: \"activation_function\": attn computes BART's \"gelu\" (the erf form), got {}", origin, c["activation_function"].dump()));
   }
-  for (const char* key : {"decoder_layers", "decoder_attention_heads", "decoder_ffn_dim"}) positive(c, origin, key, 1);
+  a.decoder_layers = positive(c, origin, "decoder_layers", 12);
+  if (c.contains("decoder_start_token_id") && !c["decoder_start_token_id"].is_null()) {
+    const json& v = c["decoder_start_token_id"];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+      throw InputError(fmt::format("{}: \"decoder_start_token_id\": expected a token id, an integer ≥ 0, got {}", origin, v.dump()));
+    }
+    a.decoder_start = v.get<std::int64_t>();
+  }
+  for (const auto& [dec, enc] : {std::pair{"decoder_attention_heads", a.H}, std::pair{"decoder_ffn_dim", a.inner}}) {
+    if (positive(c, origin, dec, enc) != enc) {
+      throw InputError(fmt::format("{}: \"{}\" = {}: attn reads BART with the encoder's sizes in the decoder too ({})", origin, dec, c[dec].dump(), enc));
+    }
+  }
   auto refuse_if = [&](const char* key, bool set, const std::string& why) {
     if (set) throw InputError(fmt::format("{}: \"{}\": {} is {}; attn reads BART as published", origin, key, c[key].dump(), why));
   };

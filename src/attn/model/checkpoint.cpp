@@ -513,22 +513,8 @@ LayerWeights Checkpoint::encoder_layer(std::int64_t i) const {
   LayerWeights w;
   if (arch_.model_type == "bart") {
     const std::string p = fmt::format("encoder.layers.{}.", i);
-    auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in, Tensor& W, Tensor& b) {
-      W = weight(p + name + ".weight", {out, in}, out == in ? "[C, C]" : out == I ? "[I, C]" : "[C, I]", true);
-      b = tensor(p + name + ".bias", {out}, out == I ? "[I]" : "[C]");
-    };
-    Tensor Wq, Wk, Wv, bq, bk, bv;
-    linear("self_attn.q_proj", C, C, Wq, bq);
-    linear("self_attn.k_proj", C, C, Wk, bk);
-    linear("self_attn.v_proj", C, C, Wv, bv);
-    w.W_q = std::move(Wq), w.W_k = std::move(Wk), w.W_v = std::move(Wv), w.b_q = std::move(bq), w.b_k = std::move(bk), w.b_v = std::move(bv);
-    Tensor bo;
-    linear("self_attn.out_proj", C, C, w.W_o, bo);
-    w.b_o = std::move(bo);
-    std::tie(w.attn_ln_w, w.attn_ln_b) = layer_norm(p + "self_attn_layer_norm");
-    linear("fc1", I, C, w.W_up, w.b_up);
-    linear("fc2", C, I, w.W_down, w.b_down);
-    std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + "final_layer_norm");
+    bart_attention(p, "self_attn", w);
+    bart_mlp(p, w);
     return w;
   }
   const bool distil = arch_.model_type == "distilbert";
@@ -551,6 +537,60 @@ LayerWeights Checkpoint::encoder_layer(std::int64_t i) const {
   w.b_down = tensor(p + down + ".bias", {C}, "[C]");
   std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + (distil ? "output_layer_norm" : "output.LayerNorm"));
   return w;
+}
+
+void Checkpoint::bart_attention(const std::string& p, const std::string& att, LayerWeights& w) const {
+  const std::int64_t C = arch_.C;
+  auto W = [&](const char* n) { return weight(p + att + "." + n + ".weight", {C, C}, "[C, C]", true); };
+  auto b = [&](const char* n) { return tensor(p + att + "." + n + ".bias", {C}, "[C]"); };
+  w.W_q = W("q_proj"), w.W_k = W("k_proj"), w.W_v = W("v_proj"), w.W_o = W("out_proj");
+  w.b_q = b("q_proj"), w.b_k = b("k_proj"), w.b_v = b("v_proj"), w.b_o = b("out_proj");
+  std::tie(w.attn_ln_w, w.attn_ln_b) = layer_norm(p + att + "_layer_norm");
+}
+
+void Checkpoint::bart_mlp(const std::string& p, LayerWeights& w) const {
+  const std::int64_t C = arch_.C, I = arch_.inner;
+  w.W_up = weight(p + "fc1.weight", {I, C}, "[I, C]", true);
+  w.b_up = tensor(p + "fc1.bias", {I}, "[I]");
+  w.W_down = weight(p + "fc2.weight", {C, I}, "[C, I]", true);
+  w.b_down = tensor(p + "fc2.bias", {C}, "[C]");
+  std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + "final_layer_norm");
+}
+
+LayerWeights Checkpoint::decoder_self(std::int64_t i) const {
+  LayerWeights w;
+  bart_attention(fmt::format("decoder.layers.{}.", i), "self_attn", w);
+  return w;
+}
+
+LayerWeights Checkpoint::decoder_cross(std::int64_t i) const {
+  LayerWeights w;
+  const std::string p = fmt::format("decoder.layers.{}.", i);
+  bart_attention(p, "encoder_attn", w);
+  bart_mlp(p, w);
+  return w;
+}
+
+Tensor Checkpoint::embed_decoder(const std::vector<std::int64_t>& ids) const {
+  const auto T = static_cast<std::int64_t>(ids.size());
+  const std::int64_t C = arch_.C;
+  if (T > arch_.positions) {
+    throw InputError(fmt::format("{} decoder tokens, but {} has learned positions for max_position_embeddings = {} of them", T, arch_.name(), arch_.positions));
+  }
+  const StoredTensor& shared = stored("shared.weight");
+  Tensor x = Tensor::uninitialized({1, T, C});
+  convert_rows_to_f32(shared, ids, x.mutable_data());
+  require_finite(shared, x.data(), x.size());
+  if (arch_.embedding_multiplier != 1) {
+    const auto m = static_cast<Scalar>(arch_.embedding_multiplier);
+    for (std::int64_t k = 0; k < T * C; ++k) x.mutable_data()[k] *= m;
+  }
+  std::vector<std::int64_t> positions(static_cast<std::size_t>(T));
+  for (std::int64_t k = 0; k < T; ++k) positions[static_cast<std::size_t>(k)] = k + arch_.position_offset;
+  add_rows(stored("decoder.embed_positions.weight"), arch_.positions + arch_.position_offset, C, positions, x.mutable_data(),
+           "[max_position_embeddings + 2, C]");
+  const auto [w, b] = layer_norm("decoder.layernorm_embedding");
+  return layer_norm_rows(x, w, b, arch_.eps);
 }
 
 void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json) {

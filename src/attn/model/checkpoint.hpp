@@ -62,7 +62,9 @@ struct Architecture {
   bool offset_positions = false;      // RoBERTa: position ids pad_token_id + 1 + i (padding tokens at pad_token_id)
   std::int64_t position_offset = 0;   // BART: position i is row i + 2 of embed_positions (BartLearnedPositionalEmbedding's offset)
   double embedding_multiplier = 1;    // BART with scale_embedding: the token embeddings × √d_model
-  bool encoder_decoder = false;       // BART: an encoder and a decoder; attn reads the encoder's self-attention
+  bool encoder_decoder = false;       // BART: an encoder (layers, H, inner above) and a decoder
+  std::int64_t decoder_layers = 0;    // BART: decoder_layers (its heads and MLP width are the encoder's)
+  std::int64_t decoder_start = 2;     // BART: decoder_start_token_id, the decoder's first token
   bool encoder() const { return family == Family::Bert; }
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2", "Gemma 2", ...
@@ -119,6 +121,12 @@ class Checkpoint {
   // token type, then LayerNorm) of ids: [1, T, C]; ids < arch().vocab, types < arch().type_vocab (none: 0).
   Tensor embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types = {}) const;
   LayerWeights layer(std::int64_t i) const;
+  // BART's decoder: its embeddings (model.shared × the multiplier + decoder.embed_positions rows 2 ..,
+  // then decoder.layernorm_embedding) [1, T, C]; layer i's self-attention with self_attn_layer_norm,
+  // and its cross-attention (encoder_attn) with encoder_attn_layer_norm and the MLP.
+  Tensor embed_decoder(const std::vector<std::int64_t>& ids) const;
+  LayerWeights decoder_self(std::int64_t i) const;
+  LayerWeights decoder_cross(std::int64_t i) const;
   // What turns the last layer's stream into logits: the final norm's weight and bias [C] (GPT-2's
   // ln_f; the Llama family's RMSNorm model.norm, no bias, Gemma's 1 + w) and the LM head [C, V] in
   // x@W form: the token embeddings where tied, else lm_head.weight. Refused for the encoders.
@@ -136,6 +144,9 @@ class Checkpoint {
   Tensor tensor(const std::string& name, const Shape& shape, const char* dims) const;
   Tensor embed_encoder(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, Tensor x) const;
   LayerWeights encoder_layer(std::int64_t i) const;
+  // BART: q/k/v/out_proj of p + att with their biases and att's LayerNorm; fc1, fc2, final_layer_norm of p
+  void bart_attention(const std::string& p, const std::string& att, LayerWeights& w) const;
+  void bart_mlp(const std::string& p, LayerWeights& w) const;
   // A LayerNorm's weight and bias [C] under base + ".weight" / ".bias", or BERT's older ".gamma" / ".beta".
   std::pair<Tensor, Tensor> layer_norm(const std::string& base) const;
   // A weight in x@W form [in, width], read from the mapped file as the products need it: converted to
@@ -168,6 +179,11 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, double
 // types: the encoders' token types ([T]; empty: all 0).
 Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, const Labels& tokens,
                            std::int64_t layer);
+// BART's decoder layer `layer`: its self-attention (causal, over the decoder's tokens) or its
+// cross-attention (queries from the decoder's stream, keys and values from the encoder's output over
+// the source), after the encoder over source_ids and the decoder's layers below.
+Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
+                             const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross);
 // Every layer's attention weights, for attn heads.
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
                            const std::vector<std::string>& tokens);
@@ -181,6 +197,10 @@ struct CheckpointInput {
   std::vector<std::string> raw;     // [T] their vocabulary spellings ("Ġcat", "▁cat"), for the JSON and hover text
   std::int64_t layer = 0;
   std::vector<std::string> notes;   // what was read
+  // an encoder-decoder's (BART's): "encoder" or "decoder", "self" or "cross"; the decoder's source
+  std::string stack, attention;
+  std::vector<std::int64_t> source_ids;  // [S] the encoder's tokens (the decoder's: ids above)
+  std::vector<std::string> source_pieces, source_raw;
 };
 // The input JSON at path ("-": standard input) as a checkpoint's input; `command` names what needs
 // one in the message for a file without "checkpoint" ("attn decode --tokens").

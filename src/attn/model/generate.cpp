@@ -74,8 +74,8 @@ Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens,
   const Checkpoint& ckpt = in.ckpt;
   const auto& a = ckpt.arch();
   if (a.encoder_decoder) {
-    throw InputError(fmt::format("--tokens: {}'s decoder is not read yet (attn traces its encoder's self-attention), so it cannot write tokens",
-                                 a.name()));
+    throw InputError(fmt::format("--tokens: attn traces {}'s encoder and decoder layers, but does not generate with an encoder-decoder yet "
+                                 "(its LM head and final_logits_bias are not read)", a.name()));
   }
   if (a.encoder()) {
     throw InputError(fmt::format("--tokens: {} is an encoder (every token sees every other): it has no next token to predict; attn decode "

@@ -219,6 +219,49 @@ Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_
   return attention_spec(a, layer, w, attention_input(a, w, h), tokens);
 }
 
+Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
+                             const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross) {
+  const auto& a = ckpt.arch();
+  auto be = make_backend("cpu");
+  // the encoder's output over the source: every layer, attention and MLP (BART's encoder has no final norm)
+  Tensor enc = ckpt.embed(source_ids);
+  for (std::int64_t i = 0; i < a.layers; ++i) run_layer_with(ckpt, i, *be, enc, source_tokens, [&](const Spec& s) { return attend(s, *be, nullptr); }, true);
+  const auto S = enc.dim(1);
+  // a decoder layer's two attentions as the pipeline's inputs: causal self-attention; cross-attention
+  // from the decoder's stream to the encoder's output
+  const auto self_spec = [&](LayerWeights& w, const Tensor& h) {
+    Spec s = attention_spec(a, 0, w, h, tokens);
+    s.mode = Mode::Causal;
+    s.causal = true;
+    return s;
+  };
+  const auto cross_spec = [&](LayerWeights& w, const Tensor& h) {
+    Spec s = attention_spec(a, 0, w, h, tokens);
+    s.mode = Mode::Cross;
+    s.causal = false;
+    s.S = S;
+    s.Cs = a.C;
+    s.source = enc;
+    s.source_tokens = source_tokens;
+    return s;
+  };
+  // post-LN: h = LN(h + self(h)); h = LN(h + cross(h, enc)); h = LN(h + fc2(gelu(fc1(h))))
+  Tensor h = ckpt.embed_decoder(ids);
+  for (std::int64_t i = 0;; ++i) {
+    LayerWeights ws = ckpt.decoder_self(i);
+    if (i == layer && !cross) return self_spec(ws, h);
+    Tensor o = attend(self_spec(ws, h), *be, nullptr);
+    add_into(h, o.data());
+    h = normalise(h, ws.attn_ln_w, ws.attn_ln_b, a.eps);
+    LayerWeights wc = ckpt.decoder_cross(i);
+    if (i == layer) return cross_spec(wc, h);
+    o = attend(cross_spec(wc, h), *be, nullptr);
+    add_into(h, o.data());
+    h = normalise(h, wc.attn_ln_w, wc.attn_ln_b, a.eps);
+    add_mlp(a, wc, *be, h);
+  }
+}
+
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
                            const std::vector<std::string>& tokens) {
   const auto& a = ckpt.arch();

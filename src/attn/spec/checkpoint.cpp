@@ -27,6 +27,45 @@ std::string resolve(const std::string& base_dir, const std::string& path) {
   return (std::filesystem::path(base_dir) / path).string();
 }
 
+// An encoder-decoder's decoder tokens: what was read so far (the "source") becomes the source, and
+// "sentence" (after decoder_start_token_id and <s>, as BART's shifted labels begin) or "token_ids"
+// (as given) the tokens.
+void read_decoder_tokens(const json& root, const std::string& shown, model::CheckpointInput& in) {
+  const auto& ckpt = in.ckpt;
+  const auto& arch = ckpt.arch();
+  in.source_ids = std::move(in.ids), in.source_pieces = std::move(in.pieces), in.source_raw = std::move(in.raw);
+  in.ids.clear(), in.pieces.clear(), in.raw.clear();
+  const bool has_ids = root.contains("token_ids");
+  if (has_ids) {
+    const json& ids = root["token_ids"];
+    if (!ids.is_array()) fail("token_ids", fmt::format("expected an array of token ids, got {}", describe(ids)));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!ids[i].is_number_integer()) fail(fmt::format("token_ids[{}]", i), fmt::format("expected a token id, an integer ≥ 0, got {}", describe(ids[i])));
+      in.ids.push_back(ids[i].get<std::int64_t>());
+    }
+  } else {
+    if (!ckpt.tokenizer()) fail("sentence", fmt::format("{} has no tokenizer: give \"token_ids\" instead", shown));
+    in.ids.push_back(arch.decoder_start);
+    const auto first = ckpt.specials().first;
+    in.ids.insert(in.ids.end(), first.begin(), first.end());
+    const auto body = ckpt.tokenizer()->encode(read_string(root["sentence"], "sentence"));
+    in.ids.insert(in.ids.end(), body.begin(), body.end());
+    in.notes.push_back(fmt::format("decoder tokens: decoder_start_token_id {} and {} first, as {}'s shifted labels begin", arch.decoder_start,
+                                   ckpt.tokenizer()->piece(first.front()), arch.name()));
+  }
+  if (in.ids.empty()) fail("token_ids", "no tokens: give at least one");
+  for (std::size_t i = 0; i < in.ids.size(); ++i) {
+    const auto id = in.ids[i];
+    if (id < 0 || id >= arch.vocab) {
+      fail(fmt::format("{}[{}]", has_ids ? "token_ids" : "sentence's tokens", i),
+           fmt::format("token id {} is outside the vocabulary: vocab_size = {} (ids 0 .. {})", id, arch.vocab, arch.vocab - 1));
+    }
+    const bool known = ckpt.tokenizer() && id < ckpt.tokenizer()->vocab_size();
+    in.pieces.push_back(known ? ckpt.tokenizer()->label(id) : fmt::format("#{}", id));
+    in.raw.push_back(known ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
+  }
+}
+
 model::CheckpointInput read_checkpoint_input(const json& root, const std::string& base_dir) {
   for (const auto& [key, value] : root.items()) {
     if (std::find(kCheckpointRootKeys.begin(), kCheckpointRootKeys.end(), key) != kCheckpointRootKeys.end()) continue;
@@ -66,7 +105,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   // every command that reads the input checks the layer (attn heads draws them all, but a layer it
   // was given must still be one the model has)
   const auto& arch = in.ckpt.arch();
-  if (layer < 0 || layer >= arch.layers) {
+  if (!arch.encoder_decoder && (layer < 0 || layer >= arch.layers)) {
     fail("checkpoint.layer", fmt::format("expected 0 .. {} ({} has {} layers), got {}", arch.layers - 1, arch.name(), arch.layers, layer));
   }
   const auto& ckpt = in.ckpt;
@@ -78,18 +117,30 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     for (const char* key : {"source", "source_ids"})
       if (root.contains(key)) fail(key, fmt::format("is the encoder's input of an encoder-decoder (BART); {} reads \"sentence\" or \"token_ids\"", arch.name()));
   } else {
-    if (!c.contains("stack")) fail("checkpoint.stack", fmt::format("{} has an encoder and a decoder: give \"stack\": \"encoder\"", arch.name()));
-    const std::string stack = read_string(c["stack"], "checkpoint.stack");
-    const std::string attention = c.contains("attention") ? read_string(c["attention"], "checkpoint.attention") : "self";
-    if (stack != "encoder" && stack != "decoder") fail("checkpoint.stack", fmt::format("expected \"encoder\" or \"decoder\", got {}", json_quote(stack)));
-    if (attention != "self" && attention != "cross") fail("checkpoint.attention", fmt::format("expected \"self\" or \"cross\", got {}", json_quote(attention)));
-    if (stack == "decoder" || attention == "cross") {
-      fail(stack == "decoder" ? "checkpoint.stack" : "checkpoint.attention",
-           fmt::format("{}'s decoder (its self-attention and its cross-attention to the encoder) is not read yet; \"stack\": \"encoder\" "
-                       "traces the encoder's self-attention", arch.name()));
+    if (!c.contains("stack")) {
+      fail("checkpoint.stack", fmt::format("{} has an encoder and a decoder: give \"stack\": \"encoder\" or \"decoder\"", arch.name()));
     }
-    for (const char* key : {"sentence", "token_ids"})
-      if (root.contains(key)) fail(key, fmt::format("{}'s encoder reads \"source\" (a sentence) or \"source_ids\"", arch.name()));
+    in.stack = read_string(c["stack"], "checkpoint.stack");
+    in.attention = c.contains("attention") ? read_string(c["attention"], "checkpoint.attention") : "self";
+    if (in.stack != "encoder" && in.stack != "decoder") fail("checkpoint.stack", fmt::format("expected \"encoder\" or \"decoder\", got {}", json_quote(in.stack)));
+    if (in.attention != "self" && in.attention != "cross") {
+      fail("checkpoint.attention", fmt::format("expected \"self\" or \"cross\", got {}", json_quote(in.attention)));
+    }
+    if (in.stack == "encoder" && in.attention == "cross") {
+      fail("checkpoint.attention", fmt::format("{}'s encoder has self-attention only; cross-attention is the decoder's: \"stack\": \"decoder\"", arch.name()));
+    }
+    const std::int64_t count = in.stack == "encoder" ? arch.layers : arch.decoder_layers;
+    if (layer < 0 || layer >= count) {
+      fail("checkpoint.layer", fmt::format("expected 0 .. {} ({}'s {} has {} layers), got {}", count - 1, arch.name(), in.stack, count, layer));
+    }
+    if (in.stack == "encoder") {
+      for (const char* key : {"sentence", "token_ids"})
+        if (root.contains(key)) fail(key, fmt::format("{}'s encoder reads \"source\" (a sentence) or \"source_ids\"", arch.name()));
+    } else if (root.contains("sentence") == root.contains("token_ids")) {
+      fail(root.contains("token_ids") ? "token_ids" : "sentence",
+           fmt::format("{}'s decoder reads \"sentence\" (its tokens after decoder_start_token_id {}) or \"token_ids\", one of them, beside the "
+                       "encoder's \"source\"", arch.name(), arch.decoder_start));
+    }
   }
   const bool has_sentence = root.contains(text_key), has_ids = root.contains(ids_key);
   if (has_sentence == has_ids) {
@@ -176,6 +227,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     in.pieces.push_back(known ? ckpt.tokenizer()->label(id) : fmt::format("#{}", id));
     in.raw.push_back(known ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
   }
+  if (in.stack == "decoder") read_decoder_tokens(root, shown, in);
   if (!ckpt.tokenizer()) in.notes.push_back("tokens: the checkpoint has no tokenizer: labels are #id");
   if (!in.types.empty()) in.notes.push_back(fmt::format("token types: {}", fmt::join(in.types, " ")));
   in.notes.insert(in.notes.begin(), fmt::format("checkpoint: {}; weights {}, converted to float32 and computed in float32", ckpt.describe(),
@@ -188,12 +240,17 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   model::CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
-  Spec layer = model::checkpoint_layer_spec(in.ckpt, in.ids, in.types, {in.pieces}, in.layer);
+  Spec layer = in.stack == "decoder" ? model::checkpoint_decoder_spec(in.ckpt, in.source_ids, {in.source_pieces}, in.ids, {in.pieces}, in.layer,
+                                                                      in.attention == "cross")
+                                     : model::checkpoint_layer_spec(in.ckpt, in.ids, in.types, {in.pieces}, in.layer);
   const json& c = root["checkpoint"];
   const std::string name = c.contains("path") ? c["path"].get<std::string>()
                            : c.contains("revision") && c["revision"] != "main" ? c["model"].get<std::string>() + "@" + c["revision"].get<std::string>()
                                                                                : c["model"].get<std::string>();
-  layer.title = s.title.empty() ? fmt::format("{}{} layer {} of {} ({})", a.name(), a.encoder_decoder ? " encoder" : "", in.layer, a.layers, name) : s.title;
+  layer.title = s.title.empty() ? fmt::format("{}{} layer {} of {}{} ({})", a.name(), a.encoder_decoder ? " " + in.stack : "", in.layer,
+                                               in.stack == "decoder" ? a.decoder_layers : a.layers,
+                                               in.stack == "decoder" ? fmt::format(", {}-attention", in.attention) : "", name)
+                                 : s.title;
   layer.notes = std::move(in.notes);
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
@@ -201,7 +258,16 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   const std::string embeddings = gpt2 ? " (wte + wpe)"
                                  : a.embed_scale ? fmt::format(" (× √C = {}, rounded to the embeddings' dtype as {} does)", in.ckpt.embedding_scale(), a.name())
                                                  : "";
-  layer.x_note = a.encoder()
+  const std::string dec_below = in.layer == 0   ? ""
+                                : in.layer == 1 ? std::string(", after decoder layer 0 (self-attention, cross-attention, MLP)")
+                                                : fmt::format(", after decoder layers 0 .. {} (self-attention, cross-attention, MLP)", in.layer - 1);
+  layer.x_note = in.stack == "decoder" && in.attention == "self"
+                     ? fmt::format("decoder layer {}'s input, the decoder's residual stream ({} normalises after each block), of its embeddings "
+                                   "(shared + positions from row 2, then layernorm_embedding){}", in.layer, a.name(), dec_below)
+                 : in.stack == "decoder"
+                     ? fmt::format("the decoder's stream after layer {}'s self-attention and self_attn_layer_norm{}; the keys and values come from "
+                                   "the source, the encoder's output over its {} tokens (every encoder layer)", in.layer, dec_below, in.source_ids.size())
+                 : a.encoder()
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings (word + "
                                    "position{}, then LayerNorm){}",
                                    in.layer, a.name(), a.type_vocab > 0 ? " + token type" : "", below)
@@ -268,6 +334,10 @@ HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std:
   }
   const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
   const auto& a = in.ckpt.arch();
+  if (in.stack == "decoder") {
+    fail("checkpoint.stack", fmt::format("attn heads draws {}'s encoder (\"stack\": \"encoder\" with \"source\"); the decoder's and the "
+                                         "cross-attention's grids are not drawn yet (attn run traces each of their layers)", a.name()));
+  }
 
   const auto T = static_cast<std::int64_t>(in.ids.size());
   const double bytes = 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
