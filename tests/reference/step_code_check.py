@@ -259,6 +259,9 @@ def checkpoint_inputs(work):
         for layer in sorted({0, layers - 1}):
             ck = dict(checkpoint, layer=layer, **({"stack": "encoder"} if encdec else {}))
             out.append((f"checkpoint {name} layer {layer}", {"checkpoint": ck, ("source_ids" if encdec else "token_ids"): ids}))
+            for att in ("self", "cross") if encdec else ():  # the decoder's two attentions, over a 4-token decoder input
+                dec = dict(checkpoint, layer=layer, stack="decoder", attention=att)
+                out.append((f"checkpoint {name} decoder layer {layer} {att}", {"checkpoint": dec, "source_ids": ids, "token_ids": [2, 0, 9, 4]}))
     return out
 
 
