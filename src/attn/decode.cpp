@@ -90,7 +90,10 @@ std::pair<Spec, Spec> decode_specs_at(const Spec& one, std::int64_t t, const Lab
 Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
   if (s.mode != Mode::Causal) {
     throw InputError(fmt::format("mode: decode generates one token after another, each seeing only the ones before: it needs mode "
-                                 "\"causal\", got \"{}\"", mode_name(s.mode)));
+                                 "\"causal\", got \"{}\"{}", mode_name(s.mode),
+                                 s.x_note.empty() ? ""
+                                                  : " (a checkpoint's layer: a decoder-only model's, or an encoder-decoder's \"stack\": \"decoder\" "
+                                                    "with \"attention\": \"self\")"));
   }
   if (s.entry != Entry::Embeddings) {
     throw InputError(fmt::format("{}: decode needs embeddings and weights (each new token is projected as it arrives); given {} have no "

@@ -119,6 +119,7 @@ struct Spec {
 
   Tensor x;       // (B, T, C)   Entry::Embeddings
   std::string x_note;  // what x is when it is not given embeddings (a checkpoint layer's norm output)
+  std::string source_note;  // what the source is when it is not given embeddings (an encoder-decoder's encoder output)
   Tensor source;  // (B, S, Cs)  cross with embeddings
   Weights w;      //             Entry::Embeddings
   Tensor q;       // (B, T, dk)  Entry::QKV

@@ -725,6 +725,9 @@ def check_pairs(report, attn, work, made):
         ("bart-f32", {"_ck": {"stack": "decoder", "layer": 2}, "source_ids": [0, 5, 2], "token_ids": [2, 0]}, "checkpoint.layer: expected 0 .. 1 (BART's decoder has 2 layers), got 2"),
         ("bart-f32", {"_ck": {"stack": "middle"}, "source_ids": [0, 5, 2]}, "checkpoint.stack: expected \"encoder\" or \"decoder\", got \"middle\""),
         ("bart-f32", {"_ck": {"stack": "encoder"}, "sentence": "the cat"}, "sentence: BART's encoder reads \"source\""),
+        ("bart-f32", {"_ck": {"stack": "encoder"}, "source": "the cat", "sentence_b": "sat"}, "sentence_b: is for the encoders (BERT, RoBERTa, DistilBERT)"),
+        ("bart-f32", {"_ck": {"stack": "decoder"}, "source_ids": [0, 5, 2], "token_ids": [2, 0], "token_type_ids": [0, 0, 0]},
+         "token_type_ids: is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; BART's encoder reads one \"source\""),
         ("bart-f32", {"_ck": {"stack": "encoder"}, "source_ids": [0] * 41}, "41 tokens, but BART has learned positions for max_position_embeddings = 40"),
     ]
     for name, fields, needle in refusals:

@@ -334,7 +334,7 @@ Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std
   }
   const std::int64_t last = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
   if (last >= arch_.positions) {
-    throw InputError(fmt::format("{} tokens, but {} has learned positions for max_position_embeddings = {}{}", T, arch_.name(), arch_.positions,
+    throw InputError(fmt::format("{} tokens, but {} has learned positions for max_position_embeddings = {}{}; give fewer tokens", T, arch_.name(), arch_.positions,
                                  arch_.offset_positions ? fmt::format(", counted from pad_token_id + 1 = {}: at most {} tokens", arch_.pad_id + 1,
                                                                       arch_.positions - arch_.pad_id - 1)
                                                         : ""));
@@ -575,7 +575,8 @@ Tensor Checkpoint::embed_decoder(const std::vector<std::int64_t>& ids) const {
   const auto T = static_cast<std::int64_t>(ids.size());
   const std::int64_t C = arch_.C;
   if (T > arch_.positions) {
-    throw InputError(fmt::format("{} decoder tokens, but {} has learned positions for max_position_embeddings = {} of them", T, arch_.name(), arch_.positions));
+    throw InputError(fmt::format("{} decoder tokens, but {} has learned positions for max_position_embeddings = {} of them; give fewer tokens", T,
+                                 arch_.name(), arch_.positions));
   }
   const StoredTensor& shared = stored("shared.weight");
   Tensor x = Tensor::uninitialized({1, T, C});

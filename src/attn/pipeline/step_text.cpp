@@ -358,7 +358,9 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::X:
       if (!s.x_note.empty()) return {"Layer input", "x", s.x_note, Dims{Dim::B, Dim::T, Dim::C}};
       return {"Input embeddings", "x", "", Dims{Dim::B, Dim::T, Dim::C}};
-    case StepId::Source: return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
+    case StepId::Source:
+      if (!s.source_note.empty()) return {"Encoder output", "source", s.source_note, Dims{Dim::B, Dim::S, Dim::Cs}};
+      return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
     case StepId::Positions: return positions_text(s);
     case StepId::XPos:
       return {"Embeddings plus positions", "x.pos = x + positions",

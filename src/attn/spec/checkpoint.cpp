@@ -50,7 +50,9 @@ void read_decoder_tokens(const json& root, const std::string& shown, model::Chec
     in.ids.insert(in.ids.end(), first.begin(), first.end());
     const auto body = ckpt.tokenizer()->encode(read_string(root["sentence"], "sentence"));
     in.ids.insert(in.ids.end(), body.begin(), body.end());
-    in.notes.push_back(fmt::format("decoder tokens: decoder_start_token_id {} and {} first, as {}'s shifted labels begin", arch.decoder_start,
+    in.notes.push_back(fmt::format("decoder tokens (the rows): decoder_start_token_id {} ({}) and {} first, as {}'s shifted labels begin; the "
+                                   "tokens note above is the source's", arch.decoder_start,
+                                   arch.decoder_start < ckpt.tokenizer()->vocab_size() ? ckpt.tokenizer()->piece(arch.decoder_start) : "#?",
                                    ckpt.tokenizer()->piece(first.front()), arch.name()));
   }
   if (in.ids.empty()) fail("token_ids", "no tokens: give at least one");
@@ -71,7 +73,8 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (std::find(kCheckpointRootKeys.begin(), kCheckpointRootKeys.end(), key) != kCheckpointRootKeys.end()) continue;
     if (!known_root_key(key)) check_keys(root, "", kCheckpointRootKeys);  // a typo: the usual message, with a suggestion
     fail(key, "is set by the checkpoint (its config.json and weights); beside \"checkpoint\" give only \"sentence\" or \"token_ids\", "
-              "\"title\", \"comment\" and \"expect\" (and for an encoder \"sentence_b\" or \"token_type_ids\")");
+              "\"title\", \"comment\" and \"expect\" (for an encoder also \"sentence_b\" or \"token_type_ids\"; for an encoder-decoder "
+              "\"source\" or \"source_ids\")");
   }
   const json& c = root["checkpoint"];
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
@@ -147,6 +150,10 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     fail(has_ids ? ids_key : text_key, fmt::format("give \"{}\" (tokenised by the checkpoint's tokenizer) or \"{}\", one of them", text_key, ids_key));
   }
   for (const char* key : {"sentence_b", "token_type_ids"}) {
+    if (root.contains(key) && arch.encoder_decoder) {
+      fail(key, fmt::format("is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; {}'s encoder reads one \"source\"",
+                            arch.name()));
+    }
     if (root.contains(key) && !arch.encoder()) {
       fail(key, fmt::format("is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; {} reads one sequence", arch.name()));
     }
@@ -252,6 +259,11 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                                in.stack == "decoder" ? fmt::format(", {}-attention", in.attention) : "", name)
                                  : s.title;
   layer.notes = std::move(in.notes);
+  if (in.stack == "decoder" && in.attention == "cross") {
+    layer.source_note = fmt::format("the encoder's output over the source's {} tokens, after all {} encoder layers: the keys and values of every "
+                                    "decoder layer's cross-attention (each query, a decoder token, weighs the source's tokens)",
+                                    in.source_ids.size(), a.layers);
+  }
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
   const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
@@ -265,8 +277,8 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                      ? fmt::format("decoder layer {}'s input, the decoder's residual stream ({} normalises after each block), of its embeddings "
                                    "(shared + positions from row 2, then layernorm_embedding){}", in.layer, a.name(), dec_below)
                  : in.stack == "decoder"
-                     ? fmt::format("the decoder's stream after layer {}'s self-attention and self_attn_layer_norm{}; the keys and values come from "
-                                   "the source, the encoder's output over its {} tokens (every encoder layer)", in.layer, dec_below, in.source_ids.size())
+                     ? fmt::format("the decoder's stream after layer {}'s self-attention and self_attn_layer_norm{}: the queries come from it; "
+                                   "the keys and values from the source, the encoder's output", in.layer, dec_below)
                  : a.encoder()
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings (word + "
                                    "position{}, then LayerNorm){}",
