@@ -658,6 +658,14 @@ def check_bart_decoder(report, attn, work, made):
         if not ok:
             report.fail(f"bart decoder sentence: exit {r.rc}, tokens {labels}: {r.stderr.strip()[:200]}")
         ok_all.append(ok)
+    # attn heads draws the encoder only: the decoder is refused, naming what to give
+    inp = {"checkpoint": {"path": os.path.relpath(d, work), "stack": "decoder"}, "source_ids": [0, 5, 2], "token_ids": [2, 0, 9]}
+    p = subprocess.run([attn, "heads", write_input(os.path.join(work, "in-bart-heads-decoder.json"), inp)], capture_output=True, text=True, cwd=work)
+    ok = p.returncode == 2 and "attn heads draws BART's encoder" in p.stderr
+    print(f"  {'ok  ' if ok else 'FAIL'} attn heads refuses BART's decoder: exit {p.returncode}: {p.stderr.strip()[:120]}")
+    if not ok:
+        report.fail(f"attn heads on BART's decoder: exit {p.returncode}: {p.stderr.strip()[:200]}")
+    ok_all.append(ok)
     report.groups.append(("BART's decoder", sum(ok_all), len(ok_all)))
 
 
