@@ -9,7 +9,8 @@
 #   SECONDS (default 570) is the whole run's budget: what has not finished by then is stopped, and said.
 # Environment: ATTN_DEPS_PREFIX, a folder holding the Debian packages' files (usr/include, usr/lib/...)
 # where the machine has no such packages installed (dpkg -x of libcli11-dev, libfmt-dev, nlohmann-json3-dev,
-# catch2, libeigen3-dev, libpcre2-dev, libsentencepiece-dev and their libraries, pkgconf).
+# catch2, libeigen3-dev, libpcre2-dev, libsentencepiece-dev, libicu-dev and their libraries, pkgconf; the static
+# libraries that CMake configs name, libCatch2WithMain.a and libpcre2-8.a, must stay: they are what the build links).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log=${1:?usage: scripts/gpu-check.sh LOG_DIR [SECONDS]}
