@@ -1,6 +1,7 @@
 // Reading a hub checkpoint: the tensors under their hub names (with or without the "transformer." /
 // "model." prefix), converted to float32 one layer at a time. config.json is read in architecture.cpp.
 #include "attn/model/checkpoint.hpp"
+#include "attn/model/checkpoint_detail.hpp"
 
 #include <fmt/format.h>
 
@@ -28,8 +29,8 @@ json read_json_file(const fs::path& path, const std::string& shown) {
   return parse_json(text, shown).root;  // syntax errors name the line and column
 }
 
-// A weight holding NaN or ±inf would surface steps later as a value out of range in some step;
-// named here, with the file, the tensor and the first such element.
+}  // namespace
+
 void require_finite(const StoredTensor& t, const float* values, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(values[i])) {
@@ -42,8 +43,6 @@ void require_finite(const StoredTensor& t, const float* values, std::int64_t n) 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
-
-}  // namespace
 
 Checkpoint::Checkpoint(Architecture arch, TensorStore store, std::string shown)
     : arch_(std::move(arch)), store_(std::make_shared<const TensorStore>(std::move(store))), shown_(std::move(shown)) {}
@@ -306,55 +305,6 @@ float Checkpoint::embedding_scale() const {
   return dtype == "BF16" ? round_significant(root, 8) : dtype == "F16" ? round_significant(root, 11) : root;
 }
 
-namespace {
-
-// Rows `rows` of a [rows_total, C] table (positions, token types) added into x (T, C).
-void add_rows(const StoredTensor& table, std::int64_t n, std::int64_t C, const std::vector<std::int64_t>& rows, Scalar* x, const char* dims) {
-  if (table.shape != std::vector<std::int64_t>{n, C}) {
-    throw InputError(fmt::format("{}: tensor \"{}\": expected {} = [{}, {}], got {}", table.file, table.name, dims, n, C, shape_text(table.shape)));
-  }
-  std::vector<Scalar> v(rows.size() * static_cast<std::size_t>(C));
-  convert_rows_to_f32(table, rows, v.data());
-  require_finite(table, v.data(), static_cast<std::int64_t>(v.size()));
-  for (std::size_t i = 0; i < v.size(); ++i) x[i] += v[i];
-}
-
-}  // namespace
-
-// BERT's embeddings: word + position (RoBERTa's counted from pad_token_id + 1) + token type, then
-// LayerNorm.
-Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, Tensor x) const {
-  const auto T = static_cast<std::int64_t>(ids.size());
-  const std::int64_t C = arch_.C;
-  std::vector<std::int64_t> positions(static_cast<std::size_t>(T));
-  std::int64_t seen = 0;  // RoBERTa: padding tokens sit at pad_token_id, the others count on from it
-  for (std::int64_t i = 0; i < T; ++i) {
-    const bool pad = ids[static_cast<std::size_t>(i)] == arch_.pad_id;
-    positions[static_cast<std::size_t>(i)] = !arch_.offset_positions ? i : pad ? arch_.pad_id : arch_.pad_id + ++seen;
-  }
-  const std::int64_t last = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
-  if (last >= arch_.positions) {
-    throw InputError(fmt::format("{} tokens, but {} has learned positions for max_position_embeddings = {}{}; give fewer tokens", T, arch_.name(), arch_.positions,
-                                 arch_.offset_positions ? fmt::format(", counted from pad_token_id + 1 = {}: at most {} tokens", arch_.pad_id + 1,
-                                                                      arch_.positions - arch_.pad_id - 1)
-                                                        : ""));
-  }
-  if (arch_.model_type == "bart") {
-    // BartLearnedPositionalEmbedding: position i is row i + 2 of a [max_position_embeddings + 2, C] table
-    for (auto& p : positions) p += arch_.position_offset;
-    add_rows(stored("encoder.embed_positions.weight"), arch_.positions + arch_.position_offset, C, positions, x.mutable_data(),
-             "[max_position_embeddings + 2, C]");
-    const auto [w, b] = layer_norm("encoder.layernorm_embedding");
-    return layer_norm_rows(x, w, b, arch_.eps);
-  }
-  add_rows(stored("embeddings.position_embeddings.weight"), arch_.positions, C, positions, x.mutable_data(), "[max_position_embeddings, C]");
-  if (arch_.type_vocab > 0) {
-    std::vector<std::int64_t> t = types.empty() ? std::vector<std::int64_t>(static_cast<std::size_t>(T), 0) : types;
-    add_rows(stored("embeddings.token_type_embeddings.weight"), arch_.type_vocab, C, t, x.mutable_data(), "[type_vocab_size, C]");
-  }
-  const auto [w, b] = layer_norm("embeddings.LayerNorm");
-  return layer_norm_rows(x, w, b, arch_.eps);
-}
 
 Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types) const {
   const auto T = static_cast<std::int64_t>(ids.size());
@@ -508,91 +458,6 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
 // BERT's and RoBERTa's encoder.layer.{i} (attention.self.query, attention.output.dense and its
 // LayerNorm, intermediate.dense, output.dense and its LayerNorm); DistilBERT's transformer.layer.{i}
 // (attention.q_lin … out_lin, sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm). nn.Linear: [out, in].
-LayerWeights Checkpoint::encoder_layer(std::int64_t i) const {
-  const std::int64_t C = arch_.C, I = arch_.inner;
-  LayerWeights w;
-  if (arch_.model_type == "bart") {
-    const std::string p = fmt::format("encoder.layers.{}.", i);
-    bart_attention(p, "self_attn", w);
-    bart_mlp(p, w);
-    return w;
-  }
-  const bool distil = arch_.model_type == "distilbert";
-  const std::string p = fmt::format("{}.layer.{}.", distil ? "transformer" : "encoder", i);
-  const std::string q = distil ? "attention.q_lin" : "attention.self.query", k = distil ? "attention.k_lin" : "attention.self.key",
-                    v = distil ? "attention.v_lin" : "attention.self.value", o = distil ? "attention.out_lin" : "attention.output.dense",
-                    up = distil ? "ffn.lin1" : "intermediate.dense", down = distil ? "ffn.lin2" : "output.dense";
-  w.W_q = weight(p + q + ".weight", {C, C}, "[C, C]", true);
-  w.W_k = weight(p + k + ".weight", {C, C}, "[C, C]", true);
-  w.W_v = weight(p + v + ".weight", {C, C}, "[C, C]", true);
-  w.b_q = tensor(p + q + ".bias", {C}, "[C]");
-  w.b_k = tensor(p + k + ".bias", {C}, "[C]");
-  w.b_v = tensor(p + v + ".bias", {C}, "[C]");
-  w.W_o = weight(p + o + ".weight", {C, C}, "[C, C]", true);
-  w.b_o = tensor(p + o + ".bias", {C}, "[C]");
-  std::tie(w.attn_ln_w, w.attn_ln_b) = layer_norm(p + (distil ? "sa_layer_norm" : "attention.output.LayerNorm"));
-  w.W_up = weight(p + up + ".weight", {I, C}, "[I, C]", true);
-  w.b_up = tensor(p + up + ".bias", {I}, "[I]");
-  w.W_down = weight(p + down + ".weight", {C, I}, "[C, I]", true);
-  w.b_down = tensor(p + down + ".bias", {C}, "[C]");
-  std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + (distil ? "output_layer_norm" : "output.LayerNorm"));
-  return w;
-}
-
-void Checkpoint::bart_attention(const std::string& p, const std::string& att, LayerWeights& w) const {
-  const std::int64_t C = arch_.C;
-  auto W = [&](const char* n) { return weight(p + att + "." + n + ".weight", {C, C}, "[C, C]", true); };
-  auto b = [&](const char* n) { return tensor(p + att + "." + n + ".bias", {C}, "[C]"); };
-  w.W_q = W("q_proj"), w.W_k = W("k_proj"), w.W_v = W("v_proj"), w.W_o = W("out_proj");
-  w.b_q = b("q_proj"), w.b_k = b("k_proj"), w.b_v = b("v_proj"), w.b_o = b("out_proj");
-  std::tie(w.attn_ln_w, w.attn_ln_b) = layer_norm(p + att + "_layer_norm");
-}
-
-void Checkpoint::bart_mlp(const std::string& p, LayerWeights& w) const {
-  const std::int64_t C = arch_.C, I = arch_.inner;
-  w.W_up = weight(p + "fc1.weight", {I, C}, "[I, C]", true);
-  w.b_up = tensor(p + "fc1.bias", {I}, "[I]");
-  w.W_down = weight(p + "fc2.weight", {C, I}, "[C, I]", true);
-  w.b_down = tensor(p + "fc2.bias", {C}, "[C]");
-  std::tie(w.mlp_ln_w, w.mlp_ln_b) = layer_norm(p + "final_layer_norm");
-}
-
-LayerWeights Checkpoint::decoder_self(std::int64_t i) const {
-  LayerWeights w;
-  bart_attention(fmt::format("decoder.layers.{}.", i), "self_attn", w);
-  return w;
-}
-
-LayerWeights Checkpoint::decoder_cross(std::int64_t i) const {
-  LayerWeights w;
-  const std::string p = fmt::format("decoder.layers.{}.", i);
-  bart_attention(p, "encoder_attn", w);
-  bart_mlp(p, w);
-  return w;
-}
-
-Tensor Checkpoint::embed_decoder(const std::vector<std::int64_t>& ids) const {
-  const auto T = static_cast<std::int64_t>(ids.size());
-  const std::int64_t C = arch_.C;
-  if (T > arch_.positions) {
-    throw InputError(fmt::format("{} decoder tokens, but {} has learned positions for max_position_embeddings = {} of them; give fewer tokens", T,
-                                 arch_.name(), arch_.positions));
-  }
-  const StoredTensor& shared = stored("shared.weight");
-  Tensor x = Tensor::uninitialized({1, T, C});
-  convert_rows_to_f32(shared, ids, x.mutable_data());
-  require_finite(shared, x.data(), x.size());
-  if (arch_.embedding_multiplier != 1) {
-    const auto m = static_cast<Scalar>(arch_.embedding_multiplier);
-    for (std::int64_t k = 0; k < T * C; ++k) x.mutable_data()[k] *= m;
-  }
-  std::vector<std::int64_t> positions(static_cast<std::size_t>(T));
-  for (std::int64_t k = 0; k < T; ++k) positions[static_cast<std::size_t>(k)] = k + arch_.position_offset;
-  add_rows(stored("decoder.embed_positions.weight"), arch_.positions + arch_.position_offset, C, positions, x.mutable_data(),
-           "[max_position_embeddings + 2, C]");
-  const auto [w, b] = layer_norm("decoder.layernorm_embedding");
-  return layer_norm_rows(x, w, b, arch_.eps);
-}
 
 void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json) {
   if (!fs::is_directory(dir)) {

@@ -104,7 +104,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (!l.is_number_integer()) fail("checkpoint.layer", fmt::format("expected a layer index, an integer ≥ 0, got {}", describe(l)));
     layer = l.get<std::int64_t>();
   }
-  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, {}, {}, layer, {}};
+  model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, {}, {}, layer, {}, {}, {}, {}, {}, {}};
   // every command that reads the input checks the layer (attn heads draws them all, but a layer it
   // was given must still be one the model has)
   const auto& arch = in.ckpt.arch();
