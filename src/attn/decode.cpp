@@ -99,6 +99,9 @@ Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
     throw InputError(fmt::format("{}: decode needs embeddings and weights (each new token is projected as it arrives); given {} have no "
                                  "tokens to feed in", s.entry == Entry::Scores ? "scores" : "q", s.entry == Entry::Scores ? "scores" : "q, k, v"));
   }
+  if (s.relative_bias) {
+    throw InputError("T5's relative position bias: decode does not trace it token by token yet; attn run traces the decoder's layer whole");
+  }
   if (!s.lengths.empty()) throw InputError("padding: decode feeds every batch row the same tokens one by one; padding is not supported here");
   if (s.user_mask != UserMask::None) throw InputError("attn_mask: decode's mask is causal (with the window, if any); an attn_mask is not supported here");
   if (prefill < 0 && s.T < 2) {  // --prefill not given: 1

@@ -99,6 +99,7 @@ Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK)
     Scalar x = static_cast<Scalar>(dot);
     if (s.scale_kind != ScaleKind::None) x = x * scale;
     if (!s.alibi_slopes.shape().empty()) x = x + -s.alibi_slopes.data()[h] * static_cast<Scalar>(i + s.causal_offset() - j);
+    if (s.relative_bias) x = x + s.relative_bias->bias.data()[(h * T + i) * S + j];
     if (s.softcap) x = static_cast<Scalar>(fixed::tanh(static_cast<double>(x / *s.softcap))) * *s.softcap;
     if (!s.user_add.shape().empty()) x = x + s.user_add.data()[((s.user_add.dim(0) == 1 ? 0 : b) * T + i) * S + j];
     if (mask != nullptr && mask->value.data()[((mask_per_batch ? b : 0) * T + i) * S + j] == 0) x = fill;

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "attn/error.hpp"
 #include "attn/fixed_math.hpp"
 
@@ -22,6 +24,56 @@ Tensor sinusoidal_positions(std::int64_t L, std::int64_t C) {
     }
   }
   return t;
+}
+
+Tensor sinusoidal_positions_halves(std::int64_t L, std::int64_t C) {
+  if (L > kMaxPosition) throw InternalError("sinusoidal_positions_halves: too many positions");
+  Tensor t = Tensor::uninitialized({L, C});
+  Scalar* out = t.mutable_data();
+  const double ln_base = fixed::log(10000.0);
+  const std::int64_t half = (C + 1) / 2;  // the sines take ⌈C/2⌉ features, as the published code's sentinel
+  for (std::int64_t i = 0; i < half; ++i) {
+    const double wavelength = fixed::exp(static_cast<double>(2 * i) / static_cast<double>(C) * ln_base);  // 10000^(2i/C)
+    for (std::int64_t p = 0; p < L; ++p) {
+      const fixed::SinCos sc = fixed::sincos(static_cast<double>(p) / wavelength);
+      out[p * C + i] = static_cast<Scalar>(sc.s);
+      if (half + i < C) out[p * C + half + i] = static_cast<Scalar>(sc.c);
+    }
+  }
+  return t;
+}
+
+std::int64_t t5_bucket(std::int64_t n, bool bidirectional, std::int64_t num_buckets, std::int64_t max_distance) {
+  std::int64_t bucket = 0;
+  if (bidirectional) {
+    num_buckets /= 2;
+    if (n > 0) bucket += num_buckets;
+    n = n < 0 ? -n : n;
+  } else {
+    n = n < 0 ? -n : 0;
+  }
+  const std::int64_t max_exact = num_buckets / 2;
+  if (n < max_exact) return bucket + n;
+  // float32 throughout, as torch computes it: log(n.float() / max_exact) / log(max_distance / max_exact) · (buckets − max_exact)
+  const auto ratio = static_cast<float>(n) / static_cast<float>(max_exact);
+  const auto ln = static_cast<float>(fixed::log(static_cast<double>(ratio)));
+  const auto span = static_cast<float>(fixed::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
+  const float scaled = ln / span * static_cast<float>(num_buckets - max_exact);
+  const std::int64_t large = max_exact + static_cast<std::int64_t>(scaled);  // truncated, as .to(torch.long)
+  return bucket + std::min(large, num_buckets - 1);
+}
+
+RelativeBiasTables relative_bias_tables(const Tensor& table, std::int64_t T, std::int64_t S, std::int64_t offset, bool bidirectional,
+                                        std::int64_t max_distance) {
+  const std::int64_t NB = table.dim(0), H = table.dim(1);
+  RelativeBiasTables r{Tensor::uninitialized({T, S}), Tensor::uninitialized({H, T, S})};
+  for (std::int64_t i = 0; i < T; ++i)
+    for (std::int64_t j = 0; j < S; ++j) {
+      const std::int64_t b = t5_bucket(j - (i + offset), bidirectional, NB, max_distance);
+      r.buckets.mutable_data()[i * S + j] = static_cast<Scalar>(b);
+      for (std::int64_t h = 0; h < H; ++h) r.bias.mutable_data()[(h * T + i) * S + j] = table.data()[b * H + h];
+    }
+  return r;
 }
 
 std::string RopeScaling::describe() const {

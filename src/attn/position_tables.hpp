@@ -13,6 +13,24 @@ namespace attn {
 // The original Transformer's encodings for positions 0 .. L − 1: (L, C) with
 // PE[p, 2i] = sin(p / 10000^(2i/C)) and PE[p, 2i+1] = cos(p / 10000^(2i/C)), in double, rounded once.
 Tensor sinusoidal_positions(std::int64_t L, std::int64_t C);
+// Marian's layout of the same angles: (L, C) with the sines in the first half of the features and the
+// cosines in the second, PE[p, i] = sin(p / 10000^(2i/C)) and PE[p, C/2 + i] = cos(p / 10000^(2i/C))
+// for i < C/2 (MarianSinusoidalPositionalEmbedding), in double, rounded once.
+Tensor sinusoidal_positions_halves(std::int64_t L, std::int64_t C);
+
+// T5's bucket of a key n = j − i positions from its query (_relative_position_bucket): with
+// `bidirectional` half the buckets are for keys after the query; in either half distances below
+// max_exact = half / 2 have a bucket each, and the rest share buckets that widen logarithmically up
+// to max_distance, max_exact + ⌊ln(n / max_exact) / ln(max_distance / max_exact) · (half − max_exact)⌋,
+// the last one taking every distance beyond. Causal (not bidirectional): keys after the query are 0.
+// The logarithm's arithmetic in float32, as the published code does it.
+std::int64_t t5_bucket(std::int64_t n, bool bidirectional, std::int64_t num_buckets, std::int64_t max_distance);
+// Query i (at position i + offset) against key j: buckets (T, S) and table[bucket, h] as (H, T, S).
+struct RelativeBiasTables {
+  Tensor buckets, bias;
+};
+RelativeBiasTables relative_bias_tables(const Tensor& table, std::int64_t T, std::int64_t S, std::int64_t offset, bool bidirectional,
+                                        std::int64_t max_distance);
 
 // RoPE's frequency scaling, as the model hub's rope_type names it. None: θ_i = theta^(−2i/R).
 // Linear: θ_i / factor (positions squeezed by the factor). Llama3 (Llama 3.1's

@@ -111,6 +111,17 @@ struct Spec {
   // ALiBi: −slope_h · (i − j) added to the scaled scores; no data = none. (H)
   Tensor alibi_slopes;
   bool alibi_default = true;  // slopes by Press et al.'s rule, not given
+  // T5's relative position bias: one learned number per head and bucket of the key − query distance,
+  // added to the scores (position_tables.hpp computes the buckets and looks the numbers up).
+  struct RelativeBias {
+    Tensor table;    // (NB, H): relative_attention_bias.weight, NB = num_buckets
+    Tensor buckets;  // (T, S): key j's bucket for query i, as numbers
+    Tensor bias;     // (H, T, S): table[buckets[i, j], h]
+    std::int64_t max_distance = 128;
+    bool bidirectional = true;  // an encoder's: keys after the query have buckets of their own
+    std::string source;         // where the table comes from, for the note
+  };
+  std::optional<RelativeBias> relative_bias;
   bool cached = false;  // attn decode: the keys and values are the KV cache's (k.cache, v.cache)
   std::optional<Scalar> softcap;  // Gemma 2's logit soft-capping: c · tanh(logits / c) before masking
 

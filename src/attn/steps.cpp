@@ -37,6 +37,8 @@ const std::vector<StepInfo>& all_steps() {
       {StepId::Scores, "scores", "Attention scores"},
       {StepId::Scaled, "scaled", "Scaled scores"},
       {StepId::Alibi, "alibi", "ALiBi bias"},
+      {StepId::RelBucket, "rel.bucket", "Relative position buckets"},
+      {StepId::RelBias, "rel.bias", "Relative position bias"},
       {StepId::Biased, "biased", "Scores with the ALiBi bias"},
       {StepId::Capped, "capped", "Soft-capped scores"},
       {StepId::Mask, "mask", "Mask"},

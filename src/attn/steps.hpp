@@ -11,7 +11,7 @@ namespace attn {
 
 enum class StepId {
   X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, QNorm, KNorm, RopeCos, RopeSin, QRope, KRope, KPast, KCache, VPast, VCache, KRepeat, VRepeat, KT,
-  Scores, Scaled, Alibi, Biased, Capped, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
+  Scores, Scaled, Alibi, RelBucket, RelBias, Biased, Capped, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
 };
 
 struct StepInfo {

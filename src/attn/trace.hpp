@@ -14,6 +14,7 @@ namespace attn {
 enum class ValueKind {
   Real,  // ordinary numbers
   Mask,  // 1 = may attend, 0 = blocked
+  Index,  // whole numbers that name something (T5's buckets), shown without decimals
 };
 
 struct Step {

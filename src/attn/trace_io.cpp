@@ -135,6 +135,7 @@ std::vector<std::string> dump_inputs(const Spec& s, OutputDir& out) {
   if (!s.user_keep.shape().empty()) put("attn_mask_keep", unbatched(s.user_keep, true));
   if (!s.user_add.shape().empty()) put("mask_add", unbatched(s.user_add, true));
   if (!s.alibi_slopes.shape().empty()) put("alibi_slopes", s.alibi_slopes);
+  if (s.relative_bias) put("rel_table", s.relative_bias->table);
   if (s.qk_norm) {
     // Gemma's stored weight w, which the code adds 1 to (the spec holds the sum)
     for (const auto& [name, t] : {std::pair{"q_norm_weight", &s.qk_norm->q_weight}, {"k_norm_weight", &s.qk_norm->k_weight}}) {

@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 import make_checkpoints  # noqa: E402
 import wordpiece_reference  # noqa: E402
 import model_reference  # noqa: E402
+import seq2seq_reference  # noqa: E402
 import safetensors_io as st  # noqa: E402
 
 TOL = 1e-4
@@ -96,7 +97,7 @@ def token_sequences(name, vocab):
 def layer_input(checkpoint, layer, config, ids=None, sentence=None):
     """The input for one layer: token_ids or a sentence; an encoder-decoder's (BART's) encoder reads
     them as source_ids or source, with "stack": "encoder"."""
-    encdec = config.get("model_type") == "bart"
+    encdec = config.get("model_type") in model_reference.SEQ2SEQ_TYPES
     ck = dict(checkpoint, layer=layer, **({"stack": "encoder"} if encdec else {}))
     if ids is not None:
         return {"checkpoint": ck, ("source_ids" if encdec else "token_ids"): ids}
@@ -179,6 +180,9 @@ DISTINCT = {
     "gemma3": [("with the other layers sliding", {"_wrong_sliding": True})],
     "olmo2": [("with q_norm and k_norm per head, not over the whole width", {"_qk_norm_per_head": True})],
     "bart": [("with positions from row 0, not BART's offset of 2", {"_no_offset": True})],
+    "t5": [("with scores scaled by 1/√d_kv (T5 has no scale)", {"_scaled": True}),
+           ("with the bidirectional buckets' sides swapped", {"_sides_swapped": True})],
+    "marian": [("with sines and cosines interleaved, not in halves", {"_interleaved": True})],
     "bert": [("without the token type embedding", {"_no_token_types": True}),
              ("with the tanh GELU, not the erf one", {"_gelu_tanh": True})],
     "roberta": [("with positions from 0, not from pad_token_id + 1", {"_no_offset": True})],
@@ -303,6 +307,11 @@ def reference_pieces(directory, text):
         ids = sp.encode(text)
         inv = {v: k for k, v in m["vocab"].items()}
         return [inv[i] for i in ids], ids
+    if os.path.exists(os.path.join(directory, "source.spm")):  # Marian's: the pieces' ids from vocab.json (MarianTokenizer)
+        import sentencepiece
+        vocab = json.load(open(vj, encoding="utf-8"))
+        pieces = sentencepiece.SentencePieceProcessor(model_file=os.path.join(directory, "source.spm")).encode(text, out_type=str)
+        return [p if p in vocab else "<unk>" for p in pieces], [vocab.get(p, vocab["<unk>"]) for p in pieces]
     if os.path.exists(vj) and os.path.exists(mt):
         vocab = json.load(open(vj, encoding="utf-8"))
         ids = tt.Gpt2Encoder(directory).encode(text)
@@ -311,6 +320,8 @@ def reference_pieces(directory, text):
     if os.path.exists(os.path.join(directory, "vocab.txt")) and not os.path.exists(vj):
         return wordpiece_reference.encode(directory, text)
     tm = os.path.join(directory, "tokenizer.model")
+    if os.path.exists(os.path.join(directory, "spiece.model")):  # T5's
+        tm = os.path.join(directory, "spiece.model")
     if os.path.exists(tm):
         import sentencepiece
         sp = sentencepiece.SentencePieceProcessor(model_file=tm)
@@ -363,7 +374,7 @@ def tokenizer_is_byte_level(directory):
     tj = os.path.join(directory, "tokenizer.json")
     if os.path.exists(tj):
         return "ByteLevel" in open(tj, encoding="utf-8").read()
-    return os.path.exists(os.path.join(directory, "vocab.json"))
+    return os.path.exists(os.path.join(directory, "vocab.json")) and not os.path.exists(os.path.join(directory, "source.spm"))
 
 
 def _gpt2_byte_decoder():
@@ -424,7 +435,11 @@ def check_sentences(report, attn, work, made):
             how = "no reference tokenizer: labels not compared"
             if ref is not None:
                 pieces, ids = ref
-                if config.get("model_type") in model_reference.ENCODER_TYPES:  # [CLS] … [SEP], <s> … </s>
+                if config.get("model_type") in ("t5", "marian"):  # … </s>
+                    eos = config["eos_token_id"]
+                    ids, pieces = ids + [eos], pieces + ["</s>"]
+                    how = "</s> after the reference pieces"
+                elif config.get("model_type") in model_reference.ENCODER_TYPES:  # [CLS] … [SEP], <s> … </s>
                     first, last = ("<s>", "</s>") if config["model_type"] in ("roberta", "bart") else ("[CLS]", "[SEP]")
                     vocab = piece_ids(d)
                     ids, pieces = [vocab[first]] + ids + [vocab[last]], [first] + pieces + [last]
@@ -577,6 +592,20 @@ def bad_cases(made):
         ("a weight in a dtype attn does not read (ln_1.weight as F64)", "gpt2-f32",
          lambda d: _replace_tensor(os.path.join(d, ms), "h.0.ln_1.weight", st.Tensor.of(np.ones(16, np.float64))),
          {"layer": 0}, [ms, "h.0.ln_1.weight", "F64"]),
+        ("missing relative-attention table (T5's encoder block 0)", "t5-f32",
+         lambda d: _drop_tensor(os.path.join(d, ms), "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"),
+         {"layer": 1, "_ck": {"stack": "encoder"}, "_ids_key": "source_ids"},
+         [ms, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "T5"]),
+        ("missing relative-attention table (T5's decoder block 0)", "t5-f32",
+         lambda d: _drop_tensor(os.path.join(d, ms), "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"),
+         {"layer": 0, "_ck": {"stack": "decoder"}, "_ids_key": "source_ids", "_extra": {"token_ids": [0, 5]}},
+         [ms, "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "T5"]),
+        ("T5's is_gated_act disagreeing with feed_forward_proj", "t5-f32",
+         lambda d: _edit_config(os.path.join(d, "config.json"), is_gated_act=True),
+         {"layer": 0, "_ck": {"stack": "encoder"}, "_ids_key": "source_ids"}, ["config.json", "is_gated_act", "feed_forward_proj"]),
+        ("T5's feed_forward_proj of an activation attn does not compute", "t5-f32",
+         lambda d: _edit_config(os.path.join(d, "config.json"), feed_forward_proj="gated-softplus", is_gated_act=None, dense_act_fn=None),
+         {"layer": 0, "_ck": {"stack": "encoder"}, "_ids_key": "source_ids"}, ["config.json", "feed_forward_proj", "softplus"]),
         ("missing config.json", "gpt2-f32", lambda d: os.remove(os.path.join(d, "config.json")), {"layer": 0},
          ["config.json"]),
         ("missing model.safetensors (nothing to read)", "gpt2-f32", lambda d: os.remove(os.path.join(d, ms)),
@@ -593,7 +622,8 @@ def check_refusals(report, attn, work, made):
         if mutate:
             mutate(d)
         ids = fields.get("token_ids", [1, 2, 3])
-        inp = {"checkpoint": {"path": os.path.basename(d), "layer": fields["layer"]}, "token_ids": ids}
+        inp = {"checkpoint": dict({"path": os.path.basename(d), "layer": fields["layer"]}, **fields.get("_ck", {})),
+               fields.get("_ids_key", "token_ids"): ids, **fields.get("_extra", {})}
         r = run_attn(attn, write_input(os.path.join(work, f"in-bad-{i:02d}.json"), inp))
         msg = r.stderr.strip()
         missing = [s for s in needles if s not in msg]
@@ -615,58 +645,94 @@ def check_refusals(report, attn, work, made):
     report.groups.append(("refusals", sum(results), len(results)))
 
 
-def check_bart_decoder(report, attn, work, made):
-    """BART's decoder: every layer's self-attention (causal) and cross-attention (to the encoder's
-    output over the source), x, weights and output, against model_reference.forward_bart_decoder, for
-    two source and decoder lengths; and the decoder's tokens from a sentence."""
-    if "bart-f32" not in made:
-        return
-    d, config = made["bart-f32"]
-    _, tensors = model_reference.load(d)
-    ok_all, worst = [], {}
-    for source, ids in (([0, 31, 7, 99, 2], [2, 0, 44]), ([0, 5, 17, 3, 5, 9, 11, 2], [2, 0, 9, 9, 121, 7, 3])):
-        ref = model_reference.forward_bart_decoder(config, tensors, source, ids, torch.float64)
-        for layer in range(config["decoder_layers"]):
-            for att in ("self", "cross"):
-                inp = {"checkpoint": {"path": os.path.relpath(d, work), "layer": layer, "stack": "decoder", "attention": att},
-                       "source_ids": source, "token_ids": ids}
-                r = run_attn(attn, write_input(os.path.join(work, f"in-bart-dec-{att}-L{layer}-T{len(ids)}.json"), inp))
-                where = f"bart-f32 decoder layer {layer} {att}-attention T={len(ids)} S={len(source)}"
-                if r.rc != 0 or r.doc is None:
-                    report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:300]}")
-                    ok_all.append(False)
-                    continue
-                ok = True
-                for sid in ("x", "weights", "output"):
-                    want, got = ref[layer][att][sid].numpy(), r.step(sid)
-                    dd = float(np.abs(got - want).max()) if got is not None and list(got.shape) == list(want.shape) else float("inf")
-                    worst[att + " " + sid] = max(worst.get(att + " " + sid, 0.0), dd)
-                    if not dd <= TOL:
-                        report.fail(f"{where}: {sid} differs by {dd:.3g}")
-                        ok = False
-                ok_all.append(ok)
-    print(f"  {'ok  ' if all(ok_all) else 'FAIL'} bart-f32 decoder: {len(ok_all)} traces (self and cross, every layer, 2 lengths); largest |diff| "
-          + ", ".join(f"{k} {v:.2g}" for k, v in worst.items()))
-    # the decoder's tokens from a sentence: decoder_start_token_id, <s>, then the sentence's tokens
-    if make_checkpoints.tiny_tokenizers is not None:
-        inp = {"checkpoint": {"path": os.path.relpath(d, work), "layer": 0, "stack": "decoder"}, "source": "the cat sat", "sentence": "the mat"}
-        r = run_attn(attn, write_input(os.path.join(work, "in-bart-dec-sentence.json"), inp))
-        labels = (r.doc or {}).get("config", {}).get("tokens") or [[]]
-        labels = labels[0] if labels and isinstance(labels[0], list) else labels
-        ok = r.rc == 0 and labels[:2] == ["</s>", "<s>"] and "".join(labels[2:]) == "the␣mat"
-        print(f"  {'ok  ' if ok else 'FAIL'} bart-f32 decoder tokens of \"the mat\": {labels}")
-        if not ok:
-            report.fail(f"bart decoder sentence: exit {r.rc}, tokens {labels}: {r.stderr.strip()[:200]}")
-        ok_all.append(ok)
+def check_decoders(report, attn, work, made):
+    """The encoder-decoders' decoders (BART, Marian, T5 and T5 v1.1): every layer's self-attention
+    (causal; T5's with its causal buckets) and cross-attention (to the encoder's output over the
+    source), x, weights and output, against model_reference.forward_bart_decoder and
+    seq2seq_reference, for two source and decoder lengths; the decoder's tokens from a sentence."""
+    for name in ("bart-f32", "marian-f32", "t5-f32", "t5v11-bf16"):
+        if name not in made:
+            continue
+        d, config = made[name]
+        _, tensors = model_reference.load(d)
+        mt = config["model_type"]
+        start = config["decoder_start_token_id"]
+        rng = np.random.RandomState(make_checkpoints._seed(name) ^ 0xDEC)
+        rand = lambda n: [int(i) for i in rng.randint(3, min(config["vocab_size"], 150), size=n)]  # noqa: E731
+        ok_all, worst = [], {}
+        layers = config.get("decoder_layers") or config.get("num_decoder_layers") or config["num_layers"]
+        for source, ids in ((rand(5), [start] + rand(2)), (rand(8), [start] + rand(6))):
+            ref = seq2seq_reference.forward_decoder(config, tensors, source, ids, torch.float64)
+            for layer in range(layers):
+                for att in ("self", "cross"):
+                    inp = {"checkpoint": {"path": os.path.relpath(d, work), "layer": layer, "stack": "decoder", "attention": att},
+                           "source_ids": source, "token_ids": ids}
+                    r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-dec-{att}-L{layer}-T{len(ids)}.json"), inp))
+                    where = f"{name} decoder layer {layer} {att}-attention T={len(ids)} S={len(source)}"
+                    if r.rc != 0 or r.doc is None:
+                        report.fail(f"{where}: attn exited {r.rc}: {r.stderr.strip()[:300]}")
+                        ok_all.append(False)
+                        continue
+                    ok = True
+                    for sid in ("x", "weights", "output"):
+                        want, got = ref[layer][att][sid].numpy(), r.step(sid)
+                        dd = float(np.abs(got - want).max()) if got is not None and list(got.shape) == list(want.shape) else float("inf")
+                        worst[att + " " + sid] = max(worst.get(att + " " + sid, 0.0), dd)
+                        if not dd <= TOL:
+                            report.fail(f"{where}: {sid} differs by {dd:.3g}")
+                            ok = False
+                    ok_all.append(ok)
+        print(f"  {'ok  ' if all(ok_all) else 'FAIL'} {name} decoder: {len(ok_all)} traces (self and cross, every layer, 2 lengths); "
+              "largest |diff| " + ", ".join(f"{k} {v:.2g}" for k, v in worst.items()))
+        # the decoder's tokens from a sentence: decoder_start_token_id (BART's <s> after it), then the sentence's
+        if make_checkpoints.tiny_tokenizers is not None and make_checkpoints.CHECKPOINTS[name].get("tokenizer"):
+            inp = {"checkpoint": {"path": os.path.relpath(d, work), "layer": 0, "stack": "decoder"}, "source": "the cat sat", "sentence": "the mat"}
+            r = run_attn(attn, write_input(os.path.join(work, f"in-{name}-dec-sentence.json"), inp))
+            labels = (r.doc or {}).get("config", {}).get("tokens") or [[]]
+            labels = labels[0] if labels and isinstance(labels[0], list) else labels
+            first = {"bart": ["</s>", "<s>"], "marian": ["<pad>"], "t5": ["<pad>"]}[mt]
+            ok = r.rc == 0 and labels[:len(first)] == first and "".join(labels[len(first):]) == "␣the␣mat"[mt == "bart":]
+            if mt == "marian":  # cut by target.spm, not source.spm: the pieces its own model gives
+                import sentencepiece
+                want = sentencepiece.SentencePieceProcessor(model_file=os.path.join(d, "target.spm")).encode("the mat", out_type=str)
+                ok = ok and (r.doc or {}).get("config", {}).get("token_pieces", [])[1:] == want
+            print(f"  {'ok  ' if ok else 'FAIL'} {name} decoder tokens of \"the mat\": {labels}")
+            if not ok:
+                report.fail(f"{name} decoder sentence: exit {r.rc}, tokens {labels}: {r.stderr.strip()[:200]}")
+            ok_all.append(ok)
+        report.groups.append((f"{name}'s decoder", sum(ok_all), len(ok_all)))
     # attn heads draws the encoder only: the decoder is refused, naming what to give
+    d, _ = made["bart-f32"]
     inp = {"checkpoint": {"path": os.path.relpath(d, work), "stack": "decoder"}, "source_ids": [0, 5, 2], "token_ids": [2, 0, 9]}
     p = subprocess.run([attn, "heads", write_input(os.path.join(work, "in-bart-heads-decoder.json"), inp)], capture_output=True, text=True, cwd=work)
     ok = p.returncode == 2 and "attn heads draws BART's encoder" in p.stderr
     print(f"  {'ok  ' if ok else 'FAIL'} attn heads refuses BART's decoder: exit {p.returncode}: {p.stderr.strip()[:120]}")
     if not ok:
         report.fail(f"attn heads on BART's decoder: exit {p.returncode}: {p.stderr.strip()[:200]}")
-    ok_all.append(ok)
-    report.groups.append(("BART's decoder", sum(ok_all), len(ok_all)))
+    report.groups.append(("heads refuses a decoder", int(ok), 1))
+
+
+def check_t5_buckets(report, attn, work, made):
+    """T5's buckets over every distance up to 299 in both directions, with T5's own 32 buckets up to
+    128 (the logarithmic part's float32 arithmetic, and the last bucket past max_distance): the encoder's
+    bidirectional rel.bucket and the decoder's causal one against _relative_position_bucket."""
+    if "t5v11-bf16" not in made:
+        return
+    d, config = made["t5v11-bf16"]
+    ids = [int(i) for i in np.random.RandomState(300).randint(2, 100, size=300)]
+    ok_all = []
+    for stack, inp in (("encoder", {"source_ids": ids}), ("decoder", {"source_ids": ids[:3], "token_ids": [0] + ids[:299]})):
+        inp = dict(inp, checkpoint={"path": os.path.relpath(d, work), "layer": 1, "stack": stack})
+        r = run_attn(attn, write_input(os.path.join(work, f"in-t5-buckets-{stack}.json"), inp), extra=("--steps", "rel.bucket"))
+        _, want = seq2seq_reference.t5_bias(config, torch.zeros(config["relative_attention_num_buckets"], 1), 300, 300, stack == "encoder")
+        got = r.step("rel.bucket")
+        ok = r.rc == 0 and got is not None and np.array_equal(got, want.numpy().astype(np.float32))
+        print(f"  {'ok  ' if ok else 'FAIL'} t5v11-bf16 {stack}: rel.bucket over distances −299 .. 299 equals _relative_position_bucket's "
+              f"({len(np.unique(want.numpy()))} buckets used)")
+        if not ok:
+            report.fail(f"T5 buckets ({stack}): exit {r.rc}; {r.stderr.strip()[:200]}")
+        ok_all.append(ok)
+    report.groups.append(("T5's buckets", sum(ok_all), len(ok_all)))
 
 
 def check_pairs(report, attn, work, made):
@@ -724,9 +790,9 @@ def check_pairs(report, attn, work, made):
         ("roberta-f32", {"token_ids": [5] * 33}, "counted from pad_token_id + 1 = 2"),
         ("bert-f32", {"sentence_b": "sat", "token_ids": [4, 5]}, "sentence_b: is the second sentence of a pair"),
         # the encoder-decoders: which stack and attention, and their inputs (_ck: keys of "checkpoint")
-        ("gpt2-f32", {"_ck": {"stack": "encoder"}, "token_ids": [4, 5]}, "checkpoint.stack: is for the encoder-decoders (BART): GPT-2 has one stack"),
+        ("gpt2-f32", {"_ck": {"stack": "encoder"}, "token_ids": [4, 5]}, "checkpoint.stack: is for the encoder-decoders (BART, Marian, T5): GPT-2 has one stack"),
         ("bert-f32", {"_ck": {"attention": "cross"}, "token_ids": [4, 5]}, "checkpoint.attention: is for the encoder-decoders"),
-        ("gpt2-f32", {"source": "the cat"}, "source: is the encoder's input of an encoder-decoder (BART); GPT-2 reads"),
+        ("gpt2-f32", {"source": "the cat"}, "source: is the encoder's input of an encoder-decoder (BART, Marian, T5); GPT-2 reads"),
         ("bart-f32", {"source_ids": [0, 5, 2]}, "checkpoint.stack: BART has an encoder and a decoder: give \"stack\": \"encoder\" or \"decoder\""),
         ("bart-f32", {"_ck": {"stack": "decoder"}, "source_ids": [0, 5, 2]}, "sentence: BART's decoder reads \"sentence\""),
         ("bart-f32", {"_ck": {"stack": "encoder", "attention": "cross"}, "source_ids": [0, 5, 2]}, "checkpoint.attention: BART's encoder has self-attention only"),
@@ -737,6 +803,11 @@ def check_pairs(report, attn, work, made):
         ("bart-f32", {"_ck": {"stack": "decoder"}, "source_ids": [0, 5, 2], "token_ids": [2, 0], "token_type_ids": [0, 0, 0]},
          "token_type_ids: is for the encoders (BERT, RoBERTa, DistilBERT), whose tokens come in pairs; BART's encoder reads one \"source\""),
         ("bart-f32", {"_ck": {"stack": "encoder"}, "source_ids": [0] * 41}, "41 tokens, but BART has learned positions for max_position_embeddings = 40"),
+        ("t5-f32", {"_ck": {"stack": "decoder", "attention": "cross"}, "token_ids": [0, 5]}, "source: give \"source\""),
+        ("t5-f32", {"_ck": {"stack": "decoder", "attention": "self"}, "source_ids": [5, 1], "token_ids": [0, 5], "sentence": "the"},
+         "token_ids: T5's decoder reads \"sentence\""),
+        ("marian-f32", {"_ck": {"stack": "encoder"}, "source_ids": [3] * 65}, "65 source tokens, but Marian has sinusoidal positions for max_position_embeddings = 64"),
+        ("marian-f32", {"_ck": {"stack": "decoder"}, "source_ids": [3, 0], "token_ids": [172] * 65}, "65 decoder tokens, but Marian has sinusoidal positions for max_position_embeddings = 64"),
     ]
     for name, fields, needle in refusals:
         if name not in made:
@@ -819,7 +890,8 @@ def main(argv):
         check_sentences(report, attn, work, made)
         check_refusals(report, attn, work, made)
         check_pairs(report, attn, work, made)
-        check_bart_decoder(report, attn, work, made)
+        check_decoders(report, attn, work, made)
+        check_t5_buckets(report, attn, work, made)
         print("== summary")
         for g, ok, n in report.groups:
             print(f"  {g}: {ok} of {n} passed")

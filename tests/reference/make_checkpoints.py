@@ -132,6 +132,20 @@ CHECKPOINTS = {
                      tokenizer="roberta-files",
                      what="BART, F32, encoder and decoder tensors (attn reads the encoder), positions from row 2, layernorm_embedding, "
                           "<s> … </s> byte-level BPE"),
+    # the encoder-decoders without learned positions: Marian (sinusoidal positions, computed; swish; × √C;
+    # its SentencePiece models cut the text, vocab.json numbers the pieces) and T5 (RMS norms, no scale, a
+    # relative position bias; few buckets and a short max_distance so that short inputs reach the
+    # logarithmic buckets): T5 with relu, tied, more decoder layers than encoder layers; T5 v1.1's gated
+    # gelu in BF16 with H·d_kv ≠ d_model and an untied lm_head
+    "marian-f32": dict(kind="marian", model_type="marian", dtype="F32", C=32, H=4, I=64, L=2, npos=64, prefix="model.", shards=1,
+                       tokenizer="marian",
+                       what="Marian, F32, sinusoidal positions (not stored), swish, scale_embedding, source.spm / target.spm + vocab.json"),
+    "t5-f32": dict(kind="t5", model_type="t5", dtype="F32", C=32, H=4, dkv=8, I=64, L=2, Ldec=3, buckets=8, max_distance=12, prefix="",
+                   shards=1, ff="relu", tied=True, tokenizer="t5-spm",
+                   what="T5, F32, relu MLP, 2 encoder and 3 decoder layers, 8 buckets up to distance 12, tied, spiece.model"),
+    "t5v11-bf16": dict(kind="t5", model_type="t5", dtype="BF16", C=32, H=3, dkv=12, I=48, L=2, Ldec=2, buckets=32, max_distance=128,
+                       prefix="", shards=1, ff="gated-gelu", tied=False, tokenizer=None,
+                       what="T5 v1.1 / Flan-T5, BF16, gated-gelu, H·d_kv = 36 ≠ d_model 32, 32 buckets up to 128, lm_head.weight"),
     "single-file": dict(kind="gpt2", dtype="F32", C=16, H=4, L=2, npos=32, prefix="", shards=1, buffers=True,
                         tokenizer=None, lone_file="tiny-gpt2-weights.safetensors",
                         what="a lone .safetensors file (GPT-2) with no config.json beside it; "
@@ -173,6 +187,10 @@ def write_tokenizer(kind, directory):
         return write_wordpiece(directory, cased=kind == "wordpiece-cased")
     elif kind == "roberta-files":
         return write_roberta_files(directory)
+    elif kind == "t5-spm":
+        return write_t5_spm(directory)
+    elif kind == "marian":
+        return write_marian_spm(directory)
     else:
         raise ValueError(kind)
     return tokenizer_vocab_size(directory)
@@ -212,6 +230,53 @@ def write_roberta_files(directory):
     with open(os.path.join(directory, "merges.txt"), "w", encoding="utf-8") as f:
         f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
     return len(ordered)
+
+
+def unigram_model_bytes(lines, vocab, **ids):
+    """A SentencePiece unigram model (as T5's and Marian's are) trained on lines, one thread, deterministic."""
+    import io
+    import sentencepiece as spm
+    if hasattr(spm, "set_random_generator_seed"):
+        spm.set_random_generator_seed(1)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=vocab, hard_vocab_limit=False,
+        num_threads=1, character_coverage=1.0, input_sentence_size=0, shuffle_input_sentence=False, minloglevel=2, **ids)
+    return model.getvalue()
+
+
+def _text_lines():
+    return [line for line in tiny_tokenizers.TEXT.split("\n") if line]
+
+
+def write_t5_spm(directory):
+    """T5's spiece.model: pad 0, </s> 1, <unk> 2, no BOS; vocab_size is 4 more (T5's extra ids)."""
+    import sentencepiece as spm
+    data = unigram_model_bytes(_text_lines(), 300, pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    with open(os.path.join(directory, "spiece.model"), "wb") as f:
+        f.write(data)
+    return spm.SentencePieceProcessor(model_proto=data).vocab_size() + 4
+
+
+def write_marian_spm(directory):
+    """Marian's source.spm (the text's first half) and target.spm (its second half), and vocab.json:
+    </s> 0, <unk> 1, every piece of either model, <pad> last (pad_token_id and decoder_start_token_id)."""
+    import sentencepiece as spm
+    lines = _text_lines()
+    vocab = {"</s>": 0, "<unk>": 1}
+    for name, part, size in (("source.spm", lines[: len(lines) // 2], 200), ("target.spm", lines[len(lines) // 2:], 160)):
+        data = unigram_model_bytes(part, size, unk_id=0, bos_id=-1, eos_id=-1)
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+        sp = spm.SentencePieceProcessor(model_proto=data)
+        for i in range(sp.vocab_size()):
+            p = sp.id_to_piece(i)
+            if p not in vocab and not sp.is_unknown(i):
+                vocab[p] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(vocab, ensure_ascii=False, indent=2))
+    return len(vocab)
 
 
 def tokenizer_vocab_size(directory):
@@ -501,6 +566,67 @@ def bart_config(spec, vocab):
             "transformers_version": "4.44.2", "use_cache": True, "vocab_size": vocab}
 
 
+def marian_tensors(spec, vocab, rng):
+    """MarianMTModel's names: model.shared (tied), the encoder's and decoder's layers as BART's, no
+    embed_positions (sinusoidal, computed) and no layernorm_embedding; final_logits_bias."""
+    t = bart_tensors(spec, vocab, rng)
+    return {k: v for k, v in t.items() if "embed_positions" not in k and "layernorm_embedding" not in k}
+
+
+def marian_config(spec, vocab):
+    c = bart_config(spec, vocab)
+    for k in ("add_bias_logits", "add_final_layer_norm", "classif_dropout", "normalize_before", "normalize_embedding", "num_hidden_layers"):
+        c.pop(k, None)
+    c.update({"activation_function": "swish", "architectures": ["MarianMTModel"], "model_type": "marian", "scale_embedding": True,
+              "pad_token_id": vocab - 1, "decoder_start_token_id": vocab - 1, "eos_token_id": 0, "forced_eos_token_id": 0,
+              "bos_token_id": 0, "decoder_vocab_size": vocab, "share_encoder_decoder_embeddings": True, "static_position_embeddings": True})
+    return c
+
+
+def t5_tensors(spec, vocab, rng):
+    """T5ForConditionalGeneration's names: shared, encoder.block.{i}.layer.0.SelfAttention.{q,k,v,o},
+    block 0's relative_attention_bias, layer.0/1.layer_norm, layer.1.DenseReluDense.{wi | wi_0, wi_1, wo};
+    the decoder's blocks with layer.1.EncDecAttention and layer.2 the MLP; both final_layer_norms;
+    lm_head.weight when untied. q and k small: T5 does not scale the scores."""
+    C, H, dkv, I = spec["C"], spec["H"], spec["dkv"], spec["I"]
+    inner = H * dkv
+    f = lambda *s, sc: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    t = {"shared.weight": f(vocab, C, sc=1.0)}
+    for stack, L in (("encoder", spec["L"]), ("decoder", spec["Ldec"])):
+        for i in range(L):
+            p = f"{stack}.block.{i}.layer."
+            atts = [("0.", "SelfAttention")] + ([("1.", "EncDecAttention")] if stack == "decoder" else [])
+            for q, att in atts:
+                for n, sc in (("q", 0.12), ("k", 0.12), ("v", 0.25)):
+                    t[f"{p}{q}{att}.{n}.weight"] = f(inner, C, sc=sc)
+                t[f"{p}{q}{att}.o.weight"] = f(C, inner, sc=0.2)
+                t[f"{p}{q}layer_norm.weight"] = 1 + f(C, sc=0.1)
+            m = "2." if stack == "decoder" else "1."
+            if spec["ff"].startswith("gated"):
+                t[f"{p}{m}DenseReluDense.wi_0.weight"], t[f"{p}{m}DenseReluDense.wi_1.weight"] = f(I, C, sc=0.2), f(I, C, sc=0.2)
+            else:
+                t[f"{p}{m}DenseReluDense.wi.weight"] = f(I, C, sc=0.2)
+            t[f"{p}{m}DenseReluDense.wo.weight"] = f(C, I, sc=0.1)
+            t[f"{p}{m}layer_norm.weight"] = 1 + f(C, sc=0.1)
+        t[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"] = f(spec["buckets"], H, sc=1.0)
+        t[f"{stack}.final_layer_norm.weight"] = 1 + f(C, sc=0.1)
+    if not spec["tied"]:
+        t["lm_head.weight"] = f(vocab, C, sc=0.3)
+    return t
+
+
+def t5_config(spec, vocab):
+    gated = spec["ff"].startswith("gated")
+    return {"architectures": ["T5ForConditionalGeneration"], "classifier_dropout": 0.0, "d_ff": spec["I"], "d_kv": spec["dkv"],
+            "d_model": spec["C"], "decoder_start_token_id": 0, "dense_act_fn": "gelu_new" if gated else "relu", "dropout_rate": 0.1,
+            "eos_token_id": 1, "feed_forward_proj": spec["ff"], "initializer_factor": 1.0, "is_encoder_decoder": True,
+            "is_gated_act": gated, "layer_norm_epsilon": 1e-06, "model_type": "t5", "n_positions": 512, "num_decoder_layers": spec["Ldec"],
+            "num_heads": spec["H"], "num_layers": spec["L"], "output_past": True, "pad_token_id": 0,
+            "relative_attention_max_distance": spec["max_distance"], "relative_attention_num_buckets": spec["buckets"],
+            "tie_word_embeddings": spec["tied"], "torch_dtype": {"F32": "float32", "BF16": "bfloat16"}[spec["dtype"]],
+            "transformers_version": "4.44.2", "use_cache": True, "vocab_size": vocab}
+
+
 def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as f:
         f.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
@@ -525,6 +651,12 @@ def make(name, spec, out_dir):
     elif spec["kind"] == "bart":
         tensors = bart_tensors(spec, vocab, rng)
         config = bart_config(spec, vocab)
+    elif spec["kind"] == "marian":
+        tensors = marian_tensors(spec, vocab, rng)
+        config = marian_config(spec, vocab)
+    elif spec["kind"] == "t5":
+        tensors = t5_tensors(spec, vocab, rng)
+        config = t5_config(spec, vocab)
     else:
         tensors = llama_tensors(spec, vocab, rng)
         config = llama_config(spec, vocab)

@@ -348,7 +348,8 @@ def gemma_attention(q, k, v, allowed, config):
     return w, w @ v
 
 
-ENCODER_TYPES = ("bert", "roberta", "distilbert", "bart")
+ENCODER_TYPES = ("bert", "roberta", "distilbert", "bart", "marian", "t5")
+SEQ2SEQ_TYPES = ("bart", "marian", "t5")
 
 
 def forward_bart_encoder(config, tensors, ids, dtype=torch.float32, layers=None, keep=None):
@@ -447,6 +448,9 @@ def forward_encoder(config, tensors, ids, dtype=torch.float32, layers=None, type
     mt = config["model_type"]
     if mt == "bart":
         return forward_bart_encoder(config, tensors, ids, dtype, layers)
+    if mt in ("marian", "t5"):  # seq2seq_reference.py, beside this file
+        import seq2seq_reference
+        return seq2seq_reference.forward_encoder(config, tensors, ids, dtype)[:layers]
     distil = mt == "distilbert"
     t = _strip(tensors, mt + ".")
     W = lambda n: _t(t, n, dtype)  # noqa: E731
@@ -505,8 +509,10 @@ def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None, 
 
 
 def num_layers(config):
-    if config.get("model_type") == "bart":
+    if config.get("model_type") in ("bart", "marian"):
         return config["encoder_layers"]
+    if config.get("model_type") == "t5":
+        return config["num_layers"]
     if config.get("model_type") == "gemma3":
         return config["text_config"]["num_hidden_layers"]
     if config.get("model_type") == "distilbert":

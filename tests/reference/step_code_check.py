@@ -252,10 +252,10 @@ def checkpoint_inputs(work):
         spec = make_checkpoints.CHECKPOINTS[name]
         checkpoint = {"path": os.path.join(d, spec["lone_file"]), "config": config} if "lone_file" in spec else {"path": d}
         text = config.get("text_config", config)
-        layers = int(text.get("num_hidden_layers", text.get("n_layer", 1)))
+        layers = int(text.get("num_hidden_layers", text.get("n_layer", text.get("num_layers", text.get("encoder_layers", 1)))))
         vocab = int(text.get("vocab_size", 512))
         ids = [(7 * i + 3) % min(vocab, 200) for i in range(6)]
-        encdec = config.get("model_type") == "bart"  # its encoder: "stack" and "source_ids"
+        encdec = config.get("model_type") in ("bart", "marian", "t5")  # its encoder: "stack" and "source_ids"
         for layer in sorted({0, layers - 1}):
             ck = dict(checkpoint, layer=layer, **({"stack": "encoder"} if encdec else {}))
             out.append((f"checkpoint {name} layer {layer}", {"checkpoint": ck, ("source_ids" if encdec else "token_ids"): ids}))

@@ -224,7 +224,7 @@ TEST_CASE("RoPE's base and scaling from either config form", "[checkpoint]") {
 TEST_CASE("config.json refusals name the file, the key and what was expected", "[checkpoint]") {
   json c = kGpt2;
   c["model_type"] = "gpt3";
-  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", \"bert\", \"roberta\", \"distilbert\", \"bart\", got \"gpt3\" (did you mean \"gpt2\"?)");
+  CHECK(refusal(c) == "ckpt/config.json: \"model_type\": attn reads \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", \"bert\", \"roberta\", \"distilbert\", \"bart\", \"marian\", \"t5\", got \"gpt3\" (did you mean \"gpt2\"?)");
   c = kGpt2;
   c.erase("n_head");
   CHECK(refusal(c) == "ckpt/config.json: \"n_head\" is required: a positive integer");
@@ -258,8 +258,8 @@ TEST_CASE("config.json refusals name the file, the key and what was expected", "
   c["hidden_act"] = "gelu";
   CHECK_THAT(refusal(c), Catch::Contains("\"hidden_act\": attn computes the Llama family's \"silu\""));
   CHECK(refusal(json::array()) == "ckpt/config.json: expected a JSON object (config.json's content), got array");
-  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected one of \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", \"bert\", \"roberta\", \"distilbert\", \"bart\"");
-  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected one of \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", \"bert\", \"roberta\", \"distilbert\", \"bart\"");
+  CHECK(refusal(json::object()) == "ckpt/config.json: \"model_type\" is required: expected one of \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", \"bert\", \"roberta\", \"distilbert\", \"bart\", \"marian\", \"t5\"");
+  CHECK(refusal({{"model_type", 2}}) == "ckpt/config.json: \"model_type\" is not a string (2): expected one of \"gpt2\", \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\", \"gemma2\", \"gemma3_text\", \"gemma3\", \"olmo2\", \"bert\", \"roberta\", \"distilbert\", \"bart\", \"marian\", \"t5\"");
 }
 
 TEST_CASE("every config.json key is read, known to change nothing, refused, or named as not read", "[checkpoint]") {

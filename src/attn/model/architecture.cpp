@@ -11,6 +11,7 @@
 #include "attn/model/checkpoint.hpp"
 #include "attn/spec/rope_scaling.hpp"
 #include "attn/suggest.hpp"
+#include "attn/model/architecture_detail.hpp"
 
 namespace attn::model {
 
@@ -18,27 +19,8 @@ using json = nlohmann::json;
 
 namespace {
 
-// config[key] as a positive integer; `fallback` when absent or null (none: required).
-std::int64_t positive(const json& c, const std::string& origin, const char* key, std::optional<std::int64_t> fallback = std::nullopt) {
-  if (!c.contains(key) || c[key].is_null()) {
-    if (fallback) return *fallback;
-    throw InputError(fmt::format("{}: \"{}\" is required: a positive integer", origin, key));
-  }
-  const json& v = c[key];
-  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t{1} << 40)) {
-    throw InputError(fmt::format("{}: \"{}\": expected a positive integer, got {}", origin, key, v.dump()));
-  }
-  return v.get<std::int64_t>();
-}
-
-double positive_number(const json& c, const std::string& origin, const char* key, double fallback) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  const json& v = c[key];
-  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) {
-    throw InputError(fmt::format("{}: \"{}\": expected a positive number, got {}", origin, key, v.dump()));
-  }
-  return v.get<double>();
-}
+using detail::positive;
+using detail::positive_number;
 
 // RoPE's base and scaling, in either of the forms config.json files have: top-level "rope_theta"
 // with "rope_scaling", or (the model library's newer form) "rope_parameters" holding "rope_theta",
@@ -335,72 +317,10 @@ Architecture read_encoder(const json& c, const std::string& origin) {
 
 }  // namespace
 
-// BART (BartConfig): its encoder, post-LN blocks like BERT's with learned positions from row 2 and a
-// LayerNorm on the embeddings. The decoder's sizes are read and checked; its attention is not traced.
-Architecture read_bart(const json& c, const std::string& origin) {
-  Architecture a;
-  a.model_type = "bart";
-  a.family = Family::Bert;
-  a.block = Architecture::Block::PostLayerNorm;
-  a.encoder_decoder = true;
-  a.C = positive(c, origin, "d_model", 1024);
-  a.H = a.Hkv = positive(c, origin, "encoder_attention_heads", 16);
-  if (a.C % a.H != 0) throw InputError(fmt::format("{}: \"encoder_attention_heads\" = {} does not divide \"d_model\" = {}", origin, a.H, a.C));
-  a.hd = a.C / a.H;
-  a.layers = positive(c, origin, "encoder_layers", 12);
-  a.vocab = positive(c, origin, "vocab_size", 50265);
-  a.inner = positive(c, origin, "encoder_ffn_dim", 4096);
-  a.positions = positive(c, origin, "max_position_embeddings", 1024);
-  a.eps = 1e-5;  // nn.LayerNorm's default, which BART's layers keep
-  a.pad_id = c.contains("pad_token_id") && c["pad_token_id"].is_number_integer() ? c["pad_token_id"].get<std::int64_t>() : 1;
-  a.position_offset = 2;
-  if (c.value("scale_embedding", false) == true) a.embedding_multiplier = std::sqrt(static_cast<double>(a.C));
-  if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
-  if (c.contains("activation_function") && c["activation_function"] != "gelu") {
-    throw InputError(fmt::format("{}: \"activation_function\": attn computes BART's \"gelu\" (the erf form), got {}", origin, c["activation_function"].dump()));
-  }
-  a.decoder_layers = positive(c, origin, "decoder_layers", 12);
-  if (c.contains("decoder_start_token_id") && !c["decoder_start_token_id"].is_null()) {
-    const json& v = c["decoder_start_token_id"];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-      throw InputError(fmt::format("{}: \"decoder_start_token_id\": expected a token id, an integer ≥ 0, got {}", origin, v.dump()));
-    }
-    a.decoder_start = v.get<std::int64_t>();
-  }
-  for (const auto& [dec, enc] : {std::pair{"decoder_attention_heads", a.H}, std::pair{"decoder_ffn_dim", a.inner}}) {
-    if (positive(c, origin, dec, enc) != enc) {
-      throw InputError(fmt::format("{}: \"{}\" = {}: attn reads BART with the encoder's sizes in the decoder too ({})", origin, dec, c[dec].dump(), enc));
-    }
-  }
-  auto refuse_if = [&](const char* key, bool set, const std::string& why) {
-    if (set) throw InputError(fmt::format("{}: \"{}\": {} is {}; attn reads BART as published", origin, key, c[key].dump(), why));
-  };
-  refuse_if("normalize_before", c.value("normalize_before", false) == true, "pre-LN blocks (mBART's)");
-  refuse_if("add_final_layer_norm", c.value("add_final_layer_norm", false) == true, "a LayerNorm after the last layer (mBART's)");
-  refuse_if("normalize_embedding", c.value("normalize_embedding", true) != true, "no LayerNorm on the embeddings");
-  refuse_if("static_position_embeddings", c.value("static_position_embeddings", false) == true, "sinusoidal positions (Marian's)");
-  refuse_if("extra_pos_embeddings", c.contains("extra_pos_embeddings") && c["extra_pos_embeddings"] != 2, "a position offset other than 2");
-  static const std::vector<std::string_view> read = {
-      "model_type", "d_model", "encoder_attention_heads", "encoder_layers", "vocab_size", "encoder_ffn_dim", "max_position_embeddings",
-      "pad_token_id", "scale_embedding", "bos_token_id", "eos_token_id", "activation_function", "decoder_layers", "decoder_attention_heads",
-      "decoder_ffn_dim", "normalize_before", "add_final_layer_norm", "normalize_embedding", "static_position_embeddings", "extra_pos_embeddings",
-      "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "is_encoder_decoder", "num_hidden_layers"};
-  static const std::vector<std::string_view> no_effect = {
-      "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "init_std", "dropout", "attention_dropout",
-      "activation_dropout", "classifier_dropout", "classif_dropout", "encoder_layerdrop", "decoder_layerdrop", "id2label", "label2id",
-      "num_labels", "gradient_checkpointing", "output_past", "task_specific_params", "num_beams", "max_length", "min_length",
-      "no_repeat_ngram_size", "early_stopping", "length_penalty", "prefix", "add_bias_logits", "tie_word_embeddings", "return_dict",
-      "output_hidden_states", "output_attentions", "torchscript", "tokenizer_class"};
-  for (const auto& item : c.items()) {
-    const std::string& key = item.key();
-    const auto in = [&](const std::vector<std::string_view>& l) { return std::find(l.begin(), l.end(), key) != l.end(); };
-    if (!in(read) && !in(no_effect)) a.unread.push_back(key);
-  }
-  return a;
-}
-
 std::string Architecture::name() const {
   if (model_type == "bart") return "BART";
+  if (model_type == "marian") return "Marian";
+  if (model_type == "t5") return "T5";
   if (model_type == "gpt2") return "GPT-2";
   if (model_type == "llama") return "Llama";
   if (model_type == "mistral") return "Mistral";
@@ -417,7 +337,7 @@ std::string Architecture::name() const {
 
 Architecture read_architecture(const json& config, const std::string& origin) {
   static const std::vector<std::string_view> kTypes = {"gpt2",   "llama",  "mistral", "qwen2", "qwen3",   "phi3",
-                                                       "gemma2", "gemma3_text", "gemma3", "olmo2", "bert", "roberta", "distilbert", "bart"};
+                                                       "gemma2", "gemma3_text", "gemma3", "olmo2", "bert", "roberta", "distilbert", "bart", "marian", "t5"};
   if (!config.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, config.type_name()));
   if (!config.contains("model_type") || !config["model_type"].is_string()) {
     throw InputError(fmt::format("{}: \"model_type\" is {}: expected one of \"{}\"", origin,
@@ -427,6 +347,8 @@ Architecture read_architecture(const json& config, const std::string& origin) {
   if (config["model_type"] == "gemma3") return read_gemma3_multimodal(config, origin);
   if (config["model_type"] == "bert" || config["model_type"] == "roberta" || config["model_type"] == "distilbert") return read_encoder(config, origin);
   if (config["model_type"] == "bart") return read_bart(config, origin);
+  if (config["model_type"] == "marian") return read_marian(config, origin);
+  if (config["model_type"] == "t5") return read_t5(config, origin);
   const bool gemma = config["model_type"] == "gemma2" || config["model_type"] == "gemma3_text";
   const json c = gemma ? with_gemma_defaults(config, config["model_type"] == "gemma3_text") : config;
   Architecture a;

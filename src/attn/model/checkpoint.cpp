@@ -85,13 +85,13 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
   }
   Checkpoint c(std::move(*arch), std::move(*store), shown);
   const bool gpt2 = c.arch_.family == Family::Gpt2, encoder = c.arch_.encoder();
-  const bool bart = c.arch_.model_type == "bart";
-  const std::string embed = gpt2 ? "wte.weight" : bart ? "shared.weight" : encoder ? "embeddings.word_embeddings.weight" : "embed_tokens.weight";
+  const bool seq2seq = c.arch_.encoder_decoder;
+  const std::string embed = c.embedding_name(false);
   // a multimodal Gemma 3 keeps its language model under one of two prefixes, older and newer; an
   // encoder saved with a task head under its model type's name
   const std::string typed = c.arch_.model_type + ".";
   const auto prefixes = gpt2                               ? std::vector<const char*>{"", "transformer."}
-                        : bart                             ? std::vector<const char*>{"model.", ""}
+                        : seq2seq                          ? std::vector<const char*>{"model.", ""}
                         : encoder                          ? std::vector<const char*>{typed.c_str(), ""}
                         : c.arch_.model_type == "gemma3" ? std::vector<const char*>{"language_model.model.", "model.language_model."}
                                                          : std::vector<const char*>{"model.", ""};
@@ -107,6 +107,10 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
   }
   if (fs::is_directory(status)) {
     c.tokenizer_ = load_tokenizer(path);
+    // Marian's decoder text is cut by its own target.spm, into the same vocabulary
+    if (c.arch_.model_type == "marian" && fs::exists(fs::path(path) / "target.spm") && fs::exists(fs::path(path) / "vocab.json")) {
+      c.decoder_tokenizer_ = open_marian(path, "target.spm");
+    }
     // Llama's, Mistral's and Gemma's tokenizers put BOS first; tokenizer_config.json's add_bos_token decides where it is given.
     c.adds_bos_ = c.arch_.bos && (c.arch_.model_type == "llama" || c.arch_.model_type == "mistral" || c.arch_.model_type.starts_with("gemma"));
     const fs::path tc = fs::path(path) / "tokenizer_config.json";
@@ -124,7 +128,9 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
 }
 
 std::string Checkpoint::describe() const {
-  return fmt::format("{} ({}): {} layers × {} heads{}, C = {}", arch_.name(), shown_, arch_.layers, arch_.H,
+  const std::string layers = arch_.encoder_decoder ? fmt::format("{} encoder and {} decoder layers", arch_.layers, arch_.decoder_layers)
+                                                   : fmt::format("{} layers", arch_.layers);
+  return fmt::format("{} ({}): {} × {} heads{}, C = {}", arch_.name(), shown_, layers, arch_.H,
                      arch_.Hkv != arch_.H ? fmt::format(" on {} kv head{}", arch_.Hkv, arch_.Hkv == 1 ? "" : "s") : "", arch_.C);
 }
 
@@ -145,6 +151,12 @@ std::pair<Tensor, Tensor> Checkpoint::layer_norm(const std::string& base) const 
 Checkpoint::Specials Checkpoint::specials() const {
   if (!arch_.encoder() || !tokenizer_) return {};
   // BERT's [CLS] a [SEP] b [SEP]; RoBERTa's <s> a </s></s> b </s>, each as the tokenizer spells it
+  if (arch_.model_type == "t5" || arch_.model_type == "marian") {
+    // T5's and Marian's tokenizers put </s> last and nothing first
+    const std::int64_t eos = tokenizer_->id_of("</s>");
+    if (eos < 0) throw InputError(fmt::format("{}: the tokenizer has no </s> token, which {} puts after a sentence", shown_, arch_.name()));
+    return Specials{{}, {}, {eos}};
+  }
   const bool roberta = arch_.model_type == "roberta" || arch_.model_type == "bart";  // BART's tokenizer is RoBERTa's
   const std::int64_t first = tokenizer_->id_of(roberta ? "<s>" : "[CLS]"), last = tokenizer_->id_of(roberta ? "</s>" : "[SEP]");
   if (first < 0 || last < 0) {
@@ -308,10 +320,7 @@ float Checkpoint::embedding_scale() const {
 
 Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types) const {
   const auto T = static_cast<std::int64_t>(ids.size());
-  const StoredTensor& wte = stored(arch_.family == Family::Gpt2    ? "wte.weight"
-                                   : arch_.model_type == "bart"     ? "shared.weight"
-                                   : arch_.encoder()                ? "embeddings.word_embeddings.weight"
-                                                                    : "embed_tokens.weight");
+  const StoredTensor& wte = stored(embedding_name(false));
   const std::int64_t C = arch_.C;
   if (wte.shape.size() != 2 || wte.shape[1] != C || wte.shape[0] < arch_.vocab) {
     throw InputError(fmt::format("{}: tensor \"{}\": expected [vocab_size, C] = [{}, {}], got {}", wte.file, wte.name, arch_.vocab, C, shape_text(wte.shape)));
@@ -319,7 +328,7 @@ Tensor Checkpoint::embed(const std::vector<std::int64_t>& ids, const std::vector
   Tensor x = Tensor::uninitialized({1, T, C});
   convert_rows_to_f32(wte, ids, x.mutable_data());
   require_finite(wte, x.data(), x.size());
-  if (arch_.embedding_multiplier != 1) {  // BART's scale_embedding: × √d_model, in float32
+  if (arch_.embedding_multiplier != 1) {  // BART's and Marian's scale_embedding: × √d_model, in float32
     const auto m = static_cast<Scalar>(arch_.embedding_multiplier);
     for (std::int64_t i = 0; i < T * C; ++i) x.mutable_data()[i] *= m;
   }

@@ -22,7 +22,7 @@
 
 namespace attn::model {
 
-enum class Family { Gpt2, Llama, Bert };  // Bert: the encoders (BERT, RoBERTa, DistilBERT, and BART's encoder), bidirectional
+enum class Family { Gpt2, Llama, Bert };  // Bert: the encoders (BERT, RoBERTa, DistilBERT) and the encoder-decoders (BART, Marian, T5), bidirectional
 
 // config.json's sizes, as one architecture reads them.
 struct Architecture {
@@ -62,9 +62,17 @@ struct Architecture {
   bool offset_positions = false;      // RoBERTa: position ids pad_token_id + 1 + i (padding tokens at pad_token_id)
   std::int64_t position_offset = 0;   // BART: position i is row i + 2 of embed_positions (BartLearnedPositionalEmbedding's offset)
   double embedding_multiplier = 1;    // BART with scale_embedding: the token embeddings × √d_model
-  bool encoder_decoder = false;       // BART: an encoder (layers, H, inner above) and a decoder
-  std::int64_t decoder_layers = 0;    // BART: decoder_layers (its heads and MLP width are the encoder's)
-  std::int64_t decoder_start = 2;     // BART: decoder_start_token_id, the decoder's first token
+  bool encoder_decoder = false;       // BART, Marian, T5: an encoder (layers, H, inner above) and a decoder
+  std::int64_t decoder_layers = 0;    // decoder_layers / num_decoder_layers (its heads and MLP width are the encoder's)
+  std::int64_t decoder_start = 2;     // decoder_start_token_id, the decoder's first token
+  // The encoders' and encoder-decoders' MLP: act(x·W_up) (BERT's and BART's erf GELU, Marian's swish,
+  // T5's relu), or T5 v1.1's gated act(x·wi_0) · x·wi_1 (gelu_new: the tanh form).
+  enum class Act { GeluErf, GeluTanh, Relu, Silu } act = Act::GeluErf;
+  bool gated_mlp = false;
+  bool sinusoidal = false;            // Marian: sinusoidal positions (sines, then cosines), computed, not stored
+  bool separate_decoder_embeddings = false;  // Marian with share_encoder_decoder_embeddings false: encoder. and decoder.embed_tokens
+  std::int64_t rel_buckets = 0;       // T5: relative_attention_num_buckets (0: no relative bias)
+  std::int64_t rel_max_distance = 128;  // T5: relative_attention_max_distance
   bool encoder() const { return family == Family::Bert; }
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2", "Gemma 2", ...
@@ -75,6 +83,10 @@ struct Architecture {
 
 // origin names config.json (or "checkpoint.config") in messages, each key as origin + ": " + key.
 Architecture read_architecture(const nlohmann::json& config, const std::string& origin);
+// The encoder-decoders' config.json (architecture_seq2seq.cpp): BART's, Marian's, T5's.
+Architecture read_bart(const nlohmann::json& config, const std::string& origin);
+Architecture read_marian(const nlohmann::json& config, const std::string& origin);
+Architecture read_t5(const nlohmann::json& config, const std::string& origin);
 
 // One layer's weights as float32 tensors, in x@W form ([in, out]) whatever the file's layout: the
 // products' weights read from the mapped file as they are used (Checkpoint::weight), the norms held.
@@ -95,6 +107,11 @@ struct LayerWeights {
   Tensor W_up, b_up;                  // GPT-2 c_fc [C, I], [I]; Llama up_proj [C, I]
   std::optional<Tensor> W_gate;       // Llama gate_proj [C, I]
   Tensor W_down, b_down;              // GPT-2 c_proj [I, C], [C]; Llama down_proj [I, C]
+  // T5: block 0's relative_attention_bias [NB, H], which every block of its stack uses; an encoder's
+  // buckets see both sides of the query, the decoder's only the keys before it
+  std::optional<Tensor> rel_table;
+  bool rel_bidirectional = true;
+  std::string rel_source;             // the table's tensor name, for the note
 };
 
 class Checkpoint {
@@ -105,6 +122,8 @@ class Checkpoint {
 
   const Architecture& arch() const { return arch_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // The decoder's text: Marian's target.spm where it has one, else the tokenizer above.
+  const Tokenizer* decoder_tokenizer() const { return decoder_tokenizer_ ? decoder_tokenizer_.get() : tokenizer_.get(); }
   bool adds_bos() const { return adds_bos_; }  // the tokenizer puts BOS first (Llama's does)
   std::string describe() const;                // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
   std::string weights_description() const { return store_->describe(); }
@@ -121,12 +140,16 @@ class Checkpoint {
   // token type, then LayerNorm) of ids: [1, T, C]; ids < arch().vocab, types < arch().type_vocab (none: 0).
   Tensor embed(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types = {}) const;
   LayerWeights layer(std::int64_t i) const;
-  // BART's decoder: its embeddings (model.shared × the multiplier + decoder.embed_positions rows 2 ..,
-  // then decoder.layernorm_embedding) [1, T, C]; layer i's self-attention with self_attn_layer_norm,
-  // and its cross-attention (encoder_attn) with encoder_attn_layer_norm and the MLP.
+  // An encoder-decoder's decoder: its embeddings [1, T, C] (BART's model.shared × the multiplier +
+  // decoder.embed_positions rows 2 .., then decoder.layernorm_embedding; Marian's × √C + sinusoidal
+  // positions; T5's shared alone); layer i's self-attention with its norm, and its cross-attention
+  // (BART's encoder_attn, T5's EncDecAttention) with its norm and the MLP.
   Tensor embed_decoder(const std::vector<std::int64_t>& ids) const;
   LayerWeights decoder_self(std::int64_t i) const;
   LayerWeights decoder_cross(std::int64_t i) const;
+  // T5: encoder.final_layer_norm's weight [C], the RMS norm on the encoder's output (what the
+  // decoder's cross-attention reads); BART and Marian have none (an empty tensor).
+  Tensor encoder_final_norm() const;
   // What turns the last layer's stream into logits: the final norm's weight and bias [C] (GPT-2's
   // ln_f; the Llama family's RMSNorm model.norm, no bias, Gemma's 1 + w) and the LM head [C, V] in
   // x@W form: the token embeddings where tied, else lm_head.weight. Refused for the encoders.
@@ -147,6 +170,13 @@ class Checkpoint {
   // BART: q/k/v/out_proj of p + att with their biases and att's LayerNorm; fc1, fc2, final_layer_norm of p
   void bart_attention(const std::string& p, const std::string& att, LayerWeights& w) const;
   void bart_mlp(const std::string& p, LayerWeights& w) const;
+  // T5: q, k, v, o of p + att (no biases) with p's layer_norm; the MLP of p (DenseReluDense) with its
+  // layer_norm; the relative bias table of `stack` ("encoder", "decoder")
+  void t5_attention(const std::string& p, const std::string& att, LayerWeights& w) const;
+  void t5_mlp(const std::string& p, LayerWeights& w) const;
+  void t5_relative(const std::string& stack, LayerWeights& w) const;
+  // the token embeddings' tensor name, of the encoder (or the only stack) or of the decoder
+  std::string embedding_name(bool decoder) const;
   // A LayerNorm's weight and bias [C] under base + ".weight" / ".bias", or BERT's older ".gamma" / ".beta".
   std::pair<Tensor, Tensor> layer_norm(const std::string& base) const;
   // A weight in x@W form [in, width], read from the mapped file as the products need it: converted to
@@ -163,7 +193,7 @@ class Checkpoint {
   std::shared_ptr<const TensorStore> store_;  // shared with the weights read lazily from its mappings
   std::string shown_;
   std::string prefix_;  // "", "transformer.", "model.", or Gemma 3's "language_model.model." / "model.language_model."
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Tokenizer> tokenizer_, decoder_tokenizer_;
   bool adds_bos_ = false;
 };
 

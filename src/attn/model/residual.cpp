@@ -78,6 +78,17 @@ void gelu_new(Tensor& a) {
   }
 }
 
+// An encoder's activation, in place: erf GELU, gelu_new, relu or silu (x / (1 + e^−x))
+void activate(Architecture::Act act, Tensor& a) {
+  if (act == Architecture::Act::GeluErf) return gelu_erf(a);
+  if (act == Architecture::Act::GeluTanh) return gelu_new(a);
+  Scalar* p = a.mutable_data();
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double x = p[i];
+    p[i] = act == Architecture::Act::Relu ? (p[i] > 0 ? p[i] : Scalar{0}) : static_cast<Scalar>(x / (1.0 + fixed::exp(-x)));
+  }
+}
+
 // The Llama family's gated MLP input: silu(gate) · up = gate / (1 + e^−gate) · up, into gate;
 // Gemma's: gelu(gate) · up with GPT-2's tanh form of gelu (gelu_pytorch_tanh)
 void gate_times(Tensor& gate, const Tensor& up, bool gelu) {
@@ -134,6 +145,13 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
     }
     if (a.softcap) s.softcap = static_cast<Scalar>(*a.softcap);
   }
+  if (a.model_type == "t5") {
+    s.scale_kind = ScaleKind::None;  // T5 adds no 1/√d: its initialisation of W_q absorbs it
+    if (w.rel_table) {
+      const RelativeBiasTables t = relative_bias_tables(*w.rel_table, s.T, s.S, 0, w.rel_bidirectional, a.rel_max_distance);
+      s.relative_bias = Spec::RelativeBias{*w.rel_table, t.buckets, t.bias, a.rel_max_distance, w.rel_bidirectional, w.rel_source};
+    }
+  }
   s.tokens = tokens;
   s.source_tokens = tokens;
   return s;
@@ -159,8 +177,13 @@ void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& 
   const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
   const Tensor n = post ? h : normalise(h, w.norm2_w, w.norm2_b, a.eps);
   Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, T, I)
-  if (a.encoder()) {
-    gelu_erf(up);
+  if (a.encoder() && a.gated_mlp) {  // T5 v1.1: act(wi_0 x) · wi_1 x
+    Tensor gate = linear(be, n, *w.W_gate, nullptr);
+    activate(a.act, gate);
+    for (std::int64_t i = 0; i < gate.size(); ++i) gate.mutable_data()[i] *= up.data()[i];
+    up = std::move(gate);
+  } else if (a.encoder()) {
+    activate(a.act, up);
   } else if (a.family == Family::Gpt2) {
     gelu_new(up);
   } else {
@@ -223,9 +246,11 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
                              const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross) {
   const auto& a = ckpt.arch();
   auto be = make_backend("cpu");
-  // the encoder's output over the source: every layer, attention and MLP (BART's encoder has no final norm)
+  // the encoder's output over the source: every layer, attention and MLP; T5's final RMS norm after
+  // them (BART's and Marian's encoders have none)
   Tensor enc = ckpt.embed(source_ids);
   for (std::int64_t i = 0; i < a.layers; ++i) run_layer_with(ckpt, i, *be, enc, source_tokens, [&](const Spec& s) { return attend(s, *be, nullptr); }, true);
+  if (const Tensor f = ckpt.encoder_final_norm(); !f.shape().empty()) enc = normalise(enc, f, Tensor{}, a.eps);
   const auto S = enc.dim(1);
   // a decoder layer's two attentions as the pipeline's inputs: causal self-attention; cross-attention
   // from the decoder's stream to the encoder's output
@@ -245,19 +270,23 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
     s.source_tokens = source_tokens;
     return s;
   };
-  // post-LN: h = LN(h + self(h)); h = LN(h + cross(h, enc)); h = LN(h + fc2(gelu(fc1(h))))
+  // post-LN (BART, Marian): h = LN(h + self(h)); h = LN(h + cross(h, enc)); h = LN(h + mlp(h))
+  // pre-norm (T5):          h += self(norm(h));  h += cross(norm(h), enc);  h += mlp(norm(h))
+  const bool pre = a.block == Architecture::Block::PreNorm;
+  const auto block = [&](const LayerWeights& w, Tensor& h, const Tensor& o) {
+    add_into(h, o.data());
+    if (!pre) h = normalise(h, w.attn_ln_w, w.attn_ln_b, a.eps);
+  };
   Tensor h = ckpt.embed_decoder(ids);
   for (std::int64_t i = 0;; ++i) {
     LayerWeights ws = ckpt.decoder_self(i);
-    if (i == layer && !cross) return self_spec(ws, h);
-    Tensor o = attend(self_spec(ws, h), *be, nullptr);
-    add_into(h, o.data());
-    h = normalise(h, ws.attn_ln_w, ws.attn_ln_b, a.eps);
+    Tensor x = pre ? normalise(h, ws.norm1_w, ws.norm1_b, a.eps) : h;
+    if (i == layer && !cross) return self_spec(ws, x);
+    block(ws, h, attend(self_spec(ws, x), *be, nullptr));
     LayerWeights wc = ckpt.decoder_cross(i);
-    if (i == layer) return cross_spec(wc, h);
-    o = attend(cross_spec(wc, h), *be, nullptr);
-    add_into(h, o.data());
-    h = normalise(h, wc.attn_ln_w, wc.attn_ln_b, a.eps);
+    x = pre ? normalise(h, wc.norm1_w, wc.norm1_b, a.eps) : h;
+    if (i == layer) return cross_spec(wc, x);
+    block(wc, h, attend(cross_spec(wc, x), *be, nullptr));
     add_mlp(a, wc, *be, h);
   }
 }

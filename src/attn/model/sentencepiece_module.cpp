@@ -26,7 +26,7 @@ void copy_message(const std::string& message, char* out, std::size_t capacity) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int attn_spm_abi_version() { return 1; }
+__attribute__((visibility("default"))) int attn_spm_abi_version() { return 2; }
 
 // A processor for the model file at `path`, or null with the reason in `error`.
 __attribute__((visibility("default"))) void* attn_spm_load(const char* path, char* error, std::size_t error_capacity) {
@@ -60,6 +60,31 @@ __attribute__((visibility("default"))) std::int64_t attn_spm_encode(void* handle
     }
     for (std::size_t i = 0; i < out.size() && i < capacity; ++i) ids[i] = out[i];
     return static_cast<std::int64_t>(out.size());
+  } catch (const std::exception& e) {
+    copy_message(e.what(), error, error_capacity);
+  } catch (...) {
+    copy_message("unknown failure in libsentencepiece", error, error_capacity);
+  }
+  return -1;
+}
+
+// EncodeAsPieces of `text`: the pieces as the model spells them, an unknown one as the text it covers
+// (what MarianTokenizer looks up in vocab.json), each followed by a '\0'. Returns the bytes that takes,
+// of which min(bytes, capacity) are written to `out`; -1 with the reason in `error`.
+__attribute__((visibility("default"))) std::int64_t attn_spm_encode_pieces(void* handle, const char* text, std::size_t length, char* out,
+                                                                          std::size_t capacity, char* error, std::size_t error_capacity) {
+  try {
+    const auto* processor = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+    std::vector<std::string> pieces;
+    const auto status = processor->Encode(std::string(text, length), &pieces);
+    if (!status.ok()) {
+      copy_message(status.ToString(), error, error_capacity);
+      return -1;
+    }
+    std::string joined;
+    for (const auto& p : pieces) joined.append(p).push_back('\0');
+    std::memcpy(out, joined.data(), std::min(joined.size(), capacity));
+    return static_cast<std::int64_t>(joined.size());
   } catch (const std::exception& e) {
     copy_message(e.what(), error, error_capacity);
   } catch (...) {

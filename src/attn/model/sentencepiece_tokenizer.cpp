@@ -4,11 +4,16 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/spec/json_read.hpp"
 #include "attn/model/byte_bpe.hpp"
 #include "attn/model/tokenizer.hpp"
 #include "attn/module_path.hpp"
@@ -25,12 +30,13 @@ struct SentencePieceApi {
   int (*abi_version)() = nullptr;
   void* (*load)(const char*, char*, std::size_t) = nullptr;
   std::int64_t (*encode)(void*, const char*, std::size_t, std::int64_t*, std::size_t, char*, std::size_t) = nullptr;
+  std::int64_t (*encode_pieces)(void*, const char*, std::size_t, char*, std::size_t, char*, std::size_t) = nullptr;
   std::int64_t (*vocab_size)(void*) = nullptr;
   std::int64_t (*piece)(void*, std::int64_t, char*, std::size_t) = nullptr;
   void (*release)(void*) = nullptr;
 };
 
-constexpr int sentencepiece_abi = 1;
+constexpr int sentencepiece_abi = 2;
 
 const SentencePieceApi* sentencepiece_api(std::string& tried) {
   static std::mutex mutex;
@@ -50,10 +56,11 @@ const SentencePieceApi* sentencepiece_api(std::string& tried) {
     a.abi_version = reinterpret_cast<int (*)()>(dlsym(l, "attn_spm_abi_version"));
     a.load = reinterpret_cast<void* (*)(const char*, char*, std::size_t)>(dlsym(l, "attn_spm_load"));
     a.encode = reinterpret_cast<decltype(a.encode)>(dlsym(l, "attn_spm_encode"));
+    a.encode_pieces = reinterpret_cast<decltype(a.encode_pieces)>(dlsym(l, "attn_spm_encode_pieces"));
     a.vocab_size = reinterpret_cast<decltype(a.vocab_size)>(dlsym(l, "attn_spm_vocab_size"));
     a.piece = reinterpret_cast<decltype(a.piece)>(dlsym(l, "attn_spm_piece"));
     a.release = reinterpret_cast<decltype(a.release)>(dlsym(l, "attn_spm_free"));
-    if (!a.abi_version || !a.load || !a.encode || !a.vocab_size || !a.piece || !a.release || a.abi_version() != sentencepiece_abi) {
+    if (!a.abi_version || !a.load || !a.encode || !a.encode_pieces || !a.vocab_size || !a.piece || !a.release || a.abi_version() != sentencepiece_abi) {
       return fmt::format("not attn's SentencePiece module (ABI {})", sentencepiece_abi);
     }
     return "";
@@ -102,6 +109,28 @@ class SentencePieceTokenizer final : public Tokenizer {
     }
     throw InternalError("SentencePiece module: the id count changed between two encodings of the same text");
   }
+  // The pieces of `text`, an unknown one spelled as the text it covers.
+  std::vector<std::string> encode_pieces(std::string_view text) const {
+    bpe::check_utf8(text, "the text to tokenize");
+    std::string buffer(text.size() * 2 + 64, '\0');
+    std::string error(512, '\0');
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const std::int64_t n = api_->encode_pieces(handle_, text.data(), text.size(), buffer.data(), buffer.size(), error.data(), error.size());
+      if (n < 0) throw InputError(fmt::format("{}: SentencePiece could not encode the text: {}", path_, error.c_str()));
+      if (static_cast<std::size_t>(n) <= buffer.size()) {
+        buffer.resize(static_cast<std::size_t>(n));
+        std::vector<std::string> pieces;
+        for (std::size_t at = 0; at < buffer.size();) {
+          const std::size_t end = buffer.find('\0', at);
+          pieces.push_back(buffer.substr(at, end - at));
+          at = end + 1;
+        }
+        return pieces;
+      }
+      buffer.resize(static_cast<std::size_t>(n));
+    }
+    throw InternalError("SentencePiece module: the pieces changed between two encodings of the same text");
+  }
   bool byte_level() const override { return false; }
   std::string piece(std::int64_t id) const override {
     if (id < 0 || id >= size_)
@@ -117,7 +146,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
   std::int64_t vocab_size() const override { return size_; }
   std::string describe() const override {
-    return fmt::format("SentencePiece model from tokenizer.model ({} tokens)", bpe::with_commas(size_));
+    return fmt::format("SentencePiece model from {} ({} tokens)", std::filesystem::path(path_).filename().string(), bpe::with_commas(size_));
   }
 
  private:
@@ -127,7 +156,73 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::int64_t size_ = 0;
 };
 
+// Marian's: the SentencePiece model's pieces, each looked up in vocab.json.
+class MarianTokenizer final : public Tokenizer {
+ public:
+  MarianTokenizer(const std::string& dir, const std::string& spm) : spm_(std::make_unique<SentencePieceTokenizer>((std::filesystem::path(dir) / spm).string())), spm_name_(spm) {
+    const std::string path = (std::filesystem::path(dir) / "vocab.json").string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const nlohmann::json v = parse_json(text, path).root;
+    if (!v.is_object()) throw InputError(fmt::format("{}: expected an object of pieces and their ids, got {}", path, v.type_name()));
+    for (const auto& [piece, id] : v.items()) {
+      if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > (std::int64_t{1} << 24)) {
+        throw InputError(fmt::format("{}: \"{}\": expected a token id, an integer ≥ 0, got {}", path, piece, id.dump()));
+      }
+      const auto i = id.get<std::int64_t>();
+      if (static_cast<std::int64_t>(pieces_.size()) <= i) pieces_.resize(static_cast<std::size_t>(i + 1));
+      if (!pieces_[static_cast<std::size_t>(i)].empty()) {
+        throw InputError(fmt::format("{}: id {} is given twice (\"{}\" and \"{}\")", path, i, pieces_[static_cast<std::size_t>(i)], piece));
+      }
+      pieces_[static_cast<std::size_t>(i)] = piece;
+      ids_[piece] = i;
+    }
+    const auto unk = ids_.find("<unk>");
+    if (unk == ids_.end()) throw InputError(fmt::format("{}: has no \"<unk>\", which Marian's tokenizer gives a piece it does not know", path));
+    unk_ = unk->second;
+  }
+
+  std::vector<std::int64_t> encode(std::string_view text) const override {
+    std::vector<std::int64_t> out;
+    // MarianTokenizer's language code: a leading ">>xx<<" (up to the line's last "<<") is one token
+    if (text.starts_with(">>")) {
+      const auto line = text.substr(0, text.find('\n'));
+      const auto end = line.rfind("<<");
+      if (end != std::string_view::npos && end > 2) {
+        out.push_back(id_of_piece(std::string(text.substr(0, end + 2))));
+        text.remove_prefix(end + 2);
+      }
+    }
+    for (const auto& p : spm_->encode_pieces(text)) out.push_back(id_of_piece(p));
+    return out;
+  }
+  bool byte_level() const override { return false; }
+  std::string piece(std::int64_t id) const override {
+    if (id < 0 || id >= vocab_size()) throw InputError(fmt::format("vocab.json: token id {} is outside the vocabulary ({} tokens)", id, bpe::with_commas(vocab_size())));
+    return pieces_[static_cast<std::size_t>(id)];
+  }
+  std::int64_t vocab_size() const override { return static_cast<std::int64_t>(pieces_.size()); }
+  std::string describe() const override {
+    return fmt::format("Marian's SentencePiece model {} ({} pieces), each piece's id from vocab.json ({} tokens)", spm_name_,
+                       bpe::with_commas(spm_->vocab_size()), bpe::with_commas(vocab_size()));
+  }
+
+ private:
+  std::int64_t id_of_piece(const std::string& p) const {
+    const auto it = ids_.find(p);
+    return it == ids_.end() ? unk_ : it->second;
+  }
+  std::unique_ptr<SentencePieceTokenizer> spm_;
+  std::string spm_name_;
+  std::vector<std::string> pieces_;
+  std::map<std::string, std::int64_t, std::less<>> ids_;
+  std::int64_t unk_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<Tokenizer> open_marian(const std::string& dir, const std::string& spm) { return std::make_unique<MarianTokenizer>(dir, spm); }
 
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path) { return std::make_unique<SentencePieceTokenizer>(path); }
 

@@ -477,6 +477,8 @@ bool is_file(const fs::path& p) {
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const fs::path d(dir);
+  if (is_file(d / "source.spm") && is_file(d / "vocab.json")) return open_marian(dir, "source.spm");
+  if (is_file(d / "spiece.model")) return open_sentencepiece((d / "spiece.model").string());  // T5's, beside a Unigram tokenizer.json
   if (is_file(d / "vocab.txt") && !is_file(d / "vocab.json")) return open_wordpiece(dir);  // BERT's, whatever its tokenizer.json says
   if (is_file(d / "tokenizer.json")) return std::make_unique<JsonTokenizer>((d / "tokenizer.json").string());
   const bool vocab = is_file(d / "vocab.json"), merges = is_file(d / "merges.txt");

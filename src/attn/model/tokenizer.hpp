@@ -31,8 +31,8 @@ class Tokenizer {
   virtual std::string describe() const = 0;
 };
 
-// The tokenizer of a hub-layout directory, the first of: vocab.txt without vocab.json (BERT's
-// WordPiece), tokenizer.json (model type BPE: byte-level
+// The tokenizer of a hub-layout directory, the first of: source.spm with vocab.json (Marian's),
+// spiece.model (T5's SentencePiece), vocab.txt without vocab.json (BERT's WordPiece), tokenizer.json (model type BPE: byte-level
 // as GPT-2 and Llama 3, or SentencePiece-style with ▁ and byte fallback as Llama 2 and Mistral),
 // vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece, through Debian's
 // libsentencepiece). nullptr when the directory has none of them.
@@ -41,5 +41,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
 std::unique_ptr<Tokenizer> open_wordpiece(const std::string& dir);
 // A tokenizer.model, through attn's SentencePiece module (sentencepiece_tokenizer.cpp).
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
+// Marian's: dir's SentencePiece model `spm` ("source.spm", "target.spm") cuts the text, and vocab.json
+// gives each piece its id (<unk>'s when it has none), as MarianTokenizer does; a leading language
+// code ">>fr<<" is kept whole (sentencepiece_tokenizer.cpp).
+std::unique_ptr<Tokenizer> open_marian(const std::string& dir, const std::string& spm);
 
 }  // namespace attn::model

@@ -145,6 +145,12 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
     const BT bias = r.emit(StepId::Alibi, be.distance_bias(m.slopes(be, be.upload(s.alibi_slopes)), T, S, s.causal_offset()));  // (H, T, S)
     logits = r.emit(StepId::Biased, be.add_mask(logits.view({B, 1, H * T, S}), bias.view({1, H * T, S})).view({B, H, T, S}));
   }
+  if (s.relative_bias) {
+    // T5: each key's bucket of its distance from the query, and each head's learned number for it
+    r.emit(StepId::RelBucket, be.upload(s.relative_bias->buckets));                  // (T, S)
+    const BT bias = r.emit(StepId::RelBias, be.upload(s.relative_bias->bias));        // (H, T, S)
+    logits = r.emit(StepId::Biased, be.add_mask(logits.view({B, 1, H * T, S}), bias.view({1, H * T, S})).view({B, H, T, S}));
+  }
   if (s.softcap) logits = r.emit(StepId::Capped, be.soft_cap(logits, *s.softcap));  // last before the mask, as Gemma 2
 
   // 3. mask: blocked keys to -inf, additive masks added
@@ -183,6 +189,7 @@ void require_fusable(const Spec& s) {
   if (s.entry == Entry::Scores) refuse("the scores are given, so there is no q and k to fuse");
   if (s.v.shape().empty() && s.entry == Entry::QKV) refuse("no v is given, so there is no context to compute");
   if (!s.alibi_slopes.shape().empty()) refuse("ALiBi's bias is a step of its own");
+  if (s.relative_bias) refuse("T5's relative position bias is a step of its own");
   if (s.softcap) refuse("soft-capping is a step of its own");
   if (!s.user_add.shape().empty() || !s.user_keep.shape().empty()) refuse("a given attn_mask is a step of its own");
   if (s.mask_fill) refuse("mask_fill: the fused pass blocks keys with -inf");

@@ -109,7 +109,7 @@ std::string scale_code(const Spec& s, const TraceConfig& c, const TextFacts& f) 
 
 std::string logits_var(const Spec& s) {
   if (s.softcap) return "capped";
-  if (!s.alibi_slopes.shape().empty()) return "biased";
+  if (!s.alibi_slopes.shape().empty() || s.relative_bias) return "biased";
   return s.scale_kind != ScaleKind::None ? "scaled" : "scores";
 }
 
@@ -315,6 +315,19 @@ std::string alibi_code(const Spec& s, const TextFacts& f) {
                      f.mistake == Mistake::AlibiSignFlipped ? "" : "-", off == 0 ? std::string() : fmt::format(" + {}", off));
 }
 
+// T5's _relative_position_bucket, written out: n = j − i, then the exact and the logarithmic buckets.
+std::string rel_bucket_code(const Spec& s) {
+  const auto& r = *s.relative_bias;
+  const std::int64_t NB = r.table.dim(0), half = r.bidirectional ? NB / 2 : NB, exact = half / 2;
+  const auto off = s.causal_offset();
+  return fmt::format("n = torch.arange(S)[None, :] - torch.arange(T)[:, None]{}; {}"
+                     "large = {} + (torch.log(n.float() / {}) / math.log({} / {}) * {}).long(); "
+                     "rel_bucket = ({}torch.where(n < {}, n, large.clamp(max={}))).float()",
+                     off == 0 ? std::string() : fmt::format(" - {}", off),
+                     r.bidirectional ? fmt::format("side = (n > 0).long() * {}; n = n.abs(); ", half) : "n = (-n).clamp(min=0); ", exact, exact,
+                     r.max_distance, exact, half - exact, r.bidirectional ? "side + " : "", exact, half - 1);
+}
+
 std::string positions_code(const Spec& s) {
   if (s.positions == Positions::Learned) return given("positions");
   return "p = torch.arange(T, dtype=torch.float64)[:, None]; positions = torch.zeros(T, C); "
@@ -356,10 +369,13 @@ std::string step_code(StepId step, const Spec& s, const TraceConfig& c, const Te
     case StepId::Scores: return scores_code(s, f);
     case StepId::Scaled: return fmt::format("scaled = scores{}", scale_code(s, c, f));
     case StepId::Alibi: return alibi_code(s, f);
-    case StepId::Biased: return fmt::format("biased = {} + alibi", s.scale_kind != ScaleKind::None ? "scaled" : "scores");
+    case StepId::RelBucket: return rel_bucket_code(s);
+    case StepId::RelBias: return "rel_bias = rel_table[rel_bucket.long()].permute(2, 0, 1)";
+    case StepId::Biased:
+      return fmt::format("biased = {} + {}", s.scale_kind != ScaleKind::None ? "scaled" : "scores", s.relative_bias ? "rel_bias" : "alibi");
     case StepId::Capped: {
       const std::string cap = literal(*s.softcap);
-      const std::string in = !s.alibi_slopes.shape().empty() ? "biased" : s.scale_kind != ScaleKind::None ? "scaled" : "scores";
+      const std::string in = !s.alibi_slopes.shape().empty() || s.relative_bias ? "biased" : s.scale_kind != ScaleKind::None ? "scaled" : "scores";
       return fmt::format("capped = {0} * torch.tanh({1} / {0})", cap, in);
     }
     case StepId::Mask: return fmt::format("mask = {}", mask_expr(s, f));

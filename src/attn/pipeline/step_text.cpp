@@ -1,8 +1,10 @@
 // The table of step words. Each entry says what its step is in the spec's terms; the forward pass
 // never formats text, and this file never touches a tensor.
 #include "attn/pipeline/step_text.hpp"
+#include "attn/position_tables.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <tuple>
 
@@ -41,7 +43,7 @@ std::string x_name(const Spec& s) { return s.positions != Positions::None ? "x.p
 std::string scaled_name(const Spec& s) { return s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
 
 // The scores with the ALiBi bias when there is one: what soft-capping reads.
-std::string biased_name(const Spec& s) { return s.alibi_slopes.shape().empty() ? scaled_name(s) : "biased"; }
+std::string biased_name(const Spec& s) { return s.alibi_slopes.shape().empty() && !s.relative_bias ? scaled_name(s) : "biased"; }
 
 // The logits the mask and the softmax read: capped, else biased, else scaled (or the scores).
 std::string logits_name(const Spec& s) { return s.softcap ? "capped" : biased_name(s); }
@@ -336,6 +338,34 @@ StepText alibi_text(const Spec& s) {
           Dims{Dim::H, Dim::T, Dim::S}};
 }
 
+// rel.bucket, rel.bias: T5's relative position bias, looked up by bucket.
+StepText relative_bias_text(StepId step, const Spec& s) {
+  const auto& r = *s.relative_bias;
+  const std::int64_t NB = r.table.dim(0), half = r.bidirectional ? NB / 2 : NB, exact = half / 2;
+  const auto off = s.causal_offset();
+  const std::string n = off == 0 ? "j − i" : fmt::format("j − (i + {})", off);
+  if (step == StepId::RelBucket) {
+    // where each logarithmic bucket begins: the distances at which the bucket changes
+    std::vector<std::int64_t> starts;
+    for (std::int64_t d = exact, last = -1; d <= r.max_distance; ++d) {
+      const std::int64_t b = t5_bucket(-d, false, half, r.max_distance);
+      if (b != last) starts.push_back(d), last = b;
+    }
+    return {"Relative position buckets", fmt::format("rel.bucket[i, j] = bucket({})", n),
+            fmt::format("{}a distance d below {} has a bucket of its own; from {} on the buckets widen logarithmically, {} + ⌊ln(d/{}) / "
+                        "ln({}/{}) · {}⌋: they begin at d = {}, and every distance from {} on shares the last ({} buckets in all)",
+                        r.bidirectional ? fmt::format("keys before the query use buckets 0–{}, keys after it {}–{} (an encoder sees both sides); ",
+                                                      half - 1, half, NB - 1)
+                                        : "causal: only keys at or before the query, d = i − j; ",
+                        exact, exact, exact, exact, r.max_distance, exact, half - exact, fmt::join(starts, ", "), starts.back(), NB),
+            Dims{Dim::T, Dim::S}, ValueKind::Index};
+  }
+  return {"Relative position bias", "rel.bias[h, i, j] = table[rel.bucket[i, j], h]",
+          fmt::format("one learned number per bucket and head ({} × {}, {}); T5 computes it in block 0 and every block of the stack reuses it",
+                      NB, s.H, r.source.empty() ? std::string("given") : r.source),
+          Dims{Dim::H, Dim::T, Dim::S}};
+}
+
 // context: weights · v, or the fused pass's.
 StepText context_text(const Spec& s, const TextFacts& f) {
   if (f.fused) {
@@ -407,7 +437,16 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
       }
       return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
     case StepId::Alibi: return alibi_text(s);
+    case StepId::RelBucket:
+    case StepId::RelBias: return relative_bias_text(step, s);
     case StepId::Biased:
+      if (s.relative_bias) {
+        return {"Scores with the relative position bias", fmt::format("biased = {} + rel.bias", scaled_name(s)),
+                fmt::format("no positions are added to x: each head learns how much a key {} positions away should gain or lose{}",
+                            s.relative_bias->bidirectional ? "before or after the query and so many" : "so many",
+                            s.scale_kind == ScaleKind::None ? "; T5 does not divide the scores by √d_k (its initialisation of W_q absorbs it)" : ""),
+                bhts};
+      }
       return {"Scores with the ALiBi bias", fmt::format("biased = {} + alibi", scaled_name(s)),
               s.causal ? "no positions are added to x: the further a key lies behind the query, the lower its score"
                        : "no positions are added to x: a key's score moves by its distance from the query, down behind it, up after it",

@@ -139,6 +139,7 @@ constexpr const char* kScript = R"js(
 
 std::string number(const Step& s, Scalar v, int precision) {
   if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
+  if (s.kind == ValueKind::Index) return fmt::format("{:.0f}", v);
   if (std::isinf(v)) return v < 0 ? "−∞" : "+∞";
   return format_fixed(v, precision);
 }

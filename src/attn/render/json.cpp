@@ -122,7 +122,7 @@ void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files, 
     out << "      \"dims\": " << string_list(dims) << ",\n";
     out << fmt::format("      \"shape\": [{}],\n", fmt::join(s.value.shape(), ", "));
     out << "      \"note\": " << quote(s.note) << ",\n";
-    out << "      \"kind\": " << (s.kind == ValueKind::Mask ? "\"mask\"" : "\"real\"") << ",\n";
+    out << "      \"kind\": " << (s.kind == ValueKind::Mask ? "\"mask\"" : s.kind == ValueKind::Index ? "\"index\"" : "\"real\"") << ",\n";
     std::int64_t at = 0;
     if (data_in_npy_files) {
       out << "      \"npy\": " << quote(s.id + ".npy");
@@ -240,7 +240,7 @@ Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata
       s.formula = sj.value("formula", "");
       s.code = sj.value("code", "");
       s.note = sj.value("note", "");
-      s.kind = sj.value("kind", "") == "mask" ? ValueKind::Mask : ValueKind::Real;
+      s.kind = sj.value("kind", "") == "mask" ? ValueKind::Mask : sj.value("kind", "") == "index" ? ValueKind::Index : ValueKind::Real;
       for (const auto& d : sj.value("dims", std::vector<std::string>{})) {
         if (const auto dim = dim_from_name(d)) s.dims.push_back(*dim);
       }

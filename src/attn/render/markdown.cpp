@@ -56,6 +56,7 @@ std::string link_path(std::string dir, const std::string& name) {
 
 std::string number(const Step& s, Scalar v, int precision) {
   if (s.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
+  if (s.kind == ValueKind::Index) return fmt::format("{:.0f}", v);
   return format_fixed(v, precision);
 }
 

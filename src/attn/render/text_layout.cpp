@@ -45,6 +45,7 @@ class Layouter {
 
   std::string number(Scalar v) const {
     if (s_.kind == ValueKind::Mask) return v != 0 ? "1" : "0";
+    if (s_.kind == ValueKind::Index) return fmt::format("{:.0f}", v);
     return format_fixed(v, o_.precision);
   }
 

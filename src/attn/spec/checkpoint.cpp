@@ -44,16 +44,18 @@ void read_decoder_tokens(const json& root, const std::string& shown, model::Chec
       in.ids.push_back(ids[i].get<std::int64_t>());
     }
   } else {
-    if (!ckpt.tokenizer()) fail("sentence", fmt::format("{} has no tokenizer: give \"token_ids\" instead", shown));
+    const model::Tokenizer* tok = ckpt.decoder_tokenizer();
+    if (!tok) fail("sentence", fmt::format("{} has no tokenizer: give \"token_ids\" instead", shown));
     in.ids.push_back(arch.decoder_start);
-    const auto first = ckpt.specials().first;
+    const auto first = ckpt.specials().first;  // BART's <s>; T5's and Marian's labels begin with the text
     in.ids.insert(in.ids.end(), first.begin(), first.end());
-    const auto body = ckpt.tokenizer()->encode(read_string(root["sentence"], "sentence"));
+    const auto body = tok->encode(read_string(root["sentence"], "sentence"));
     in.ids.insert(in.ids.end(), body.begin(), body.end());
-    in.notes.push_back(fmt::format("decoder tokens (the rows): decoder_start_token_id {} ({}) and {} first, as {}'s shifted labels begin; the "
+    in.notes.push_back(fmt::format("decoder tokens (the rows): decoder_start_token_id {} ({}){} first, as {}'s shifted labels begin{}; the "
                                    "tokens note above is the source's", arch.decoder_start,
-                                   arch.decoder_start < ckpt.tokenizer()->vocab_size() ? ckpt.tokenizer()->piece(arch.decoder_start) : "#?",
-                                   ckpt.tokenizer()->piece(first.front()), arch.name()));
+                                   arch.decoder_start < tok->vocab_size() ? tok->piece(arch.decoder_start) : "#?",
+                                   first.empty() ? "" : " and " + tok->piece(first.front()), arch.name(),
+                                   tok != ckpt.tokenizer() ? "; cut by " + tok->describe() : ""));
   }
   if (in.ids.empty()) fail("token_ids", "no tokens: give at least one");
   for (std::size_t i = 0; i < in.ids.size(); ++i) {
@@ -62,9 +64,10 @@ void read_decoder_tokens(const json& root, const std::string& shown, model::Chec
       fail(fmt::format("{}[{}]", has_ids ? "token_ids" : "sentence's tokens", i),
            fmt::format("token id {} is outside the vocabulary: vocab_size = {} (ids 0 .. {})", id, arch.vocab, arch.vocab - 1));
     }
-    const bool known = ckpt.tokenizer() && id < ckpt.tokenizer()->vocab_size();
-    in.pieces.push_back(known ? ckpt.tokenizer()->label(id) : fmt::format("#{}", id));
-    in.raw.push_back(known ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
+    const model::Tokenizer* tok = ckpt.decoder_tokenizer();
+    const bool known = tok && id < tok->vocab_size();
+    in.pieces.push_back(known ? tok->label(id) : fmt::format("#{}", id));
+    in.raw.push_back(known ? tok->piece(id) : fmt::format("#{}", id));
   }
 }
 
@@ -116,9 +119,9 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   const std::string text_key = arch.encoder_decoder ? "source" : "sentence", ids_key = arch.encoder_decoder ? "source_ids" : "token_ids";
   if (!arch.encoder_decoder) {
     for (const char* key : {"stack", "attention"})
-      if (c.contains(key)) fail(std::string("checkpoint.") + key, fmt::format("is for the encoder-decoders (BART): {} has one stack of layers", arch.name()));
+      if (c.contains(key)) fail(std::string("checkpoint.") + key, fmt::format("is for the encoder-decoders (BART, Marian, T5): {} has one stack of layers", arch.name()));
     for (const char* key : {"source", "source_ids"})
-      if (root.contains(key)) fail(key, fmt::format("is the encoder's input of an encoder-decoder (BART); {} reads \"sentence\" or \"token_ids\"", arch.name()));
+      if (root.contains(key)) fail(key, fmt::format("is the encoder's input of an encoder-decoder (BART, Marian, T5); {} reads \"sentence\" or \"token_ids\"", arch.name()));
   } else {
     if (!c.contains("stack")) {
       fail("checkpoint.stack", fmt::format("{} has an encoder and a decoder: give \"stack\": \"encoder\" or \"decoder\"", arch.name()));
@@ -186,7 +189,9 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
         for (std::size_t i = a_len; i < in.ids.size(); ++i) in.types[i] = 1;
     }
     std::string specials;
-    if (!sp.first.empty()) {
+    if (sp.first.empty() && !sp.last.empty()) {
+      specials = fmt::format("; {} last, as the tokenizer puts it", ckpt.tokenizer()->piece(sp.last[0]));
+    } else if (!sp.first.empty()) {
       const auto spell = [&](std::int64_t id) { return ckpt.tokenizer()->piece(id); };
       specials = root.contains("sentence_b")
                      ? fmt::format("; {} a {} b {}, as the tokenizer puts them around a pair{}", spell(sp.first[0]),
@@ -260,9 +265,9 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                  : s.title;
   layer.notes = std::move(in.notes);
   if (in.stack == "decoder" && in.attention == "cross") {
-    layer.source_note = fmt::format("the encoder's output over the source's {} tokens, after all {} encoder layers: the keys and values of every "
+    layer.source_note = fmt::format("the encoder's output over the source's {} tokens, after all {} encoder layers{}: the keys and values of every "
                                     "decoder layer's cross-attention (each query, a decoder token, weighs the source's tokens)",
-                                    in.source_ids.size(), a.layers);
+                                    in.source_ids.size(), a.layers, a.model_type == "t5" ? " and encoder.final_layer_norm" : "");
   }
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
@@ -273,9 +278,24 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   const std::string dec_below = in.layer == 0   ? ""
                                 : in.layer == 1 ? std::string(", after decoder layer 0 (self-attention, cross-attention, MLP)")
                                                 : fmt::format(", after decoder layers 0 .. {} (self-attention, cross-attention, MLP)", in.layer - 1);
-  layer.x_note = in.stack == "decoder" && in.attention == "self"
+  // the encoder-decoders' embeddings: BART's learned positions, Marian's sinusoidal ones, T5's none
+  const std::string seq2seq_embeddings = a.model_type == "t5" ? "shared; no positions: the relative bias stands for them"
+                                         : a.sinusoidal       ? fmt::format("shared{} + sinusoidal positions", a.embedding_multiplier != 1 ? " × √C" : "")
+                                                              : "shared + positions from row 2, then layernorm_embedding";
+  const bool t5 = a.model_type == "t5";
+  layer.x_note = t5 && in.stack == "decoder"
+                     ? fmt::format("decoder layer {}'s layer.{}.layer_norm output (T5's RMS norm: no mean, no bias), of the decoder's stream{} ({}){}",
+                                   in.layer, in.attention == "self" ? 0 : 1, in.attention == "self" ? "" : " after the layer's self-attention",
+                                   seq2seq_embeddings, dec_below) +
+                           (in.attention == "cross" ? ": the queries come from it; the keys and values from the source, the encoder's output" : "")
+                 : t5 ? fmt::format("layer {}'s layer.0.layer_norm output (T5's RMS norm: no mean, no bias), of the token embeddings ({}){}", in.layer,
+                                    seq2seq_embeddings, below)
+                 : in.stack == "decoder" && in.attention == "self"
                      ? fmt::format("decoder layer {}'s input, the decoder's residual stream ({} normalises after each block), of its embeddings "
-                                   "(shared + positions from row 2, then layernorm_embedding){}", in.layer, a.name(), dec_below)
+                                   "({}){}", in.layer, a.name(), seq2seq_embeddings, dec_below)
+                 : a.encoder_decoder && in.stack == "encoder"
+                     ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings ({}){}",
+                                   in.layer, a.name(), seq2seq_embeddings, below)
                  : in.stack == "decoder"
                      ? fmt::format("the decoder's stream after layer {}'s self-attention and self_attn_layer_norm{}: the queries come from it; "
                                    "the keys and values from the source, the encoder's output", in.layer, dec_below)
@@ -311,7 +331,10 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                                                            a.name(), a.local_rope_theta, a.rope_theta)
                                                              : ""));
   }
-  if (a.encoder()) {
+  if (t5) {
+    layer.notes.push_back("output: the o projection's result, before dropout; T5 then adds it to the residual stream (it normalises before "
+                          "each block, not after)");
+  } else if (a.encoder()) {
     layer.notes.push_back(fmt::format("output: the attention output projection's result, before dropout; {} then adds it to the layer's input "
                                       "and applies LayerNorm", a.name()));
   } else if (a.block != model::Architecture::Block::PreNorm) {
