@@ -29,7 +29,7 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
 
 int run_heads(const HeadsOptions& o) {
   o.resources.apply();
-  const attn::model::HeadsView view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why());
+  const std::vector<attn::model::HeadsView> view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why());
   if (o.format == "json") attn::model::render_heads_json(view, std::cout);
   else if (o.format == "svg") attn::model::render_heads_svg(view, std::cout);
   else if (o.format == "html") attn::model::render_heads_html(view, std::cout);

@@ -701,15 +701,53 @@ def check_decoders(report, attn, work, made):
                 report.fail(f"{name} decoder sentence: exit {r.rc}, tokens {labels}: {r.stderr.strip()[:200]}")
             ok_all.append(ok)
         report.groups.append((f"{name}'s decoder", sum(ok_all), len(ok_all)))
-    # attn heads draws the encoder only: the decoder is refused, naming what to give
-    d, _ = made["bart-f32"]
-    inp = {"checkpoint": {"path": os.path.relpath(d, work), "stack": "decoder"}, "source_ids": [0, 5, 2], "token_ids": [2, 0, 9]}
-    p = subprocess.run([attn, "heads", write_input(os.path.join(work, "in-bart-heads-decoder.json"), inp)], capture_output=True, text=True, cwd=work)
-    ok = p.returncode == 2 and "attn heads draws BART's encoder" in p.stderr
-    print(f"  {'ok  ' if ok else 'FAIL'} attn heads refuses BART's decoder: exit {p.returncode}: {p.stderr.strip()[:120]}")
-    if not ok:
-        report.fail(f"attn heads on BART's decoder: exit {p.returncode}: {p.stderr.strip()[:200]}")
-    report.groups.append(("heads refuses a decoder", int(ok), 1))
+    # attn heads on an encoder-decoder with the decoder's tokens: three views, every weight against the
+    # reference, and the cross-attention's patterns recomputed here
+    results = []
+    for name in ("bart-f32", "marian-f32", "t5-f32"):
+        d, config = made[name]
+        _, tensors = model_reference.load(d)
+        rng = np.random.RandomState(7)
+        source = [int(i) for i in rng.randint(3, 100, size=6)] + [config["eos_token_id"]]
+        ids = [config["decoder_start_token_id"]] + [int(i) for i in rng.randint(3, 100, size=4)]
+        inp = {"checkpoint": {"path": os.path.relpath(d, work)}, "source_ids": source, "token_ids": ids}
+        p = subprocess.run([attn, "heads", write_input(os.path.join(work, f"in-{name}-heads.json"), inp), "--format", "json"],
+                           capture_output=True, text=True, cwd=work)
+        doc = json.loads(p.stdout) if p.returncode == 0 else {}
+        parts = {q.get("part"): q for q in doc.get("parts", [])}
+        ok = p.returncode == 0 and list(parts) == ["encoder", "decoder", "cross"]
+        dd, wrong = 0.0, []
+        if ok:
+            enc = (seq2seq_reference.forward_encoder if config["model_type"] != "bart" else model_reference.forward_bart_encoder)(
+                config, tensors, source, torch.float64)
+            dec = seq2seq_reference.forward_decoder(config, tensors, source, ids, torch.float64)
+            want = {"encoder": np.stack([r["weights"].numpy() for r in enc]),
+                    "decoder": np.stack([r["self"]["weights"].numpy() for r in dec]),
+                    "cross": np.stack([r["cross"]["weights"].numpy() for r in dec])}
+            for part, w in want.items():
+                got = np.array(parts[part]["weights"], dtype=np.float64)
+                dd = max(dd, float(np.abs(got - w).max()) if got.shape == w.shape else float("inf"))
+            # the cross heads' patterns: diagonal, the source's first token (or <s>), its </s>, as heads.cpp names them
+            S, T = len(source), len(ids)
+            ends = [k for k, t in enumerate(source) if t == config["eos_token_id"]]
+            for l, layer in enumerate(want["cross"]):
+                for h, w in enumerate(layer):
+                    diag = np.mean([w[i, int(round(i * (S - 1) / (T - 1)))] for i in range(T)])
+                    means = {"diagonal": diag, "first": np.mean(w[:, 0]), "end token": np.mean(w[:, ends].sum(axis=1))}
+                    best = max(means, key=means.get)
+                    ent = float(np.mean([-(r[r > 0] * np.log2(r[r > 0])).sum() for r in w]))
+                    pattern = best if means[best] >= 0.5 else "broad" if ent >= 0.8 * math.log2(S) else "mixed"
+                    sm = parts["cross"]["summaries"][l][h]
+                    got_pattern = {"first token": "first", "start token": "first"}.get(sm["pattern"], sm["pattern"])
+                    if got_pattern != pattern or abs(sm["entropy"] - ent) > 1e-4:
+                        wrong.append(f"L{l} h{h}: {sm['pattern']} / {sm['entropy']:.4f}, here {pattern} / {ent:.4f}")
+            ok = dd <= TOL and not wrong and parts["cross"]["S"] == S and len(parts["cross"]["source_tokens"]) == S
+        print(f"  {'ok  ' if ok else 'FAIL'} attn heads {name}: encoder, decoder and cross views, every weight within {dd:.2g}; "
+              f"the cross heads' patterns as recomputed here")
+        if not ok:
+            report.fail(f"attn heads {name}: exit {p.returncode}, parts {list(parts)}, |diff| {dd:.3g}, {wrong[:3]} {p.stderr.strip()[:200]}")
+        results.append(ok)
+    report.groups.append(("heads of the encoder-decoders", sum(results), len(results)))
 
 
 def check_t5_buckets(report, attn, work, made):

@@ -224,11 +224,11 @@ TEST_CASE("heads text: colour cells and downsampling say what they show", "[head
   CHECK(top[14] == "                 █              █");
   CHECK(top[15].empty());
   for (int r = 1; r <= 14; ++r) CHECK(attn::cells(top[r]) <= 40);
-  const auto f = heads_detail::fit_text_grid(64, 12, 5, 120);
+  const auto f = heads_detail::fit_text_grid(64, 64, 12, 5, 120);
   CHECK(f.block == 8);
   CHECK(f.n == 8);
   CHECK(f.per_band == 12);
-  const auto g = heads_detail::fit_text_grid(8, 4, 4, 120);
+  const auto g = heads_detail::fit_text_grid(8, 8, 4, 4, 120);
   CHECK(g.block == 1);
   CHECK(g.cell_w == 2);
 }
@@ -429,4 +429,73 @@ TEST_CASE("heads html: every pattern has its caption (induction, next token, an 
   CHECK(html.find("<span>next 0.80</span>") != std::string::npos);
   CHECK(html.find("<span>&lt;s&gt; 0.70</span>") != std::string::npos);
   CHECK(html.find("<span>[SEP] 0.60</span>") != std::string::npos);
+}
+
+TEST_CASE("summarise_cross_head: the diagonal, the source's end token, and the largest weight of all", "[heads]") {
+  // T = 3 decoder tokens over S = 5 source tokens: the diagonal is keys 0, 2, 4
+  const std::vector<float> diagonal = {0.8f, 0.1f, 0.05f, 0.05f, 0.f,  //
+                                       0.1f, 0.1f, 0.6f, 0.1f, 0.1f,   //
+                                       0.f, 0.1f, 0.1f, 0.1f, 0.7f};
+  EncoderSpecials sp;
+  sp.ends = {4};
+  sp.end_name = "</s>";
+  const HeadSummary d = summarise_cross_head(diagonal.data(), 3, 5, sp);
+  CHECK(d.pattern == HeadPattern::Diagonal);
+  CHECK(d.pattern_share == Approx((0.8 + 0.6 + 0.7) / 3));
+  CHECK(d.max_off_diagonal == Approx(0.8));
+  CHECK(d.max_query == 0);
+  CHECK(d.max_key == 0);
+  CHECK(d.max_entropy == Approx(std::log2(5.0)));
+  const std::vector<float> end = {0.1f, 0.f, 0.f, 0.f, 0.9f, 0.f, 0.1f, 0.f, 0.2f, 0.7f, 0.f, 0.f, 0.f, 0.f, 1.f};
+  const HeadSummary e = summarise_cross_head(end.data(), 3, 5, sp);
+  CHECK(e.pattern == HeadPattern::EndToken);
+  CHECK(e.label == "to </s>");
+  CHECK(e.pattern_share == Approx((0.9 + 0.7 + 1.0) / 3));
+}
+
+TEST_CASE("heads: an encoder-decoder's three views, the cross one T × S, in text and JSON", "[heads]") {
+  HeadsView enc, dec, x;
+  for (HeadsView* v : {&enc, &dec, &x}) v->model = "tiny seq2seq", v->layers = 1, v->heads = 1;
+  enc.part = "encoder", enc.tokens = {"a", "b", "</s>"}, enc.T = 3, enc.bidirectional = true, enc.weights.assign(9, 1.f / 3);
+  dec.part = "decoder", dec.tokens = {"<pad>", "x"}, dec.T = 2, dec.weights = {1.f, 0.f, 0.5f, 0.5f};
+  x.part = "cross", x.tokens = {"<pad>", "x"}, x.key_tokens = enc.tokens, x.cross = true, x.S = 3, x.T = 2;
+  x.weights = {0.6f, 0.2f, 0.2f, 0.9f, 0.05f, 0.05f};
+  enc.summaries = {summarise_encoder_head(enc.weights.data(), 3, {})};
+  dec.summaries = {summarise_head(dec.weights.data(), 2)};
+  x.summaries = {summarise_cross_head(x.weights.data(), 2, 3, {})};
+  const std::vector<HeadsView> views = {enc, dec, x};
+  std::ostringstream text;
+  render_heads_text(views, text, ColorMode::None, 80);
+  const std::string t = text.str();
+  CHECK(t.find("══ encoder self-attention ══") != std::string::npos);
+  CHECK(t.find("══ decoder self-attention ══") != std::string::npos);
+  CHECK(t.find("══ cross-attention ══") != std::string::npos);
+  CHECK(t.find("T = 2 decoder tokens (queries), S = 3 source tokens (keys)") != std::string::npos);
+  CHECK(t.find("source tokens (3): 0 a  1 b  2 </s>") != std::string::npos);
+  CHECK(t.find("max weight 0.90 (x → a)") != std::string::npos);
+  CHECK(t.find("attn heads · tiny seq2seq") == 0);
+  CHECK(t.find("attn heads ·", 1) == std::string::npos);  // the model's line once
+  std::ostringstream js;
+  render_heads_json(views, js);
+  const auto j = nlohmann::json::parse(js.str());
+  REQUIRE(j["parts"].size() == 3);
+  CHECK(j["parts"][2]["part"] == "cross");
+  CHECK(j["parts"][2]["S"] == 3);
+  CHECK(j["parts"][2]["weights"][0][0][1][0].get<double>() == Approx(0.9));
+  CHECK(j["parts"][2]["source_tokens"] == std::vector<std::string>{"a", "b", "</s>"});
+  CHECK(j["parts"][2]["summaries"][0][0]["pattern"] == "first token");
+  std::ostringstream svg, html;
+  render_heads_svg(views, svg);
+  render_heads_html(views, html);
+  CHECK(svg.str().find(">cross-attention</text>") != std::string::npos);
+  const std::string page = html.str();
+  CHECK(page.find("<h2 class=\"part-title\">cross-attention</h2>") != std::string::npos);
+  CHECK(std::count(page.begin(), page.end(), '<' ) > 0);
+  // three sections, each with its own data for the script, the cross one with its keys
+  std::size_t sections = 0;
+  for (std::size_t at = page.find("<section class=\"part\""); at != std::string::npos; at = page.find("<section class=\"part\"", at + 1)) ++sections;
+  CHECK(sections == 3);
+  CHECK(page.find("\"cross\": true, \"S\": 3, ") != std::string::npos);
+  CHECK(page.find("\"keys\": [\"a\", \"b\", \"</s>\"]") == std::string::npos);  // "</" is escaped inside the script element
+  CHECK(page.find("\"keys\": [\"a\", \"b\", \"<\\/s>\"]") != std::string::npos);
 }

@@ -214,6 +214,11 @@ Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_
 // the source), after the encoder over source_ids and the decoder's layers below.
 Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
                              const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross);
+// An encoder-decoder's every layer: the encoder's self-attention over the source, the decoder's
+// self-attention and its cross-attention, as three views.
+std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
+                                                const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
+                                                const std::vector<std::string>& tokens);
 // Every layer's attention weights, for attn heads.
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
                            const std::vector<std::string>& tokens);
@@ -237,7 +242,9 @@ struct CheckpointInput {
 CheckpointInput load_checkpoint_input(const std::string& path, const std::string& command);
 // attn heads: path is the input JSON ("-": standard input); refused when every head's weights would
 // take more than max_bytes (why: where that limit comes from, for the message).
-HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
+// An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's
+// self-attention and the cross-attention.
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
 // attn tokenize: dir's tokenizer on text, as lines "id  piece" or JSON {"tokenizer", "ids", "pieces"}.
 void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json);
 

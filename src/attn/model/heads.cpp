@@ -65,8 +65,16 @@ const char* pattern_name(HeadPattern p) {
     case HeadPattern::StartToken: return "start token";
     case HeadPattern::EndToken: return "end token";
     case HeadPattern::Induction: return "induction";
+    case HeadPattern::Diagonal: return "diagonal";
   }
   return "mixed";
+}
+
+std::string HeadsView::part_title() const {
+  if (part == "encoder") return "encoder self-attention";
+  if (part == "decoder") return "decoder self-attention";
+  if (part == "cross") return "cross-attention";
+  return part;
 }
 
 std::string HeadsView::masked_text() const {
@@ -192,6 +200,41 @@ HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const E
   return s;
 }
 
+// A cross-attention head (see heads.hpp). Over every query i: diagonal = mean w_{i,d(i)} with d(i) =
+// round(i · (S − 1) / (T − 1)) (the source position as far through the source as i is through the
+// decoder's tokens; 0 for T = 1), start = mean w_{i,start} (or the first source token's), end = mean
+// Σ_{e in ends} w_{i,e}; the largest at ≥ 0.5 names the pattern (ties in that order), else broad when
+// the entropy is ≥ 0.8 of log2 S, else mixed. max_off_diagonal is the largest weight of all.
+HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int64_t S, const EncoderSpecials& sp) {
+  HeadSummary s;
+  if (T <= 0 || S <= 0) return s;
+  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * S + j]); };
+  double entropy = 0, diagonal = 0, start = 0, end = 0;
+  bool have = false;
+  for (std::int64_t i = 0; i < T; ++i) {
+    for (std::int64_t j = 0; j < S; ++j) {
+      const double x = w(i, j);
+      if (x > 0) entropy -= x * std::log2(x);
+      if (!have || x > s.max_off_diagonal) s.max_off_diagonal = x, s.max_query = i, s.max_key = j, have = true;
+    }
+    const std::int64_t d = T > 1 ? static_cast<std::int64_t>(std::llround(static_cast<double>(i * (S - 1)) / static_cast<double>(T - 1))) : 0;
+    diagonal += w(i, d);
+    start += w(i, sp.start >= 0 ? sp.start : 0);
+    for (const auto e : sp.ends) end += w(i, e);
+  }
+  const double n = static_cast<double>(T);
+  s.entropy = entropy / n;
+  s.max_entropy = std::log2(static_cast<double>(S));
+  const std::pair<HeadPattern, double> named[3] = {{HeadPattern::Diagonal, diagonal / n},
+                                                   {sp.start >= 0 ? HeadPattern::StartToken : HeadPattern::FirstToken, start / n},
+                                                   {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n}};
+  name_pattern(s, named);
+  if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
+  if (s.pattern == HeadPattern::FirstToken) s.label = "first source token";
+  return s;
+}
+
 namespace {
 
 // float32's shortest round-trip text; non-finite values as the strings "nan", "inf", "-inf"
@@ -204,46 +247,73 @@ std::string number(double v, bool single) {
 
 }  // namespace
 
-void render_heads_json(const HeadsView& view, std::ostream& out) {
+namespace {
+
+// One view's JSON object, its lines indented by `indent` more spaces; `top` adds the format and model.
+void view_json(const HeadsView& view, std::ostream& out, const std::string& indent, bool top) {
   heads_detail::check_view(view);
   auto strings = [](const std::vector<std::string>& v) {
     std::string s = "[";
     for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
     return s + "]";
   };
-  out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(view.model) << ",\n  \"tokens\": " << strings(view.tokens)
-      << ",\n  \"pieces\": " << strings(view.pieces)
-      << ",\n  \"layers\": " << view.layers << ",\n  \"heads\": " << view.heads << ",\n  \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "],"
-      << (view.bidirectional ? "\n  \"bidirectional\": true," : "") << "\n  \"notes\": " << strings(view.notes)
-      << ",\n  \"weights\": [";
-  // [L][H][T][T], one query's row a line
+  const std::string n = "\n" + indent;
+  out << "{";
+  if (top) out << n << "  \"format\": \"attn-heads\"," << n << "  \"model\": " << json_quote(view.model) << ",";
+  if (!view.part.empty()) out << n << "  \"part\": " << json_quote(view.part) << ",";
+  out << n << "  \"tokens\": " << strings(view.tokens) << "," << n << "  \"pieces\": " << strings(view.pieces) << ",";
+  if (view.cross) {
+    out << n << "  \"source_tokens\": " << strings(view.key_tokens) << "," << n << "  \"source_pieces\": " << strings(view.key_pieces) << "," << n
+        << "  \"S\": " << view.S << ",";
+  }
+  out << n << "  \"layers\": " << view.layers << "," << n << "  \"heads\": " << view.heads << "," << n << "  \"windows\": ["
+      << fmt::format("{}", fmt::join(view.windows, ", ")) << "],";
+  if (view.bidirectional) out << n << "  \"bidirectional\": true,";
+  out << n << "  \"notes\": " << strings(view.notes) << "," << n << "  \"weights\": [";
+  // [L][H][T][keys], one query's row a line
   for (std::int64_t l = 0; l < view.layers; ++l) {
-    out << (l ? "," : "") << "\n    [";
+    out << (l ? "," : "") << n << "    [";
     for (std::int64_t h = 0; h < view.heads; ++h) {
-      out << (h ? "," : "") << "\n      [";
+      out << (h ? "," : "") << n << "      [";
       for (std::int64_t i = 0; i < view.T; ++i) {
-        out << (i ? "," : "") << "\n        [";
-        for (std::int64_t j = 0; j < view.T; ++j) out << (j ? ", " : "") << number(view.weight(l, h, i, j), true);
+        out << (i ? "," : "") << n << "        [";
+        for (std::int64_t j = 0; j < view.keys(); ++j) out << (j ? ", " : "") << number(view.weight(l, h, i, j), true);
         out << "]";
       }
-      out << (view.T ? "\n      ]" : "]");
+      out << (view.T ? n + "      ]" : "]");
     }
-    out << (view.heads ? "\n    ]" : "]");
+    out << (view.heads ? n + "    ]" : "]");
   }
-  out << (view.layers ? "\n  ]" : "]") << ",\n  \"summaries\": [";
+  out << (view.layers ? n + "  ]" : "]") << "," << n << "  \"summaries\": [";
   for (std::int64_t l = 0; l < view.layers; ++l) {
-    out << (l ? "," : "") << "\n    [";
+    out << (l ? "," : "") << n << "    [";
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const auto& s = view.summary(l, h);
-      out << (h ? "," : "") << "\n      "
+      out << (h ? "," : "") << n << "      "
           << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
                          l, h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
                          json_quote(pattern_name(s.pattern)), number(s.pattern_share, false),
                          s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
     }
-    out << (view.heads ? "\n    ]" : "]");
+    out << (view.heads ? n + "    ]" : "]");
   }
-  out << (view.layers ? "\n  ]" : "]") << "\n}\n";
+  out << (view.layers ? n + "  ]" : "]") << n << "}";
+}
+
+}  // namespace
+
+void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out) {
+  if (views.size() == 1) {
+    view_json(views[0], out, "", true);
+    out << "\n";
+    return;
+  }
+  out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(views.empty() ? std::string() : views[0].model) << ",\n  \"parts\": [";
+  for (std::size_t k = 0; k < views.size(); ++k) {
+    out << (k ? ",\n    " : "\n    ");
+    view_json(views[k], out, "    ", false);
+  }
+  out << "\n  ]\n}\n";
 }
 
 }  // namespace attn::model

@@ -13,9 +13,10 @@
 namespace attn::model {
 
 // What a head mostly does, judged from its weights (see summarise_head).
-enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed, NextToken, StartToken, EndToken, Induction };
+enum class HeadPattern { PreviousToken, FirstToken, SameToken, Broad, Mixed, NextToken, StartToken, EndToken, Induction, Diagonal };
 // "previous token", "first token", "same token", "broad", "mixed", "next token", and an encoder's
-// "start token" ([CLS], <s>) and "end token" ([SEP], </s>), and "induction"
+// "start token" ([CLS], <s>) and "end token" ([SEP], </s>), and "induction"; a cross-attention's
+// "diagonal" (each decoder position on the source position as far through it)
 const char* pattern_name(HeadPattern p);
 
 struct HeadSummary {
@@ -28,23 +29,35 @@ struct HeadSummary {
   std::string label;           // what the text says for the pattern: "to [CLS]", "to [SEP]" for an encoder's special tokens; "" = pattern_name
 };
 
+// One attention of a model, every layer × head: a decoder's or an encoder's self-attention (T × T), or
+// an encoder-decoder's cross-attention (T decoder tokens × S source tokens). attn heads draws one view
+// per attention the input names: one for a single stack, three (encoder, decoder, cross) for an
+// encoder-decoder, as the notebook tools' model view.
 struct HeadsView {
   std::string model;                 // "GPT-2 (examples/checkpoints/tiny-gpt2): 2 layers × 4 heads, C = 16"
-  std::vector<std::string> tokens;   // [T] the tokens' text ("␣cat")
+  std::string part;                  // "" (one stack), or "encoder", "decoder", "cross"
+  std::vector<std::string> tokens;   // [T] the tokens' text ("␣cat"): the queries, and the keys unless cross
   std::vector<std::string> pieces;   // [T] as the vocabulary spells them ("Ġcat"), for the JSON and hover text; may be empty
+  std::vector<std::string> key_tokens, key_pieces;  // [S] cross: the source's tokens, the keys
+  bool cross = false;                // the keys are the source's (S of them), every one visible
+  std::int64_t S = 0;                // cross: the keys' count
   std::int64_t layers = 0, heads = 0, T = 0;
   std::vector<std::int64_t> windows; // [layers] each layer's sliding window W: query i sees keys i − W < j ≤ i; 0 (or none given): every earlier key
   bool bidirectional = false;        // an encoder (BERT): every query sees every key, nothing is masked
-  std::vector<float> weights;        // [layers, heads, T, T], row-major; causal: zero above the diagonal
+  std::vector<float> weights;        // [layers, heads, T, keys()], row-major; causal: zero above the diagonal
   std::vector<HeadSummary> summaries;  // [layers × heads]
   std::vector<std::string> notes;    // where the numbers came from (dtype, tokenizer, BOS)
+  std::int64_t keys() const { return cross ? S : T; }
+  const std::vector<std::string>& key_labels() const { return cross ? key_tokens : tokens; }
   float weight(std::int64_t l, std::int64_t h, std::int64_t i, std::int64_t j) const {
-    return weights[static_cast<std::size_t>(((l * heads + h) * T + i) * T + j)];
+    return weights[static_cast<std::size_t>(((l * heads + h) * T + i) * keys() + j)];
   }
   std::int64_t window(std::int64_t l) const { return windows.empty() ? 0 : windows[static_cast<std::size_t>(l)]; }
   bool visible(std::int64_t l, std::int64_t i, std::int64_t j) const {
-    return bidirectional || (j <= i && (window(l) == 0 || j > i - window(l)));
+    return bidirectional || cross || (j <= i && (window(l) == 0 || j > i - window(l)));
   }
+  // "encoder self-attention", "decoder self-attention", "cross-attention"; "" for one stack
+  std::string part_title() const;
   // What the masked cells are, for legends.
   std::string masked_text() const;
   const HeadSummary& summary(std::int64_t l, std::int64_t h) const { return summaries[static_cast<std::size_t>(l * heads + h)]; }
@@ -64,18 +77,30 @@ struct EncoderSpecials {
   std::string start_name, end_name;
 };
 HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const EncoderSpecials& specials);
+// A cross-attention head: T decoder queries over S source keys, every key visible; the source's
+// special tokens in `specials` (T5's and Marian's </s>, BART's <s> … </s>).
+HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int64_t S, const EncoderSpecials& specials);
 
+// Each renderer takes the views of one input: one, or an encoder-decoder's three, drawn one after the
+// other under a heading each.
 // Terminal: a grid of layers (rows) × heads (columns) of small heatmaps drawn with shade or colour
 // blocks, fitted to `width` columns (heads drawn smaller, or wrapped, and the text says so), then one
 // summary line per head. The same bytes for the same width.
-void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color, int width);
+void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width);
 // One SVG document: the same grid, token labels on the axes of the first column and last row.
-void render_heads_svg(const HeadsView& view, std::ostream& out);
-// {"format": "attn-heads", "model", "tokens", "layers", "heads", "windows" ([L], 0: none), "notes", "weights": [L][H][T][T],
-// "summaries": [L][H] of {"entropy", "max_entropy", "max_off_diagonal", "max_query", "max_key",
-// "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests.
-void render_heads_json(const HeadsView& view, std::ostream& out);
+void render_heads_svg(const std::vector<HeadsView>& views, std::ostream& out);
+// One view: {"format": "attn-heads", "model", "tokens", "layers", "heads", "windows" ([L], 0: none), "notes", "weights": [L][H][T][T],
+// "summaries": [L][H] of {"layer", "head", "entropy", "max_entropy", "max_off_diagonal", "max_query", "max_key",
+// "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests. Several:
+// {"format": "attn-heads", "model", "parts": [one view's object, with "part" (and for cross "source_tokens",
+// "source_pieces", "S"; weights [L][H][T][S]), ...]}.
+void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out);
 // One self-contained HTML page: the grid, a click on a head enlarges it with token labels and its summary.
-void render_heads_html(const HeadsView& view, std::ostream& out);
+void render_heads_html(const std::vector<HeadsView>& views, std::ostream& out);
+// One view alone.
+inline void render_heads_text(const HeadsView& v, std::ostream& out, ColorMode color, int width) { render_heads_text(std::vector<HeadsView>{v}, out, color, width); }
+inline void render_heads_svg(const HeadsView& v, std::ostream& out) { render_heads_svg(std::vector<HeadsView>{v}, out); }
+inline void render_heads_json(const HeadsView& v, std::ostream& out) { render_heads_json(std::vector<HeadsView>{v}, out); }
+inline void render_heads_html(const HeadsView& v, std::ostream& out) { render_heads_html(std::vector<HeadsView>{v}, out); }
 
 }  // namespace attn::model

@@ -242,14 +242,25 @@ Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_
   return attention_spec(a, layer, w, attention_input(a, w, h), tokens);
 }
 
-Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
-                             const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross) {
+namespace {
+
+// Every layer's attention weights of an encoder-decoder, for attn heads: [L, H, S, S], [Ld, H, T, T], [Ld, H, T, S].
+struct Seq2SeqWeights {
+  std::vector<float> encoder, decoder, cross;
+};
+
+// The encoder over the source, then the decoder's layers: the Spec of decoder layer `layer`'s self- or
+// cross-attention (layer ≥ 0), or (layer < 0, weights given) every layer run and its weights kept.
+Spec decoder_pass(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
+                  const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross, Seq2SeqWeights* weights) {
   const auto& a = ckpt.arch();
   auto be = make_backend("cpu");
   // the encoder's output over the source: every layer, attention and MLP; T5's final RMS norm after
   // them (BART's and Marian's encoders have none)
   Tensor enc = ckpt.embed(source_ids);
-  for (std::int64_t i = 0; i < a.layers; ++i) run_layer_with(ckpt, i, *be, enc, source_tokens, [&](const Spec& s) { return attend(s, *be, nullptr); }, true);
+  for (std::int64_t i = 0; i < a.layers; ++i) {
+    run_layer_with(ckpt, i, *be, enc, source_tokens, [&](const Spec& s) { return attend(s, *be, weights ? &weights->encoder : nullptr); }, true);
+  }
   if (const Tensor f = ckpt.encoder_final_norm(); !f.shape().empty()) enc = normalise(enc, f, Tensor{}, a.eps);
   const auto S = enc.dim(1);
   // a decoder layer's two attentions as the pipeline's inputs: causal self-attention; cross-attention
@@ -278,17 +289,73 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
     if (!pre) h = normalise(h, w.attn_ln_w, w.attn_ln_b, a.eps);
   };
   Tensor h = ckpt.embed_decoder(ids);
-  for (std::int64_t i = 0;; ++i) {
+  for (std::int64_t i = 0; i < a.decoder_layers; ++i) {
     LayerWeights ws = ckpt.decoder_self(i);
     Tensor x = pre ? normalise(h, ws.norm1_w, ws.norm1_b, a.eps) : h;
     if (i == layer && !cross) return self_spec(ws, x);
-    block(ws, h, attend(self_spec(ws, x), *be, nullptr));
+    block(ws, h, attend(self_spec(ws, x), *be, weights ? &weights->decoder : nullptr));
     LayerWeights wc = ckpt.decoder_cross(i);
     x = pre ? normalise(h, wc.norm1_w, wc.norm1_b, a.eps) : h;
     if (i == layer) return cross_spec(wc, x);
-    block(wc, h, attend(cross_spec(wc, x), *be, nullptr));
-    add_mlp(a, wc, *be, h);
+    block(wc, h, attend(cross_spec(wc, x), *be, weights ? &weights->cross : nullptr));
+    if (i + 1 < a.decoder_layers) add_mlp(a, wc, *be, h);
   }
+  if (layer >= 0) throw InternalError("decoder_pass: layer past the decoder's last");
+  return Spec{};
+}
+
+}  // namespace
+
+Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
+                             const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross) {
+  return decoder_pass(ckpt, source_ids, source_tokens, ids, tokens, layer, cross, nullptr);
+}
+
+namespace {
+
+// The source's special tokens where they stand: [CLS] … [SEP], <s> … </s>, T5's and Marian's … </s>.
+EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids) {
+  EncoderSpecials sp;
+  if (!ckpt.arch().encoder() || !ckpt.tokenizer()) return sp;
+  const auto specials = ckpt.specials();
+  if (specials.last.empty()) return sp;
+  if (!specials.first.empty()) sp.start_name = ckpt.tokenizer()->piece(specials.first[0]);
+  sp.end_name = ckpt.tokenizer()->piece(specials.last[0]);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i == 0 && !specials.first.empty() && ids[0] == specials.first[0]) sp.start = 0;
+    if (ids[i] == specials.last[0]) sp.ends.push_back(static_cast<std::int64_t>(i));
+  }
+  return sp;
+}
+
+}  // namespace
+
+std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
+                                                const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
+                                                const std::vector<std::string>& tokens) {
+  const auto& a = ckpt.arch();
+  Seq2SeqWeights w;
+  decoder_pass(ckpt, source_ids, {source_tokens}, ids, {tokens}, -1, false, &w);
+  const auto S = static_cast<std::int64_t>(source_ids.size()), T = static_cast<std::int64_t>(ids.size());
+  const EncoderSpecials sp = specials_of(ckpt, source_ids);
+  std::vector<HeadsView> views(3);
+  for (auto& v : views) v.model = ckpt.describe(), v.heads = a.H;
+  HeadsView& enc = views[0];
+  enc.part = "encoder", enc.tokens = source_tokens, enc.layers = a.layers, enc.T = S, enc.bidirectional = true, enc.weights = std::move(w.encoder);
+  HeadsView& dec = views[1];
+  dec.part = "decoder", dec.tokens = tokens, dec.layers = a.decoder_layers, dec.T = T, dec.weights = std::move(w.decoder);
+  dec.windows.assign(static_cast<std::size_t>(a.decoder_layers), 0);
+  HeadsView& x = views[2];
+  x.part = "cross", x.tokens = tokens, x.key_tokens = source_tokens, x.cross = true, x.S = S, x.layers = a.decoder_layers, x.T = T;
+  x.weights = std::move(w.cross);
+  for (std::int64_t l = 0; l < a.layers; ++l)
+    for (std::int64_t h = 0; h < a.H; ++h) enc.summaries.push_back(summarise_encoder_head(enc.weights.data() + (l * a.H + h) * S * S, S, sp));
+  for (std::int64_t l = 0; l < a.decoder_layers; ++l)
+    for (std::int64_t h = 0; h < a.H; ++h) {
+      dec.summaries.push_back(summarise_head(dec.weights.data() + (l * a.H + h) * T * T, T, 0, &ids));
+      x.summaries.push_back(summarise_cross_head(x.weights.data() + (l * a.H + h) * T * S, T, S, sp));
+    }
+  return views;
 }
 
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
@@ -300,15 +367,7 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
   v.tokens = tokens;
   v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
   v.bidirectional = a.encoder();
-  EncoderSpecials sp;  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
-  if (a.encoder() && ckpt.tokenizer()) {
-    const auto specials = ckpt.specials();
-    sp.start_name = ckpt.tokenizer()->piece(specials.first[0]), sp.end_name = ckpt.tokenizer()->piece(specials.last[0]);
-    for (std::int64_t i = 0; i < v.T; ++i) {
-      if (i == 0 && ids[0] == specials.first[0]) sp.start = 0;
-      if (ids[static_cast<std::size_t>(i)] == specials.last[0]) sp.ends.push_back(i);
-    }
-  }
+  const EncoderSpecials sp = specials_of(ckpt, ids);  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
   for (std::int64_t l = 0; l < a.layers; ++l) {  // as attention_spec applies them
     const std::int64_t w = a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0;
     v.windows.push_back(w);

@@ -29,6 +29,10 @@ header.top .meta { color: var(--muted); font-size: 13px; }
 header.top .tokens span { white-space: nowrap; }
 header.top .tokens { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; margin-top: 4px; }
 header.top .keys { color: var(--muted); font-size: 12px; margin-top: 4px; }
+section.part > h2.part-title { font-size: 17px; margin: 14px 20px 2px; }
+section.part > .meta { color: var(--muted); font-size: 13px; margin: 6px 20px 0; }
+section.part > .tokens { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; margin: 4px 20px 0; }
+section.part > .tokens span { white-space: nowrap; }
 .layout { display: flex; flex-wrap: wrap; gap: 24px; padding: 12px 20px; align-items: flex-start; }
 table.grid { border-collapse: collapse; }
 table.grid th { font-size: 12px; color: var(--muted); font-weight: bold; padding: 0 4px; }
@@ -58,74 +62,85 @@ section.summaries pre { font-size: 12px; margin: 0; }
 constexpr const char* kScript = R"js(
 (function () {
   'use strict';
-  var D = JSON.parse(document.getElementById('heads-data').textContent);
-  var L = D.layers, H = D.heads, T = D.T, W = D.weights, P = D.palette, WIN = D.windows;
-  function visible(l, i, j) { var win = WIN.length ? WIN[l] : 0; return D.bidirectional || (j <= i && (win === 0 || j > i - win)); }
-  function w(l, h, i, j) { return W[((l * H + h) * T + i) * T + j]; }
-  function colour(x) { return P[Math.max(0, Math.min(255, Math.round(x * 255)))]; }
-  function paint(ctx, l, h, cell, x0, y0) {
-    for (var i = 0; i < T; i++) for (var j = 0; j < T; j++) {
-      ctx.fillStyle = visible(l, i, j) ? colour(w(l, h, i, j)) : '#e6e6e6';
-      ctx.fillRect(x0 + j * cell, y0 + i * cell, cell, cell);
+  var parts = [], active = null;
+  Array.prototype.forEach.call(document.querySelectorAll('section.part'), function (root) { parts.push(init(root)); });
+  function init(root) {
+    var D = JSON.parse(root.querySelector('.heads-data').textContent);
+    var L = D.layers, H = D.heads, T = D.T, S = D.S || D.T, W = D.weights, P = D.palette, WIN = D.windows;
+    var KEYS = D.keys || D.tokens;
+    function visible(l, i, j) { var win = WIN.length ? WIN[l] : 0; return D.bidirectional || D.cross || (j <= i && (win === 0 || j > i - win)); }
+    function w(l, h, i, j) { return W[((l * H + h) * T + i) * S + j]; }
+    function colour(x) { return P[Math.max(0, Math.min(255, Math.round(x * 255)))]; }
+    function paint(ctx, l, h, cell, x0, y0) {
+      for (var i = 0; i < T; i++) for (var j = 0; j < S; j++) {
+        ctx.fillStyle = visible(l, i, j) ? colour(w(l, h, i, j)) : '#e6e6e6';
+        ctx.fillRect(x0 + j * cell, y0 + i * cell, cell, cell);
+      }
     }
-  }
-  var buttons = Array.prototype.slice.call(document.querySelectorAll('button.head'));
-  buttons.forEach(function (b) {
-    var c = b.querySelector('canvas');
-    paint(c.getContext('2d'), +b.dataset.l, +b.dataset.h, 1, 0, 0);
-    b.addEventListener('click', function () { select(+b.dataset.l, +b.dataset.h, false); });
-  });
-  var big = document.getElementById('big'), at = document.getElementById('at');
-  var cell = Math.max(4, Math.min(40, Math.floor(400 / Math.max(T, 1))));
-  var every = Math.max(1, Math.ceil(12 / cell));
-  var margin = 0;
-  var ctx0 = big.getContext('2d');
-  ctx0.font = '11px "DejaVu Sans", Verdana, sans-serif';
-  for (var k = 0; k < T; k += every) margin = Math.max(margin, ctx0.measureText(label(k)).width);
-  margin = Math.ceil(margin) + 10;
-  big.width = margin + T * cell + 4; big.height = margin + T * cell + 12;
-  function label(i) { return every > 1 ? i + ' ' + D.tokens[i] : D.tokens[i]; }
-  var cur = [0, 0];
-  function draw() {
-    var ctx = big.getContext('2d'), l = cur[0], h = cur[1];
-    ctx.fillStyle = '#ffffff'; ctx.fillRect(0, 0, big.width, big.height);
-    paint(ctx, l, h, cell, margin, 8);
-    ctx.fillStyle = '#1b1b1b'; ctx.font = '11px "DejaVu Sans", Verdana, sans-serif';
-    ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
-    for (var i = 0; i < T; i += every) ctx.fillText(label(i), margin - 4, 8 + (i + 0.5) * cell);
-    for (var j = 0; j < T; j += every) {
-      ctx.save(); ctx.translate(margin + (j + 0.5) * cell, 8 + T * cell + 4); ctx.rotate(-Math.PI / 2);
-      ctx.fillText(label(j), 0, 0); ctx.restore();
+    var part = { select: select, cur: [0, 0] };
+    var buttons = Array.prototype.slice.call(root.querySelectorAll('button.head'));
+    buttons.forEach(function (b) {
+      var c = b.querySelector('canvas');
+      paint(c.getContext('2d'), +b.dataset.l, +b.dataset.h, 1, 0, 0);
+      b.addEventListener('click', function () { active = part; select(+b.dataset.l, +b.dataset.h, false); });
+      b.addEventListener('focus', function () { active = part; });
+    });
+    var big = root.querySelector('canvas.big'), at = root.querySelector('.at');
+    var cell = Math.max(4, Math.min(40, Math.floor(400 / Math.max(T, S, 1))));
+    var every = Math.max(1, Math.ceil(12 / cell));
+    var margin = 0, bottom = 0;
+    var ctx0 = big.getContext('2d');
+    ctx0.font = '11px "DejaVu Sans", Verdana, sans-serif';
+    function label(ls, i) { return every > 1 ? i + ' ' + ls[i] : ls[i]; }
+    for (var k = 0; k < T; k += every) margin = Math.max(margin, ctx0.measureText(label(D.tokens, k)).width);
+    for (k = 0; k < S; k += every) bottom = Math.max(bottom, ctx0.measureText(label(KEYS, k)).width);
+    margin = Math.ceil(margin) + 10; bottom = Math.ceil(bottom) + 10;
+    big.width = margin + S * cell + 4; big.height = 8 + T * cell + bottom;
+    function draw() {
+      var ctx = big.getContext('2d'), l = part.cur[0], h = part.cur[1];
+      ctx.fillStyle = '#ffffff'; ctx.fillRect(0, 0, big.width, big.height);
+      paint(ctx, l, h, cell, margin, 8);
+      ctx.fillStyle = '#1b1b1b'; ctx.font = '11px "DejaVu Sans", Verdana, sans-serif';
+      ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
+      for (var i = 0; i < T; i += every) ctx.fillText(label(D.tokens, i), margin - 4, 8 + (i + 0.5) * cell);
+      for (var j = 0; j < S; j += every) {
+        ctx.save(); ctx.translate(margin + (j + 0.5) * cell, 8 + T * cell + 4); ctx.rotate(-Math.PI / 2);
+        ctx.fillText(label(KEYS, j), 0, 0); ctx.restore();
+      }
     }
+    function select(l, h, focus) {
+      part.cur = [Math.max(0, Math.min(L - 1, l)), Math.max(0, Math.min(H - 1, h))];
+      var cur = part.cur;
+      buttons.forEach(function (b) { b.setAttribute('aria-pressed', +b.dataset.l === cur[0] && +b.dataset.h === cur[1] ? 'true' : 'false'); });
+      var b = buttons[cur[0] * H + cur[1]];
+      if (focus && b) b.focus();
+      root.querySelector('.detail-title').textContent = 'layer ' + cur[0] + ', head ' + cur[1];
+      root.querySelector('.detail-summary').textContent = D.summaries[cur[0] * H + cur[1]];
+      at.textContent = 'hover a cell for its weight';
+      draw();
+    }
+    big.addEventListener('mousemove', function (e) {
+      var r = big.getBoundingClientRect();
+      var x = (e.clientX - r.left) * big.width / r.width - margin, y = (e.clientY - r.top) * big.height / r.height - 8;
+      var i = Math.floor(y / cell), j = Math.floor(x / cell);
+      if (x < 0 || y < 0 || i < 0 || j < 0 || i >= T || j >= S) { at.textContent = 'hover a cell for its weight'; return; }
+      var q = 'query ' + i + ' ' + D.tokens[i] + ' → key ' + j + ' ' + KEYS[j] + ': ';
+      at.textContent = q + (visible(part.cur[0], i, j) ? w(part.cur[0], part.cur[1], i, j).toFixed(4) : j > i ? 'masked (a later token)' : 'masked (outside the window)');
+    });
+    big.addEventListener('mouseleave', function () { at.textContent = 'hover a cell for its weight'; });
+    if (L > 0 && H > 0) select(0, 0, false);
+    part.L = L; part.H = H;
+    return part;
   }
-  function select(l, h, focus) {
-    cur = [Math.max(0, Math.min(L - 1, l)), Math.max(0, Math.min(H - 1, h))];
-    buttons.forEach(function (b) { b.setAttribute('aria-pressed', +b.dataset.l === cur[0] && +b.dataset.h === cur[1] ? 'true' : 'false'); });
-    var b = buttons[cur[0] * H + cur[1]];
-    if (focus && b) b.focus();
-    document.getElementById('detail-title').textContent = 'layer ' + cur[0] + ', head ' + cur[1];
-    document.getElementById('detail-summary').textContent = D.summaries[cur[0] * H + cur[1]];
-    at.textContent = 'hover a cell for its weight';
-    draw();
-  }
-  big.addEventListener('mousemove', function (e) {
-    var r = big.getBoundingClientRect();
-    var x = (e.clientX - r.left) * big.width / r.width - margin, y = (e.clientY - r.top) * big.height / r.height - 8;
-    var i = Math.floor(y / cell), j = Math.floor(x / cell);
-    if (x < 0 || y < 0 || i < 0 || j < 0 || i >= T || j >= T) { at.textContent = 'hover a cell for its weight'; return; }
-    var q = 'query ' + i + ' ' + D.tokens[i] + ' → key ' + j + ' ' + D.tokens[j] + ': ';
-    at.textContent = q + (visible(cur[0], i, j) ? w(cur[0], cur[1], i, j).toFixed(4) : j > i ? 'masked (a later token)' : 'masked (outside the window)');
-  });
-  big.addEventListener('mouseleave', function () { at.textContent = 'hover a cell for its weight'; });
+  if (parts.length) active = parts[0];
   document.addEventListener('keydown', function (e) {
-    if (e.altKey || e.ctrlKey || e.metaKey) return;
-    var k = e.key, l = cur[0], h = cur[1];
+    if (e.altKey || e.ctrlKey || e.metaKey || !active) return;
+    var k = e.key, l = active.cur[0], h = active.cur[1];
     if (k === 'ArrowRight') h++; else if (k === 'ArrowLeft') h--; else if (k === 'ArrowDown') l++; else if (k === 'ArrowUp') l--;
-    else if (k === 'Home') { l = 0; h = 0; } else if (k === 'End') { l = L - 1; h = H - 1; } else return;
+    else if (k === 'Home') { l = 0; h = 0; } else if (k === 'End') { l = active.L - 1; h = active.H - 1; } else return;
     e.preventDefault();
-    select(l, h, true);
+    active.select(l, h, true);
   });
-  if (L > 0 && H > 0) select(0, 0, false);
 })();
 )js";
 
@@ -151,21 +166,40 @@ std::string short_name(const HeadSummary& s) {
     case HeadPattern::StartToken:
     case HeadPattern::EndToken: return s.label.starts_with("to ") ? s.label.substr(3) : s.label;
     case HeadPattern::Induction: return "induction";
+    case HeadPattern::Diagonal: return "diagonal";
   }
   return "mixed";
 }
 
 }  // namespace
 
-void render_heads_html(const HeadsView& view, std::ostream& out) {
+namespace {
+
+// The tokens as spans, "0 The · 1 cat …", each with its vocabulary piece as a tooltip.
+void token_spans(std::ostream& out, const std::vector<std::string>& labels, const std::vector<std::string>& pieces) {
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::string piece = i < pieces.size() ? pieces[i] : "";
+    out << (i ? " · " : "") << "<span" << (piece.empty() ? "" : " title=\"vocabulary piece: " + esc(piece) + "\"") << ">" << i << "&nbsp;"
+        << esc(labels[i]) << "</span>";
+  }
+}
+
+// One view as a section: its sizes and tokens, the grid with the enlarged head beside it, every
+// head's line, and its numbers for the script.
+void view_html(const HeadsView& view, std::ostream& out) {
   check_view(view);
   const auto labels = token_labels(view);
-  const auto lines = summary_lines(view, labels);
+  const auto key_labels = token_labels(view.key_labels());
+  const auto lines = summary_lines(view, labels, key_labels);
   // the data for the script; "</" never appears inside the <script> element
   std::ostringstream d;
   d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "], "
-    << (view.bidirectional ? "\"bidirectional\": true, " : "") << "\"tokens\": [";
+    << (view.bidirectional ? "\"bidirectional\": true, " : "") << (view.cross ? fmt::format("\"cross\": true, \"S\": {}, ", view.S) : "") << "\"tokens\": [";
   for (std::size_t i = 0; i < labels.size(); ++i) d << (i ? ", " : "") << json_quote(labels[i]);
+  if (view.cross) {
+    d << "],\n\"keys\": [";
+    for (std::size_t i = 0; i < key_labels.size(); ++i) d << (i ? ", " : "") << json_quote(key_labels[i]);
+  }
   d << "],\n\"summaries\": [";
   for (std::size_t i = 0; i < lines.size(); ++i) d << (i ? ", " : "") << json_quote(lines[i]);
   d << "],\n\"palette\": [";
@@ -176,23 +210,23 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
   std::string data = d.str();
   for (std::size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at)) data.replace(at, 2, "<\\/");
 
-  const int css_px = view.T <= 16 ? 96 : 52;  // the grid's canvases, drawn one pixel a token and scaled
-  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-      << "<title>" << esc("attn heads · " + view.model) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
-  out << "<header class=\"top\">\n<h1>" << esc("attn heads · " + view.model) << "</h1>\n<div class=\"meta\">"
-      << esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; {}{}",
-                         view.layers, view.heads, view.T, view.bidirectional ? "" : "grey: ", view.masked_text()));
-  for (const auto& n : view.notes) out << "<br>note: " << esc(n);
-  out << "</div>\n<div class=\"tokens\">";
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const std::string piece = i < view.pieces.size() ? view.pieces[i] : "";
-    out << (i ? " · " : "") << "<span" << (piece.empty() ? "" : " title=\"vocabulary piece: " + esc(piece) + "\"") << ">" << i << "&nbsp;"
-        << esc(labels[i]) << "</span>";
+  const std::int64_t side = std::max(view.T, view.keys());
+  const int css_px = side <= 16 ? 96 : 52;  // the grid's canvases, drawn one pixel a token and scaled (the longer side)
+  const auto css_w = static_cast<int>(css_px * view.keys() / std::max<std::int64_t>(side, 1)), css_h = static_cast<int>(css_px * view.T / std::max<std::int64_t>(side, 1));
+  out << "<section class=\"part\"" << (view.part.empty() ? "" : " data-part=\"" + esc(view.part) + "\"") << ">\n";
+  if (!view.part.empty()) out << "<h2 class=\"part-title\">" << esc(view.part_title()) << "</h2>\n";
+  out << "<div class=\"meta\">"
+      << esc(view.cross ? fmt::format("{} layers × {} heads, T = {} decoder tokens down, S = {} source tokens across; every head on one scale, "
+                                      "0 to 1; nothing masked", view.layers, view.heads, view.T, view.S)
+                        : fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; {}{}",
+                                      view.layers, view.heads, view.T, view.bidirectional ? "" : "grey: ", view.masked_text()))
+      << "</div>\n<div class=\"tokens\">" << (view.cross ? "decoder: " : "");
+  token_spans(out, labels, view.pieces);
+  if (view.cross) {
+    out << "<br>source: ";
+    token_spans(out, key_labels, view.key_pieces);
   }
-  out << "</div>\n<div class=\"keys\">click a head to enlarge it · arrow keys move between heads · hover the enlarged head for each weight</div>\n"
-      << "</header>\n<div class=\"layout\">\n<table class=\"grid\">\n<thead><tr><th></th>";
+  out << "</div>\n<div class=\"layout\">\n<table class=\"grid\">\n<thead><tr><th></th>";
   for (std::int64_t h = 0; h < view.heads; ++h) out << "<th>h" << h << "</th>";
   out << "</tr></thead>\n<tbody>\n";
   for (std::int64_t l = 0; l < view.layers; ++l) {
@@ -200,20 +234,37 @@ void render_heads_html(const HeadsView& view, std::ostream& out) {
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const auto& s = view.summary(l, h);
       out << fmt::format("<td><button class=\"head\" type=\"button\" data-l=\"{0}\" data-h=\"{1}\" aria-pressed=\"false\" title=\"{2}\">"
-                         "<canvas width=\"{3}\" height=\"{3}\" style=\"width:{4}px;height:{4}px\"></canvas><span>{5} {6:.2f}</span></button></td>",
-                         l, h, esc(lines[static_cast<std::size_t>(l * view.heads + h)]), view.T, css_px, esc(short_name(s)), s.pattern_share);
+                         "<canvas width=\"{3}\" height=\"{4}\" style=\"width:{5}px;height:{6}px\"></canvas><span>{7} {8:.2f}</span></button></td>",
+                         l, h, esc(lines[static_cast<std::size_t>(l * view.heads + h)]), view.keys(), view.T, css_w, css_h, esc(short_name(s)),
+                         s.pattern_share);
     }
     out << "</tr>\n";
   }
-  out << "</tbody>\n</table>\n<div class=\"detail\">\n<h2 id=\"detail-title\"></h2>\n<p class=\"summary\" id=\"detail-summary\"></p>\n"
+  out << "</tbody>\n</table>\n<div class=\"detail\">\n<h2 class=\"detail-title\"></h2>\n<p class=\"summary detail-summary\"></p>\n"
       << "<div class=\"legend\">weight 0";
   for (int k = 0; k < 10; ++k) out << "<i style=\"background:" << svg_hex(viridis(k / 9.0)) << "\"></i>";
-  out << (view.bidirectional ? "1</div>\n" : "1 <i style=\"background:#e6e6e6;margin-left:12px\"></i>masked</div>\n")
-      << "<canvas id=\"big\" width=\"10\" height=\"10\"></canvas>\n<p class=\"at\" id=\"at\"></p>\n</div>\n</div>\n"
+  out << (view.bidirectional || view.cross ? "1</div>\n" : "1 <i style=\"background:#e6e6e6;margin-left:12px\"></i>masked</div>\n")
+      << "<canvas class=\"big\" width=\"10\" height=\"10\"></canvas>\n<p class=\"at\"></p>\n</div>\n</div>\n"
       << "<section class=\"summaries\">\n<h2>Every head</h2>\n<pre>";
   for (const auto& line : lines) out << esc(line) << "\n";
-  out << "</pre>\n</section>\n<script type=\"application/json\" id=\"heads-data\">" << data << "</script>\n<script>" << kScript
-      << "</script>\n</body>\n</html>\n";
+  out << "</pre>\n</section>\n<script type=\"application/json\" class=\"heads-data\">" << data << "</script>\n</section>\n";
+}
+
+}  // namespace
+
+void render_heads_html(const std::vector<HeadsView>& views, std::ostream& out) {
+  const std::string model = views.empty() ? std::string() : views[0].model;
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+      << "<title>" << esc("attn heads · " + model) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
+  out << "<header class=\"top\">\n<h1>" << esc("attn heads · " + model) << "</h1>\n<div class=\"meta\">";
+  if (!views.empty())
+    for (std::size_t i = 0; i < views[0].notes.size(); ++i) out << (i ? "<br>" : "") << "note: " << esc(views[0].notes[i]);
+  out << "</div>\n<div class=\"keys\">click a head to enlarge it · arrow keys move between heads · hover the enlarged head for each weight</div>\n"
+      << "</header>\n";
+  for (const auto& v : views) view_html(v, out);
+  out << "<script>" << kScript << "</script>\n</body>\n</html>\n";
 }
 
 }  // namespace attn::model

@@ -23,9 +23,10 @@ namespace heads_detail {
 
 // Refuses a view whose vectors do not match its sizes (a bug in whoever filled it).
 inline void check_view(const HeadsView& v) {
-  const auto cells = v.layers * v.heads * v.T * v.T;
-  if (v.layers < 0 || v.heads < 0 || v.T < 0 || v.weights.size() != static_cast<std::size_t>(cells) ||
-      v.summaries.size() != static_cast<std::size_t>(v.layers * v.heads) || v.tokens.size() != static_cast<std::size_t>(v.T)) {
+  const auto cells = v.layers * v.heads * v.T * v.keys();
+  if (v.layers < 0 || v.heads < 0 || v.T < 0 || v.keys() < 0 || v.weights.size() != static_cast<std::size_t>(cells) ||
+      v.summaries.size() != static_cast<std::size_t>(v.layers * v.heads) || v.tokens.size() != static_cast<std::size_t>(v.T) ||
+      v.key_labels().size() != static_cast<std::size_t>(v.keys())) {
     throw InternalError(fmt::format("attn heads: a view of {} layers × {} heads × T = {} needs {} weights, {} summaries and {} tokens; it has {}, {} and {}",
                                     v.layers, v.heads, v.T, cells, v.layers * v.heads, v.T, v.weights.size(), v.summaries.size(),
                                     v.tokens.size()));
@@ -38,9 +39,9 @@ inline std::string esc(std::string_view s) { return markup_escape(s); }
 // The tokens as labels: surrounding whitespace trimmed (GPT-2's " cat" is "cat"), an all-blank piece
 // shown as ␣ (or ⏎ for a newline), other control characters as ·, and a token that occurs more than
 // once numbered by occurrence with subscripts (the₁, the₂), so "sat → the₂" names one position.
-inline std::vector<std::string> token_labels(const HeadsView& v) {
+inline std::vector<std::string> token_labels(const std::vector<std::string>& tokens) {
   std::vector<std::string> base;
-  for (const auto& t : v.tokens) {
+  for (const auto& t : tokens) {
     std::size_t a = 0, b = t.size();
     while (a < b && (t[a] == ' ' || t[a] == '\t' || t[a] == '\n' || t[a] == '\r')) ++a;
     while (b > a && (t[b - 1] == ' ' || t[b - 1] == '\t' || t[b - 1] == '\n' || t[b - 1] == '\r')) --b;
@@ -65,6 +66,7 @@ inline std::vector<std::string> token_labels(const HeadsView& v) {
   }
   return base;
 }
+inline std::vector<std::string> token_labels(const HeadsView& v) { return token_labels(v.tokens); }
 
 inline std::string head_name(std::int64_t l, std::int64_t h) { return fmt::format("L{} h{}", l, h); }
 
@@ -76,17 +78,20 @@ inline std::string pattern_text(const HeadSummary& s) {
 // "entropy 0.41 of 2.90 bits"
 inline std::string entropy_text(const HeadSummary& s) { return fmt::format("entropy {:.2f} of {:.2f} bits", s.entropy, s.max_entropy); }
 
-// "max off-diagonal 0.97 (sat → cat)"; one token has no off-diagonal weight.
-inline std::string off_diagonal_text(const HeadsView& v, const HeadSummary& s, const std::vector<std::string>& labels) {
-  if (v.T < 2) return "no off-diagonal weight (one token)";
+// "max off-diagonal 0.97 (sat → cat)"; one token has no off-diagonal weight. A cross-attention's
+// keys are other tokens: "max weight 0.97 (Katze → cat)", keys labelled by key_labels.
+inline std::string off_diagonal_text(const HeadsView& v, const HeadSummary& s, const std::vector<std::string>& labels,
+                                     const std::vector<std::string>& key_labels) {
+  if (!v.cross && v.T < 2) return "no off-diagonal weight (one token)";
+  if (v.T < 1 || v.keys() < 1) return "no weight";
   const auto q = static_cast<std::size_t>(std::clamp<std::int64_t>(s.max_query, 0, v.T - 1));
-  const auto k = static_cast<std::size_t>(std::clamp<std::int64_t>(s.max_key, 0, v.T - 1));
-  return fmt::format("max off-diagonal {:.2f} ({} → {})", s.max_off_diagonal, labels[q], labels[k]);
+  const auto k = static_cast<std::size_t>(std::clamp<std::int64_t>(s.max_key, 0, v.keys() - 1));
+  return fmt::format("max {} {:.2f} ({} → {})", v.cross ? "weight" : "off-diagonal", s.max_off_diagonal, labels[q], key_labels[k]);
 }
 
 // The per-head lines of the text and HTML renderers, aligned as columns:
 // "L3 h7  previous token 0.82   entropy 0.41 of 2.90 bits   max off-diagonal 0.97 (sat → cat)"
-inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vector<std::string>& labels) {
+inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vector<std::string>& labels, const std::vector<std::string>& key_labels) {
   std::size_t name_w = 0, pattern_w = 0, entropy_w = 0;
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t h = 0; h < v.heads; ++h) {
@@ -99,39 +104,41 @@ inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vec
     for (std::int64_t h = 0; h < v.heads; ++h) {
       const auto& s = v.summary(l, h);
       out.push_back(pad_right(head_name(l, h), name_w) + "  " + pad_right(pattern_text(s), pattern_w) + "   " +
-                    pad_right(entropy_text(s), entropy_w) + "   " + off_diagonal_text(v, s, labels));
+                    pad_right(entropy_text(s), entropy_w) + "   " + off_diagonal_text(v, s, labels, key_labels));
     }
   return out;
 }
 
-// The text grid's fit to a width: each head's T × T weights drawn as n × n cells of `cell_w`
-// characters, a cell the largest weight of a block × block square of tokens (block 1: one token),
-// heads `gap` columns apart, `per_band` heads side by side (the rest wrap onto further bands).
+// The text grid's fit to a width: each head's T × S weights (S = T but in cross-attention) drawn as
+// n × m cells of `cell_w` characters (n rows, m columns), a cell the largest weight of a block × block
+// square of tokens (block 1: one token), heads `gap` columns apart, `per_band` heads side by side (the
+// rest wrap onto further bands).
 struct TextFit {
   std::int64_t block = 1, n = 0;
   int cell_w = 2, gap = 2;
   std::int64_t per_band = 1;
+  std::int64_t m = 0;
 };
 
-inline TextFit fit_text_grid(std::int64_t T, std::int64_t heads, std::size_t label_w, int width) {
+inline TextFit fit_text_grid(std::int64_t T, std::int64_t S, std::int64_t heads, std::size_t label_w, int width) {
   const auto avail = static_cast<std::int64_t>(width) - static_cast<std::int64_t>(label_w);
-  auto fits = [&](std::int64_t n, int cw, int gap) { return heads * (n * cw + gap) - gap <= avail; };
-  const std::int64_t t = std::max<std::int64_t>(T, 1);
+  auto fits = [&](std::int64_t m, int cw, int gap) { return heads * (m * cw + gap) - gap <= avail; };
+  const std::int64_t t = std::max<std::int64_t>(T, 1), s = std::max<std::int64_t>(S, 1), side = std::max(t, s);
+  auto rows = [&](std::int64_t b) { return (t + b - 1) / b; };
+  auto cols = [&](std::int64_t b) { return (s + b - 1) / b; };
   // whole tokens, two characters a key (about square in a terminal), then one
-  if (fits(t, 2, 2)) return {1, t, 2, 2, heads};
-  if (fits(t, 1, 2)) return {1, t, 1, 2, heads};
-  // blocks of tokens: the smallest block that fits, keeping at least 4 cells a side (or T)
-  const std::int64_t min_n = std::min<std::int64_t>(t, 4);
-  for (std::int64_t b = 2; b <= t; ++b) {
-    const std::int64_t n = (t + b - 1) / b;
-    if (n < min_n) break;
-    if (fits(n, 1, 1)) return {b, n, 1, 1, heads};
+  if (fits(s, 2, 2)) return {1, t, 2, 2, heads, s};
+  if (fits(s, 1, 2)) return {1, t, 1, 2, heads, s};
+  // blocks of tokens: the smallest block that fits, keeping at least 4 cells a side (or the side)
+  const std::int64_t min_n = std::min<std::int64_t>(std::min(t, s), 4);
+  for (std::int64_t b = 2; b <= side; ++b) {
+    if (std::min(rows(b), cols(b)) < min_n) break;
+    if (fits(cols(b), 1, 1)) return {b, rows(b), 1, 1, heads, cols(b)};
   }
-  // still too wide: min_n cells a side, and the heads wrapped onto several bands
-  const std::int64_t b = (t + min_n - 1) / min_n;
-  const std::int64_t n = (t + b - 1) / b;
-  const std::int64_t per = std::max<std::int64_t>(1, (avail + 1) / (n + 1));
-  return {b, n, 1, 1, std::min(per, std::max<std::int64_t>(heads, 1))};
+  // still too wide: min_n cells on the shorter side, and the heads wrapped onto several bands
+  const std::int64_t b = (std::min(t, s) + min_n - 1) / min_n;
+  const std::int64_t per = std::max<std::int64_t>(1, (avail + 1) / (cols(b) + 1));
+  return {b, rows(b), 1, 1, std::min(per, std::max<std::int64_t>(heads, 1)), cols(b)};
 }
 
 // The largest weight of cell (r, c)'s block of tokens, and whether the whole block lies above the
@@ -144,9 +151,9 @@ struct BlockCell {
 inline BlockCell block_cell(const HeadsView& v, std::int64_t l, std::int64_t h, std::int64_t r, std::int64_t c, std::int64_t block) {
   BlockCell out;
   const std::int64_t i0 = r * block, i1 = std::min(v.T, i0 + block);
-  const std::int64_t j0 = c * block, j1 = std::min(v.T, j0 + block);
+  const std::int64_t j0 = c * block, j1 = std::min(v.keys(), j0 + block);
   for (std::int64_t i = i0; i < i1; ++i)
-    for (std::int64_t j = j0; j < (v.bidirectional ? j1 : std::min(j1, i + 1)); ++j) {
+    for (std::int64_t j = j0; j < (v.bidirectional || v.cross ? j1 : std::min(j1, i + 1)); ++j) {
       if (!v.visible(l, i, j)) continue;
       const float w = v.weight(l, h, i, j);
       if (out.masked || w > out.value) out.value = w;

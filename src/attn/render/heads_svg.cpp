@@ -33,13 +33,13 @@ int token_px(std::int64_t T) {
 }
 
 void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, int x, int y, int s) {
-  const auto T = v.T;
+  const auto T = v.T, S = v.keys();
   o << fmt::format("  <g transform=\"translate({},{}) scale({})\" shape-rendering=\"crispEdges\">\n", x, y, s);
-  o << fmt::format("   <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{0}\" fill=\"{1}\"/>\n", T, kMasked);
+  o << fmt::format("   <rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", S, T, kMasked);
   std::map<std::string, std::string> paths;  // colour -> path data
   for (std::int64_t i = 0; i < T; ++i) {
     std::int64_t j = v.window(l) > 0 ? std::max<std::int64_t>(0, i - v.window(l) + 1) : 0;
-    const std::int64_t last = v.bidirectional ? T - 1 : i;  // an encoder's every key
+    const std::int64_t last = v.bidirectional || v.cross ? S - 1 : i;  // an encoder's (a cross-attention's) every key
     while (j <= last) {
       const std::string c = svg_hex(viridis(static_cast<double>(v.weight(l, h, i, j))));
       std::int64_t e = j + 1;
@@ -50,36 +50,46 @@ void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, 
   }
   for (const auto& [c, d] : paths) o << fmt::format("   <path fill=\"{}\" d=\"{}\"/>\n", c, d);
   o << "  </g>\n";
-  o << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", x, y, T * s, T * s);
+  o << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", x, y, S * s, T * s);
 }
 
-}  // namespace
-
-void render_heads_svg(const HeadsView& view, std::ostream& out) {
+// One view's title (the first), grid and legend into b from y on; returns the y below it and widens `width`.
+int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bool first) {
   check_view(view);
   const auto labels = token_labels(view);
-  const auto T = view.T;
-  const int s = token_px(T);
-  const int P = static_cast<int>(T) * s;                       // panel side
+  const auto key_labels_ = token_labels(view.key_labels());
+  const auto T = view.T, S = view.keys();
+  const int s = token_px(std::max(T, S));
+  const int P = static_cast<int>(T) * s;                       // panel height
+  const int PW = static_cast<int>(S) * s;                      // panel width
   const int step = std::max(1, static_cast<int>(std::ceil(12.0 / s)));  // label every step-th token
-  auto label = [&](std::int64_t i) {
-    return clip(step > 1 ? fmt::format("{} {}", i, labels[static_cast<std::size_t>(i)]) : labels[static_cast<std::size_t>(i)], kLabelChars);
+  auto label_of = [&](const std::vector<std::string>& ls, std::int64_t i) {
+    return clip(step > 1 ? fmt::format("{} {}", i, ls[static_cast<std::size_t>(i)]) : ls[static_cast<std::size_t>(i)], kLabelChars);
   };
+  auto label = [&](std::int64_t i) { return label_of(labels, i); };
+  auto key_label = [&](std::int64_t j) { return label_of(key_labels_, j); };
   std::size_t label_chars = cells("queries ↓");
   for (std::int64_t i = 0; i < T; i += step) label_chars = std::max(label_chars, cells(label(i)));
   const int label_px = static_cast<int>(std::ceil(label_chars * kCharW));
-  const int pitch_x = std::max(P, 116) + 16;                    // a caption needs about 116 px
+  const int pitch_x = std::max(PW, 116) + 16;                   // a caption needs about 116 px
   const int caption_h = 16;
   const int pitch_y = P + caption_h + 10;
   const std::size_t caption_chars = static_cast<std::size_t>((pitch_x - 8) / kCharW);
 
-  std::ostringstream b;
-  int y = 22;
-  b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y, esc("attn heads · " + view.model));
+  if (first) {
+    y += 22;
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y, esc("attn heads · " + view.model));
+  }
+  if (!view.part.empty()) {
+    y += 24;
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", y, esc(view.part_title()));
+  }
   y += 18;
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y,
-                   esc(fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1", view.layers,
-                                   view.heads, T)));
+                   esc(view.cross ? fmt::format("{} layers × {} heads, T = {} decoder tokens down, S = {} source tokens across; every head on one "
+                                                "scale, 0 to 1", view.layers, view.heads, T, S)
+                                  : fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1", view.layers,
+                                                view.heads, T)));
   for (const auto& n : view.notes) {
     y += 15;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y, esc("note: " + n));
@@ -87,7 +97,7 @@ void render_heads_svg(const HeadsView& view, std::ostream& out) {
   const int left = 10 + 34 + label_px + 8;  // layer label, query labels, a margin
   const int head_row = y + 30;
   const int top = head_row + 10;
-  int width = std::max(left + static_cast<int>(view.heads) * pitch_x, 560);
+  width = std::max({width, left + static_cast<int>(view.heads) * pitch_x, 560});
   width = std::max(width, 10 + static_cast<int>(std::ceil(cells("attn heads · " + view.model) * 9.0)));
   for (const auto& n : view.notes) width = std::max(width, 10 + static_cast<int>(std::ceil(cells("note: " + n) * 6.0)));  // 11 px text
 
@@ -95,7 +105,7 @@ void render_heads_svg(const HeadsView& view, std::ostream& out) {
                    top - 4, kFont);
   for (std::int64_t h = 0; h < view.heads; ++h)
     b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"12\" font-weight=\"bold\" text-anchor=\"middle\">h{}</text>\n",
-                     left + static_cast<int>(h) * pitch_x + P / 2, head_row, h);
+                     left + static_cast<int>(h) * pitch_x + PW / 2, head_row, h);
   for (std::int64_t l = 0; l < view.layers; ++l) {
     const int py = top + static_cast<int>(l) * pitch_y;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">L{}</text>\n", py + std::min(P, 40) / 2 + 5, l);
@@ -117,11 +127,11 @@ void render_heads_svg(const HeadsView& view, std::ostream& out) {
   if (view.layers > 0) {
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const int px = left + static_cast<int>(h) * pitch_x;
-      for (std::int64_t i = 0; i < T; i += step) {
-        key_chars = std::max(key_chars, cells(label(i)));
+      for (std::int64_t i = 0; i < S; i += step) {
+        key_chars = std::max(key_chars, cells(key_label(i)));
         const double x = px + (i + 0.5) * s + 3.5;
         b << fmt::format("  <text x=\"{0:.1f}\" y=\"{1}\" font-size=\"{2}\" text-anchor=\"end\" transform=\"rotate(-90 {0:.1f} {1})\">{3}</text>\n", x,
-                         keys_y, kFont, esc(label(i)));
+                         keys_y, kFont, esc(key_label(i)));
       }
     }
     b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">keys →</text>\n", left - 6,
@@ -134,13 +144,23 @@ void render_heads_svg(const HeadsView& view, std::ostream& out) {
     b << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"18\" height=\"14\" fill=\"{}\"/>\n", 66 + k * 18, ly, svg_hex(viridis(k / 9.0)));
   b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"11\">1</text>\n", 66 + 180 + 6, ly + 11);
   b << fmt::format("  <rect x=\"276\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", ly, kMasked);
-  b << fmt::format("  <text x=\"296\" y=\"{}\" font-size=\"11\">{}</text>\n", ly + 11, esc(view.masked_text()));
+  b << fmt::format("  <text x=\"296\" y=\"{}\" font-size=\"11\">{}</text>\n", ly + 11,
+                   esc(view.cross ? std::string("nothing masked: every decoder token sees every source token") : view.masked_text()));
   ly += 30;
   std::string foot = "under each head: its pattern and the mean weight behind it (broad: entropy ÷ uniform entropy)";
   if (step > 1) foot += fmt::format("; one token in {} labelled, with its position", step);
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", ly, esc(foot));
   width = std::max(width, 10 + static_cast<int>(std::ceil(cells(foot) * 6.7)));
-  const int height = ly + 14;
+  return ly + 14;
+}
+
+}  // namespace
+
+void render_heads_svg(const std::vector<HeadsView>& views, std::ostream& out) {
+  std::ostringstream b;
+  int y = 0, width = 0;
+  for (std::size_t k = 0; k < views.size(); ++k) y = view_svg(views[k], b, y, width, k == 0);
+  const int height = y;
   out << fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n"

@@ -26,8 +26,8 @@ void rtrim(std::string& s) {
 }
 
 // The tokens, "0 The  1 cat  2 sat …", wrapped to the width.
-void token_lines(std::ostream& out, const std::vector<std::string>& labels, int width) {
-  std::string line = fmt::format("tokens ({}):", labels.size());
+void token_lines(std::ostream& out, const std::vector<std::string>& labels, int width, const std::string& what = "tokens") {
+  std::string line = fmt::format("{} ({}):", what, labels.size());
   for (std::size_t i = 0; i < labels.size(); ++i) {
     const std::string item = fmt::format("{} {}", i, labels[i]);
     if (cells(line) + 2 + cells(item) > static_cast<std::size_t>(width) && cells(line) > 2) {
@@ -40,26 +40,31 @@ void token_lines(std::ostream& out, const std::vector<std::string>& labels, int 
   out << line << "\n";
 }
 
-}  // namespace
-
-void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color, int width) {
+// One view: its header (the model, once for all views), its tokens, the grid, the legend, a line a head.
+void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color, int width, bool first) {
   check_view(view);
   width = std::max(width, 20);
   const auto labels = token_labels(view);
+  const auto key_labels = token_labels(view.key_labels());
   const auto w = static_cast<std::size_t>(width);
-  out << wrap("attn heads · " + view.model, w, "", "  ");
+  if (first) out << wrap("attn heads · " + view.model, w, "", "  ");
+  if (!view.part.empty()) {
+    if (!first) out << "\n";
+    out << wrap(fmt::format("══ {} ══", view.part_title()), w, "", "  ");
+  }
   // (the layer and head counts once: in the model's name where it gives them, else here)
   const std::string counts = fmt::format("{} {} × {} {}", view.layers, view.layers == 1 ? "layer" : "layers", view.heads, view.heads == 1 ? "head" : "heads");
-  out << wrap(fmt::format("{}T = {}; weights on one scale, 0 to 1, for every head", view.model.find(counts) == std::string::npos ? counts + ", " : "",
-                          view.T),
+  out << wrap(fmt::format("{}T = {}{}; weights on one scale, 0 to 1, for every head", view.model.find(counts) == std::string::npos ? counts + ", " : "",
+                          view.T, view.cross ? fmt::format(" decoder tokens (queries), S = {} source tokens (keys)", view.S) : ""),
               w, "", "  ");
   for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
-  token_lines(out, labels, width);
-  if (view.layers == 0 || view.heads == 0 || view.T == 0) return;
+  token_lines(out, labels, width, view.cross || view.part == "decoder" ? "decoder tokens" : view.part == "encoder" ? "source tokens" : "tokens");
+  if (view.cross) token_lines(out, key_labels, width, "source tokens");
+  if (view.layers == 0 || view.heads == 0 || view.T == 0 || view.keys() == 0) return;
 
   const std::size_t label_w = cells(fmt::format("L{}", view.layers - 1)) + 2;
-  const TextFit f = fit_text_grid(view.T, view.heads, label_w, width);
-  const std::size_t head_w = static_cast<std::size_t>(f.n * f.cell_w);
+  const TextFit f = fit_text_grid(view.T, view.keys(), view.heads, label_w, width);
+  const std::size_t head_w = static_cast<std::size_t>(f.m * f.cell_w);
   out << "\n" << pad_right("", label_w) << "queries ↓ keys →\n";
   for (std::int64_t h0 = 0; h0 < view.heads; h0 += f.per_band) {
     const std::int64_t h1 = std::min(view.heads, h0 + f.per_band);
@@ -76,7 +81,7 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
         std::string line = pad_right(r == 0 ? fmt::format("L{}", l) : "", label_w);
         for (std::int64_t h = h0; h < h1; ++h) {
           bool painted = false;
-          for (std::int64_t c = 0; c < f.n; ++c) {
+          for (std::int64_t c = 0; c < f.m; ++c) {
             const BlockCell b = block_cell(view, l, h, r, c, f.block);
             if (color == ColorMode::None) {
               const std::string s = b.masked ? "·" : shade(b.value);  // masked apart from a weight near 0, which is blank
@@ -103,7 +108,7 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
 
   out << "\n";
   if (f.block > 1) {
-    const std::int64_t last = view.T - (f.n - 1) * f.block;
+    const std::int64_t last = std::max(view.T - (f.n - 1) * f.block, view.keys() - (f.m - 1) * f.block);
     out << fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …", f.block, f.block - 1,
                        2 * f.block - 1);
     if (last != f.block) out << fmt::format("; the last block has {}", last);
@@ -127,11 +132,15 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
     out << kAnsiReset << " 1\n";
   }
   const bool windowed = std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t v) { return v > 0; });
-  if (view.bidirectional) out << wrap(view.masked_text(), w, "", "  ");
+  if (view.cross) out << wrap("nothing masked: every decoder token sees every source token", w, "", "  ");
+  else if (view.bidirectional) out << wrap(view.masked_text(), w, "", "  ");
   else out << wrap(std::string(color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") + (windowed ? " and left of the window" : "") +
                        ": " + view.masked_text(),
                    w, "", "  ");
-  out << wrap(view.bidirectional ? "after each pattern: the mean weight on that key (previous, next or same token, the start or end "
+  out << wrap(view.cross ? "after each pattern: the mean weight on that key (diagonal: the source token as far through the source as "
+                           "the query is through the decoder's tokens; the start or end token), or for broad its entropy ÷ a uniform "
+                           "head's, or for mixed the largest of the means (under 0.5)"
+              : view.bidirectional ? "after each pattern: the mean weight on that key (previous, next or same token, the start or end "
                                    "token), or for broad its entropy ÷ a uniform head's, or for mixed the largest of the means (under 0.5)"
                                  : "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a "
                                    "uniform head's, or for mixed the largest of the three means (under 0.5)",
@@ -146,11 +155,17 @@ void render_heads_text(const HeadsView& view, std::ostream& out, ColorMode color
               w, "", "  ")
       << "\n";
   // a line that would pass the width goes on below, indented: the largest off-diagonal weight
-  for (const auto& line : summary_lines(view, labels)) {
-    const auto at = line.find("   max off-diagonal");
+  for (const auto& line : summary_lines(view, labels, key_labels)) {
+    const auto at = line.find(view.cross ? "   max weight" : "   max off-diagonal");
     if (cells(line) <= w || at == std::string::npos) out << line << "\n";
     else out << line.substr(0, at) << "\n" << wrap(line.substr(at + 3), w, "       ", "         ");
   }
+}
+
+}  // namespace
+
+void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width) {
+  for (std::size_t k = 0; k < views.size(); ++k) render_view_text(views[k], out, color, width, k == 0);
 }
 
 }  // namespace attn::model

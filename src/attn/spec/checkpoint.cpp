@@ -360,39 +360,58 @@ CheckpointInput load_checkpoint_input(const std::string& path, const std::string
   return read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
 }
 
-HeadsView load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
   const std::string origin = path == "-" ? "<stdin>" : path;
   const ParsedJson parsed = parse_json(read_input(path), origin);
-  const json& root = parsed.root;
+  json root = parsed.root;
   if (!root.is_object() || !root.contains("checkpoint")) {
     fail("checkpoint", "attn heads draws a real model's heads: expected {\"checkpoint\": {\"path\": \"DIR\"}, \"sentence\": \"...\"}");
   }
+  // an encoder-decoder's heads: every attention of both stacks when the decoder's tokens are given
+  // (its "stack" need not be), else the encoder's
+  const bool decoder_tokens = root.contains("sentence") || root.contains("token_ids");
+  if (root["checkpoint"].is_object() && !root["checkpoint"].contains("stack") && (root.contains("source") || root.contains("source_ids"))) {
+    root["checkpoint"]["stack"] = decoder_tokens ? "decoder" : "encoder";
+  }
+  if (root["checkpoint"].is_object() && root["checkpoint"].contains("attention")) {
+    fail("checkpoint.attention", "attn heads draws every attention of the stack (an encoder-decoder's decoder: its self-attention and its "
+                                 "cross-attention); leave \"attention\" out");
+  }
   const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
   const auto& a = in.ckpt.arch();
-  if (in.stack == "decoder") {
-    fail("checkpoint.stack", fmt::format("attn heads draws {}'s encoder (\"stack\": \"encoder\" with \"source\"); the decoder's and the "
-                                         "cross-attention's grids are not drawn yet (attn run traces each of their layers)", a.name()));
-  }
-
-  const auto T = static_cast<std::int64_t>(in.ids.size());
-  const double bytes = 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
+  const auto T = static_cast<std::int64_t>(in.ids.size()), S = static_cast<std::int64_t>(in.source_ids.size());
+  const double bytes = in.stack == "decoder" ? 4.0 * static_cast<double>(a.H) *
+                                                   (static_cast<double>(a.layers * S * S) + static_cast<double>(a.decoder_layers) * static_cast<double>(T * T + T * S))
+                                             : 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
   if (bytes > static_cast<double>(max_bytes)) {
-    throw InputError(fmt::format("{}: every head's weights, {} layers × {} heads × T² = {}² floats, take {}, more than --max-memory {} ({})", origin, a.layers,
-                                 a.H, T, human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
+    throw InputError(fmt::format("{}: every head's weights{} take {}, more than --max-memory {} ({})", origin,
+                                 in.stack == "decoder" ? fmt::format(" (the encoder's S² = {}², the decoder's T² = {}² and T × S per layer and head)", S, T)
+                                                       : fmt::format(", {} layers × {} heads × T² = {}² floats,", a.layers, a.H, T),
+                                 human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
-  HeadsView view = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces);
-  view.notes = in.notes;
+  std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
+                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces)};
+  HeadsView& first = views.front();
+  first.notes = in.notes;
   // the header names the model already: the first note says only what was read
-  if (!view.notes.empty()) view.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
+  if (!first.notes.empty()) first.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
+  if (in.stack == "decoder") {
+    views[0].pieces = in.source_raw;
+    views[1].pieces = views[2].pieces = in.raw;
+    views[2].key_pieces = in.source_raw;
+    first.notes.push_back(fmt::format("{}: the encoder's self-attention over the source (every token sees every other), the decoder's causal "
+                                      "self-attention, and its cross-attention (each decoder token over the source's tokens)", a.name()));
+    return views;
+  }
   if (a.encoder()) {
-    view.notes.push_back(fmt::format("{}: every token sees every other, nothing is masked; the patterns name the start and end "
-                                     "tokens and the next token too", a.encoder_decoder ? a.name() + "'s encoder" : a.name() + " is an encoder"));
+    first.notes.push_back(fmt::format("{}: every token sees every other, nothing is masked; the patterns name the start and end "
+                                      "tokens and the next token too", a.encoder_decoder ? a.name() + "'s encoder" : a.name() + " is an encoder"));
   }
-  view.pieces = in.raw;
-  if (a.window > 0 && std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t w) { return w > 0; })) {
-    view.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
+  first.pieces = in.raw;
+  if (a.window > 0 && std::any_of(first.windows.begin(), first.windows.end(), [](std::int64_t w) { return w > 0; })) {
+    first.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
   }
-  return view;
+  return views;
 }
 
 }  // namespace model
