@@ -158,6 +158,11 @@ EXAMPLES = {
     "tiny-llama": dict(kind="llama", model_type="llama", dtype="BF16", C=32, H=4, Hkv=2, hd=8, I=64, L=2,
                        theta=10000.0, prefix="model.", shards=1, lm_head=False, tokenizer="sp-json",
                        what="example: Llama BF16, GQA 4/2, tied embeddings, Llama 2's tokenizer.json"),
+    "tiny-bert": dict(kind="bert", model_type="bert", dtype="BF16", C=32, H=4, I=64, L=2, npos=40, types=2, prefix="bert.",
+                      shards=1, tokenizer="wordpiece", what="example: BERT BF16, 2 token types, uncased WordPiece"),
+    "tiny-t5": dict(kind="t5", model_type="t5", dtype="BF16", C=32, H=4, dkv=8, I=32, L=2, Ldec=2, buckets=32, max_distance=128,
+                    prefix="", shards=1, ff="relu", tied=True, tokenizer="t5-spm-small",
+                    what="example: T5 BF16, relu, T5's 32 buckets up to 128, spiece.model (identity normalisation, to stay small)"),
 }
 
 
@@ -189,6 +194,8 @@ def write_tokenizer(kind, directory):
         return write_roberta_files(directory)
     elif kind == "t5-spm":
         return write_t5_spm(directory)
+    elif kind == "t5-spm-small":
+        return write_t5_spm(directory, normalization_rule_name="identity")
     elif kind == "marian":
         return write_marian_spm(directory)
     else:
@@ -249,10 +256,10 @@ def _text_lines():
     return [line for line in tiny_tokenizers.TEXT.split("\n") if line]
 
 
-def write_t5_spm(directory):
+def write_t5_spm(directory, **options):
     """T5's spiece.model: pad 0, </s> 1, <unk> 2, no BOS; vocab_size is 4 more (T5's extra ids)."""
     import sentencepiece as spm
-    data = unigram_model_bytes(_text_lines(), 300, pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
+    data = unigram_model_bytes(_text_lines(), 300, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, **options)
     with open(os.path.join(directory, "spiece.model"), "wb") as f:
         f.write(data)
     return spm.SentencePieceProcessor(model_proto=data).vocab_size() + 4

@@ -373,10 +373,7 @@ std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_byte
   if (root["checkpoint"].is_object() && !root["checkpoint"].contains("stack") && (root.contains("source") || root.contains("source_ids"))) {
     root["checkpoint"]["stack"] = decoder_tokens ? "decoder" : "encoder";
   }
-  if (root["checkpoint"].is_object() && root["checkpoint"].contains("attention")) {
-    fail("checkpoint.attention", "attn heads draws every attention of the stack (an encoder-decoder's decoder: its self-attention and its "
-                                 "cross-attention); leave \"attention\" out");
-  }
+  // (like "layer", "attention" picks what attn run traces; attn heads draws every layer and attention)
   const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
   const auto& a = in.ckpt.arch();
   const auto T = static_cast<std::int64_t>(in.ids.size()), S = static_cast<std::int64_t>(in.source_ids.size());
