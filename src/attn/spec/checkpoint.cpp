@@ -351,18 +351,28 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
 namespace model {
 
 CheckpointInput load_checkpoint_input(const std::string& path, const std::string& command) {
-  const std::string origin = path == "-" ? "<stdin>" : path;
-  const ParsedJson parsed = parse_json(read_input(path), origin);
+  return load_checkpoint_input_text(read_input(path), path == "-" ? "<stdin>" : path,
+                                    path == "-" ? "" : std::filesystem::path(path).parent_path().string(), command);
+}
+
+CheckpointInput load_checkpoint_input_text(const std::string& text, const std::string& origin, const std::string& base_dir,
+                                           const std::string& command) {
+  const ParsedJson parsed = parse_json(text, origin);
   const json& root = parsed.root;
   if (!root.is_object() || !root.contains("checkpoint")) {
     fail("checkpoint", fmt::format("{} runs a real model: expected {{\"checkpoint\": {{\"path\": \"DIR\"}}, \"sentence\": \"...\"}}", command));
   }
-  return read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
+  return read_checkpoint_input(root, base_dir);
 }
 
 std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
-  const std::string origin = path == "-" ? "<stdin>" : path;
-  const ParsedJson parsed = parse_json(read_input(path), origin);
+  return load_heads_text(read_input(path), path == "-" ? "<stdin>" : path, path == "-" ? "" : std::filesystem::path(path).parent_path().string(),
+                         max_bytes, why);
+}
+
+std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
+                                       const std::string& why) {
+  const ParsedJson parsed = parse_json(text, origin);
   json root = parsed.root;
   if (!root.is_object() || !root.contains("checkpoint")) {
     fail("checkpoint", "attn heads draws a real model's heads: expected {\"checkpoint\": {\"path\": \"DIR\"}, \"sentence\": \"...\"}");
@@ -374,7 +384,7 @@ std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_byte
     root["checkpoint"]["stack"] = decoder_tokens ? "decoder" : "encoder";
   }
   // (like "layer", "attention" picks what attn run traces; attn heads draws every layer and attention)
-  const CheckpointInput in = read_checkpoint_input(root, path == "-" ? "" : std::filesystem::path(path).parent_path().string());
+  const CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
   const auto T = static_cast<std::int64_t>(in.ids.size()), S = static_cast<std::int64_t>(in.source_ids.size());
   const double bytes = in.stack == "decoder" ? 4.0 * static_cast<double>(a.H) *

@@ -1,0 +1,273 @@
+// attn_tracer._core: the library behind a thin Python layer (python/attn_tracer/__init__.py). Every
+// function takes an input's JSON text (the Python side turns a path, a string or a dict into it) and
+// calls what the CLI calls; nothing is printed, no file is written, and the GIL is released while the
+// library computes. attn::InputError becomes attn_tracer.InputError (a ValueError), any other failure
+// attn_tracer.Error with the CLI's exit-3 wording.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "attn/backend.hpp"
+#include "attn/config.hpp"
+#include "attn/check.hpp"
+#include "attn/decode.hpp"
+#include "attn/diagnose.hpp"
+#include "attn/diff.hpp"
+#include "attn/error.hpp"
+#include "attn/model/checkpoint.hpp"
+#include "attn/model/generate.hpp"
+#include "attn/model/heads.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/pipeline/mistakes.hpp"
+#include "attn/render/render.hpp"
+#include "attn/spec.hpp"
+#include "attn/steps.hpp"
+#include "attn/trace_io.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// A run's trace, kept for its steps and renderings.
+struct TraceHandle {
+  attn::Trace trace;
+  attn::TextOptions text;  // --steps, --head, --batch, --explain, --code, precision
+};
+
+py::array_t<float> to_array(const attn::Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array_t<float> a(shape);
+  if (t.size() > 0) std::memcpy(a.mutable_data(), t.data(), static_cast<std::size_t>(t.size()) * sizeof(float));
+  return a;  // a copy: nothing of the trace's memory is shared
+}
+
+attn::Tensor from_array(const py::array_t<float, py::array::c_style | py::array::forcecast>& a) {
+  attn::Shape shape(a.shape(), a.shape() + a.ndim());
+  std::vector<attn::Scalar> values(a.data(), a.data() + a.size());
+  return attn::Tensor(shape, std::move(values));
+}
+
+const char* kind_name(attn::ValueKind k) { return k == attn::ValueKind::Mask ? "mask" : k == attn::ValueKind::Index ? "index" : "real"; }
+
+// The input's JSON text as the CLI reads a file: origin names it in messages, base_dir resolves
+// relative paths (npy tensors, checkpoint directories).
+attn::Spec parse(const std::string& text, const std::string& origin, const std::string& base_dir) {
+  return attn::parse_spec(text, origin, base_dir);
+}
+
+std::unique_ptr<TraceHandle> run(const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
+                                 int head, int batch, const std::string& mistake, bool fused, bool explain, bool code, int precision,
+                                 const std::string& backend_name) {
+  auto h = std::make_unique<TraceHandle>();
+  {
+    py::gil_scoped_release release;
+    const attn::Spec spec = parse(text, origin, base_dir);
+    attn::PipelineOptions options;
+    if (!mistake.empty()) options.mistake = attn::mistake_from_name(mistake);
+    options.fused = fused;
+    auto backend = attn::make_backend(backend_name);
+    h->trace = attn::run_pipeline(spec, *backend, options);
+    h->text.explain = explain;
+    h->text.code = code;
+    h->text.precision = precision;
+    if (head >= 0) h->text.view.head = head;
+    if (batch >= 0) h->text.view.batch = batch;
+    for (const auto& id : steps) {
+      const auto at = std::find_if(h->trace.steps.begin(), h->trace.steps.end(), [&](const attn::Step& s) { return s.id == id; });
+      if (at == h->trace.steps.end()) throw attn::InputError("steps: no step \"" + id + "\" in this trace");
+      h->text.steps.push_back(static_cast<std::size_t>(at - h->trace.steps.begin()));
+    }
+  }
+  return h;
+}
+
+std::string render(const TraceHandle& h, const std::string& format, int width, const std::string& step) {
+  py::gil_scoped_release release;
+  std::ostringstream out;
+  attn::TextOptions t = h.text;
+  t.width = width;
+  if (!step.empty()) {
+    const auto at = std::find_if(h.trace.steps.begin(), h.trace.steps.end(), [&](const attn::Step& s) { return s.id == step; });
+    if (at == h.trace.steps.end()) throw attn::InputError("step: no step \"" + step + "\" in this trace");
+    t.steps = {static_cast<std::size_t>(at - h.trace.steps.begin())};
+  }
+  if (format == "text") attn::render_text(h.trace, out, t);
+  else if (format == "json") attn::render_json(h.trace, out, false, t.steps);
+  else if (format == "markdown") attn::render_markdown(h.trace, out, t);
+  else if (format == "html") attn::render_html(h.trace, out, t);
+  else if (format == "svg") attn::render_svg(h.trace, out, t);
+  else throw attn::InputError("format: expected text, json, markdown, html or svg, got \"" + format + "\"");
+  return out.str();
+}
+
+// A student's or another trace's steps: a trace handle, or id -> array.
+attn::LoadedTrace loaded(const py::object& o, const std::string& origin) {
+  if (py::isinstance<TraceHandle>(o)) return attn::loaded_from(o.cast<const TraceHandle&>().trace, origin);
+  if (py::isinstance<py::str>(o)) {
+    const auto path = o.cast<std::string>();
+    py::gil_scoped_release release;
+    return attn::load_trace(path);
+  }
+  attn::LoadedTrace t;
+  t.origin = origin;
+  for (const auto& [key, value] : o.cast<py::dict>()) {
+    const auto id = key.cast<std::string>();
+    t.steps.push_back(attn::LoadedStep{id, from_array(value.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>()), {}});
+  }
+  // in pipeline order, as a directory of <step id>.npy files is read
+  std::stable_sort(t.steps.begin(), t.steps.end(), [](const attn::LoadedStep& a, const attn::LoadedStep& b) { return attn::step_order(a.id) < attn::step_order(b.id); });
+  return t;
+}
+
+py::dict step_diff(const attn::StepDiff& d) {
+  py::dict out;
+  out["id"] = d.id;
+  out["compared"] = d.compared;
+  out["differ"] = d.differ;
+  out["max_abs"] = d.max_abs;
+  out["note"] = d.note;
+  out["shape_a"] = std::vector<std::int64_t>(d.shape_a.begin(), d.shape_a.end());
+  out["shape_b"] = std::vector<std::int64_t>(d.shape_b.begin(), d.shape_b.end());
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "attn_tracer's engine: the C++ library of the attn command (use the attn_tracer package, not this module)";
+  static py::exception<attn::InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const attn::InputError& e) {
+      input_error(e.what());
+    } catch (const py::error_already_set&) {
+      throw;
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, (std::string("internal error (a bug in attn, please report it): ") + e.what()).c_str());
+    }
+  });
+
+  py::class_<TraceHandle>(m, "TraceHandle")
+      .def("steps",
+           [](const TraceHandle& h) {
+             py::list out;
+             for (const auto& s : h.trace.steps) {
+               std::vector<std::string> dims;
+               for (const auto d : s.dims) dims.emplace_back(attn::dim_name(d));
+               std::vector<std::int64_t> shape(s.value.shape().begin(), s.value.shape().end());
+               out.append(py::make_tuple(s.id, s.title, s.formula, s.note, s.code, dims, shape, kind_name(s.kind), to_array(s.value)));
+             }
+             return out;
+           })
+      .def("render", &render, py::arg("format"), py::arg("width") = 80, py::arg("step") = "");
+
+  m.def("run", &run, py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("steps"), py::arg("head"), py::arg("batch"),
+        py::arg("mistake"), py::arg("fused"), py::arg("explain"), py::arg("code"), py::arg("precision"), py::arg("backend"));
+
+  m.def("check", [](const std::string& text, const std::string& origin, const std::string& base_dir) {
+    py::gil_scoped_release release;
+    const attn::Spec spec = parse(text, origin, base_dir);
+    auto backend = attn::make_cpu_backend();
+    const attn::CheckReport report = attn::check_trace(spec, attn::run_pipeline(spec, *backend));
+    std::ostringstream json, shown;
+    attn::render_check_json(report, json);
+    attn::render_check_text(report, shown);
+    return std::make_pair(json.str(), shown.str());
+  });
+
+  m.def("diff", [](const py::object& a, const py::object& b, double atol, double rtol) {
+    const attn::LoadedTrace ta = loaded(a, "a"), tb = loaded(b, "b");
+    attn::Tolerance tol;
+    tol.atol = atol, tol.rtol = rtol;
+    attn::DiffReport r;
+    std::ostringstream text;
+    {
+      py::gil_scoped_release release;
+      r = attn::diff_traces(ta, tb, tol);
+      attn::render_diff_text(r, text);
+    }
+    py::dict out;
+    out["ok"] = r.same();
+    out["shared"] = r.shared;
+    out["first_diverging"] = r.first_diverging >= 0 ? py::object(py::str(r.steps[static_cast<std::size_t>(r.first_diverging)].id)) : py::none();
+    py::list steps;
+    for (const auto& s : r.steps) steps.append(step_diff(s));
+    out["steps"] = steps;
+    out["text"] = text.str();
+    return out;
+  });
+
+  m.def("diagnose", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& student, double atol,
+                       double rtol) {
+    const attn::LoadedTrace st = loaded(student, "student");
+    attn::Tolerance tol;
+    tol.atol = atol, tol.rtol = rtol;
+    attn::Diagnosis d;
+    std::ostringstream out_text;
+    {
+      py::gil_scoped_release release;
+      const attn::Spec spec = parse(text, origin, base_dir);
+      d = attn::diagnose(spec, origin, st, tol);
+      attn::render_diagnosis_text(d, out_text);
+    }
+    py::dict out;
+    out["correct"] = d.correct;
+    out["mistake"] = d.matches.empty() || d.matches.front().mistake == nullptr ? py::object(py::none()) : py::object(py::str(d.matches.front().mistake->name));
+    py::list mistakes;
+    for (const auto& mm : d.matches)
+      if (mm.mistake) mistakes.append(py::str(mm.mistake->name));
+    out["mistakes"] = mistakes;
+    out["first"] = d.correct ? py::object(py::none()) : py::object(step_diff(d.first));
+    out["compared"] = d.compared;
+    out["matching"] = d.matching;
+    out["unknown"] = d.unknown;
+    out["hints"] = d.hints;
+    out["text"] = out_text.str();
+    return out;
+  });
+
+  m.def("decode", [](const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t tokens, std::int64_t top,
+                     std::int64_t prefill) {
+    py::gil_scoped_release release;
+    std::ostringstream shown;
+    auto backend = attn::make_cpu_backend();
+    if (tokens > 0) {
+      if (prefill >= 0) throw attn::InputError("prefill: with tokens the whole sentence is the prefill; leave prefill out");
+      const attn::model::CheckpointInput in = attn::model::load_checkpoint_input_text(text, origin, base_dir, "attn_tracer.decode(tokens=N)");
+      const attn::model::Generation g = attn::model::generate(in, *backend, tokens, top);
+      std::ostringstream json;
+      attn::model::render_generation_json(g, json);
+      attn::model::render_generation_text(g, shown, attn::TextOptions{}, -1);
+      return std::make_tuple(json.str(), shown.str(), g.agrees);
+    }
+    const attn::Spec spec = parse(text, origin, base_dir);
+    const attn::Decode d = attn::run_decode(spec, *backend, prefill);
+    attn::render_decode_text(d, shown, attn::TextOptions{}, {});
+    std::ostringstream json;  // the fields of the comparison (decode writes text only)
+    json << "{\"prefill\": " << d.prefill << ", \"compared\": \"" << d.last_id << "\", \"prefill_max\": " << d.prefill_max
+         << ", \"decoded_max\": " << d.decoded_max << ", \"tolerance\": " << attn::Decode::kTolerance << ", \"rows\": [";
+    for (std::size_t i = 0; i < d.rows.size(); ++i) {
+      const auto& r = d.rows[i];
+      json << (i ? ", " : "") << "{\"position\": " << r.position << ", \"weights\": " << r.weights << ", \"context\": " << r.context
+           << ", \"last\": " << r.last << "}";
+    }
+    json << "]}";
+    return std::make_tuple(json.str(), shown.str(), d.agrees());
+  });
+
+  m.def("heads", [](const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
+    py::gil_scoped_release release;
+    const auto views = attn::model::load_heads_text(text, origin, base_dir, max_bytes, "attn_tracer.heads(max_memory=...)");
+    std::ostringstream json, shown;
+    attn::model::render_heads_json(views, json);
+    attn::model::render_heads_text(views, shown, attn::ColorMode::None, 80);
+    return std::make_pair(json.str(), shown.str());
+  });
+}
