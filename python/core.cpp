@@ -18,11 +18,13 @@
 #include "attn/diagnose.hpp"
 #include "attn/diff.hpp"
 #include "attn/error.hpp"
+#include "attn/flash.hpp"
 #include "attn/model/checkpoint.hpp"
 #include "attn/model/generate.hpp"
 #include "attn/model/heads.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/pipeline/mistakes.hpp"
+#include "attn/render/layout.hpp"
 #include "attn/render/render.hpp"
 #include "attn/spec.hpp"
 #include "attn/steps.hpp"
@@ -36,6 +38,7 @@ namespace {
 struct TraceHandle {
   attn::Trace trace;
   attn::TextOptions text;  // --steps, --head, --batch, --explain, --code, precision
+  std::optional<attn::Flash> flash;  // flash="BQxBK": FlashAttention's tiled pass, checked against the context
 };
 
 py::array_t<float> to_array(const attn::Tensor& t) {
@@ -61,7 +64,7 @@ attn::Spec parse(const std::string& text, const std::string& origin, const std::
 
 std::unique_ptr<TraceHandle> run(const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
                                  int head, int batch, const std::string& mistake, bool fused, bool explain, bool code, int precision,
-                                 const std::string& backend_name) {
+                                 const std::string& backend_name, const std::string& flash) {
   auto h = std::make_unique<TraceHandle>();
   {
     py::gil_scoped_release release;
@@ -71,6 +74,12 @@ std::unique_ptr<TraceHandle> run(const std::string& text, const std::string& ori
     options.fused = fused;
     auto backend = attn::make_backend(backend_name);
     h->trace = attn::run_pipeline(spec, *backend, options);
+    if (!flash.empty()) {
+      if (fused) throw attn::InputError("flash: the tiled pass draws the scores and weights, which the fused pass never keeps; leave fused out");
+      if (options.mistake != attn::Mistake::None) throw attn::InputError("flash: tiles the correct pass; leave mistake out");
+      const auto [bq, bk] = attn::parse_tile_sizes(flash);
+      h->flash = attn::run_flash(spec, h->trace, bq, bk);
+    }
     h->text.explain = explain;
     h->text.code = code;
     h->text.precision = precision;
@@ -95,7 +104,14 @@ std::string render(const TraceHandle& h, const std::string& format, int width, c
     if (at == h.trace.steps.end()) throw attn::InputError("step: no step \"" + step + "\" in this trace");
     t.steps = {static_cast<std::size_t>(at - h.trace.steps.begin())};
   }
-  if (format == "text") attn::render_text(h.trace, out, t);
+  if (format == "text") {
+    attn::render_text(h.trace, out, t);
+    if (h.flash && step.empty()) {  // fitted to the width, as attn run prints its reports
+      std::ostringstream report;
+      attn::render_flash_text(*h.flash, h.trace, report, t);
+      out << attn::fit_lines(report.str(), static_cast<std::size_t>(width));
+    }
+  }
   else if (format == "json") attn::render_json(h.trace, out, false, t.steps);
   else if (format == "markdown") attn::render_markdown(h.trace, out, t);
   else if (format == "html") attn::render_html(h.trace, out, t);
@@ -166,10 +182,11 @@ PYBIND11_MODULE(_core, m) {
              }
              return out;
            })
-      .def("render", &render, py::arg("format"), py::arg("width") = 80, py::arg("step") = "");
+      .def("render", &render, py::arg("format"), py::arg("width") = 80, py::arg("step") = "")
+      .def("flash_max_diff", [](const TraceHandle& h) { return h.flash ? py::object(py::float_(h.flash->max_diff)) : py::object(py::none()); });
 
   m.def("run", &run, py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("steps"), py::arg("head"), py::arg("batch"),
-        py::arg("mistake"), py::arg("fused"), py::arg("explain"), py::arg("code"), py::arg("precision"), py::arg("backend"));
+        py::arg("mistake"), py::arg("fused"), py::arg("explain"), py::arg("code"), py::arg("precision"), py::arg("backend"), py::arg("flash"));
 
   m.def("check", [](const std::string& text, const std::string& origin, const std::string& base_dir) {
     py::gil_scoped_release release;

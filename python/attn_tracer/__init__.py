@@ -119,6 +119,7 @@ class Trace:
         self._handle = handle
         self.steps = {row[0]: Step(row, self) for row in handle.steps()}
         self._json = None
+        self.flash_max_diff = handle.flash_max_diff()  # run(flash="BQxBK"): the tiled pass against the context
 
     @property
     def config(self):
@@ -164,15 +165,18 @@ class Trace:
         return self._fragment()
 
 
-def run(spec, *, steps=None, head=None, batch=None, mistake=None, fused=False, explain=False, code=False, precision=4, backend="cpu"):
+def run(spec, *, steps=None, head=None, batch=None, mistake=None, fused=False, explain=False, code=False, precision=4, backend="cpu",
+        flash=None):
     """Runs attention step by step on `spec` (a path, a JSON string, or a dict in attn's input format,
     whose tensors may be NumPy arrays or nested lists; a checkpoint spec too) and returns its Trace.
     The options are `attn run`'s: steps (ids shown by text()), head, batch, mistake (simulate one),
-    fused (FlashAttention's one pass), explain, code, precision, backend ("cpu" or "cuda")."""
+    fused (FlashAttention's one pass), explain, code, precision, backend ("cpu" or "cuda"), flash ("BQxBK":
+    FlashAttention's tiled pass tile by tile after the trace, in text(); trace.flash_max_diff is its
+    largest difference from the context)."""
     text, origin, base = _input(spec)
     return Trace(_call(_core.run, text, origin, base, list(steps or []), -1 if head is None else int(head),
                        -1 if batch is None else int(batch), mistake or "", bool(fused), bool(explain), bool(code), int(precision),
-                       backend))
+                       backend, flash or ""))
 
 
 # ---- check, diff, diagnose, heads -----------------------------------------------------------------------

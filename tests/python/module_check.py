@@ -136,6 +136,11 @@ def main(argv):
     th.join()
     check(ticks > 1000, f"the main thread ran {ticks} loop iterations during {time.perf_counter() - start:.2f} s of runs (the GIL released)")
 
+    t = attn_tracer.run(os.path.join(repo, "examples", "window_3.json"), flash="2x3")
+    cli = subprocess.run([attn, "run", os.path.join(repo, "examples", "window_3.json"), "--flash", "2x3", "--width", "80"],
+                         capture_output=True, text=True, env=dict(os.environ, COLUMNS="80")).stdout
+    check(t.flash_max_diff is not None and t.flash_max_diff <= 1e-5 and t.text(80) == cli, "flash=\"2x3\": the tiled pass, as attn run --flash 2x3 prints it")
+
     print("== check, diff, diagnose, heads")
     c = attn_tracer.check(os.path.join(repo, "examples", "masked_4x4.json"))
     check(c.ok is False and c.differences == 9 and c.checked == 48 and "differ" in str(c), f"check masked_4x4: {c!r}")
