@@ -155,10 +155,10 @@ class Trace:
 
     def _fragment(self, step=""):
         # the page in a sandboxed frame of its own: its styles and scripts cannot reach the notebook's
-        # or another trace's (nothing is fetched: the page is self-contained)
+        # or another trace's (nothing is fetched: the page is self-contained); one step needs less room
         page = self._handle.render("html", 80, step)
         n = next(_ids)
-        return (f'<iframe id="attn-trace-{n}" title="attn trace" sandbox="allow-scripts" style="width:100%;height:720px;'
+        return (f'<iframe id="attn-trace-{n}" title="attn trace" sandbox="allow-scripts" style="width:100%;height:{480 if step else 720}px;'
                 f'border:1px solid #ddd" srcdoc="{_html.escape(page, quote=True)}"></iframe>')
 
     def _repr_html_(self):

@@ -105,7 +105,7 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
       {base(R"("heads": 2)", R"("W_q": [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0]], "W_k": "identity", "W_v": "identity")"),
        "weights.W_q: expected [3, dk] with dk divisible by H = 2, got [3, 5]"},
       {base(R"("layout": "torch")", R"("W_q": [[1, 0, 1], [0, 1, 1]], "W_k": [[1, 0], [0, 1], [1, 1]], "W_v": "identity")"),
-       "weights.W_k: expected [dk, C] = [dk, 3], got [3, 2]; that is the x@W layout's [C, dk]: set \"layout\": \"x@W\", or transpose it"},
+       "weights.W_k: expected [dk, C] = [dk, 3] (C = 3, the embeddings' width), got [3, 2]; that is the x@W layout's [C, dk]: set \"layout\": \"x@W\", or transpose it"},
       {base("", R"("W_q": [[1, 0], [0, 1], [1, 1]], "W_k": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "W_v": "identity")"),
        "weights.W_k: expected [C, dk] = [3, 2] (dk = 2, from weights.W_q), got [3, 3]"},
       {base("", R"("W_q": "identity", "W_k": "identity", "W_v": [[1, 0], [0, 1], [1, 1]], "W_o": [[1, 0, 0], [0, 1, 0], [0, 0, 1]])"),

@@ -80,7 +80,11 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
     y += 22;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y, esc("attn heads · " + view.model));
   }
-  if (!view.part.empty()) {
+  if (!view.part.empty()) {  // the notes (about the whole input) before the first part's title
+    for (const auto& n : view.notes) {
+      y += 15;
+      b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y, esc("note: " + n));
+    }
     y += 24;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", y, esc(view.part_title()));
   }
@@ -91,6 +95,7 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
                                   : fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1", view.layers,
                                                 view.heads, T)));
   for (const auto& n : view.notes) {
+    if (!view.part.empty()) break;
     y += 15;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y, esc("note: " + n));
   }

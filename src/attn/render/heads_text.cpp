@@ -48,16 +48,17 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
   const auto key_labels = token_labels(view.key_labels());
   const auto w = static_cast<std::size_t>(width);
   if (first) out << wrap("attn heads · " + view.model, w, "", "  ");
-  if (!view.part.empty()) {
-    if (!first) out << "\n";
-    out << wrap(fmt::format("══ {} ══", view.part_title()), w, "", "  ");
+  if (!view.part.empty()) {  // the notes (the first view's, about the whole input) before the first part's heading
+    for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
+    out << "\n" << wrap(fmt::format("══ {} ══", view.part_title()), w, "", "  ");
   }
   // (the layer and head counts once: in the model's name where it gives them, else here)
   const std::string counts = fmt::format("{} {} × {} {}", view.layers, view.layers == 1 ? "layer" : "layers", view.heads, view.heads == 1 ? "head" : "heads");
   out << wrap(fmt::format("{}T = {}{}; weights on one scale, 0 to 1, for every head", view.model.find(counts) == std::string::npos ? counts + ", " : "",
                           view.T, view.cross ? fmt::format(" decoder tokens (queries), S = {} source tokens (keys)", view.S) : ""),
               w, "", "  ");
-  for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
+  if (view.part.empty())
+    for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
   token_lines(out, labels, width, view.cross || view.part == "decoder" ? "decoder tokens" : view.part == "encoder" ? "source tokens" : "tokens");
   if (view.cross) token_lines(out, key_labels, width, "source tokens");
   if (view.layers == 0 || view.heads == 0 || view.T == 0 || view.keys() == 0) return;

@@ -106,8 +106,12 @@ struct WeightReader {
                                                  layout == Layout::XW ? "torch" : "x@W", layout_shape(layout == Layout::XW ? Layout::Torch : Layout::XW, in_name, out_name),
                                                  layout == Layout::XW ? "torch" : "x@W")
                                    : "";
-      fail(g.path, fmt::format("expected {} = {}, got {}{}", layout_shape(layout, in_name, out_name), layout_shape(layout, std::to_string(in), out_name),
-                               shape_string(t.shape()), hint));
+      // where the input width comes from, when it is the data's (a student may have the data wrong, not the weight)
+      const std::string from = in_name == "C" ? fmt::format(" (C = {}, the embeddings' width)", in)
+                               : in_name == "Cs" ? fmt::format(" (Cs = {}, the source's width)", in)
+                                                 : "";
+      fail(g.path, fmt::format("expected {} = {}{}, got {}{}", layout_shape(layout, in_name, out_name), layout_shape(layout, std::to_string(in), out_name),
+                               from, shape_string(t.shape()), hint));
     }
     g.w = layout == Layout::XW ? t : transpose2(t);
     return g;
