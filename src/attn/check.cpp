@@ -67,7 +67,7 @@ CheckReport check_trace(const Spec& spec, const Trace& trace) {
         ++r.differences;
         cs.max_abs_difference = std::max(cs.max_abs_difference, std::fabs(diff));
         r.differing.push_back({step.id, position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)),
-                               printed, decimals, computed, diff, tol});
+                               printed, decimals, computed, diff, tol, i < x.literals.size() ? x.literals[i] : std::string()});
       }
       r.steps.push_back(cs);
     }
@@ -77,7 +77,9 @@ CheckReport check_trace(const Spec& spec, const Trace& trace) {
 
 namespace {
 
+// The document's number as its text wrote it.
 std::string printed_text(const CheckEntry& e) {
+  if (!e.literal.empty()) return e.literal;
   if (const auto name = nonfinite_name(e.printed)) return std::string(*name);
   return format_fixed(static_cast<Scalar>(e.printed), std::max(e.decimals, 0));
 }
@@ -175,7 +177,10 @@ void render_check_json(const CheckReport& r, std::ostream& out) {
     const auto& e = r.differing[i];
     out << (i ? ",\n" : "\n")
         << fmt::format("    {{\"step\": {}, \"position\": {}, \"printed\": {}, \"computed\": {}, \"difference\": {}, \"tolerance\": {}}}",
-                       quote(e.step), quote(e.position), num(e.printed), num(e.computed), num(e.difference), num(e.tolerance));
+                       quote(e.step), quote(e.position),
+                       // the document's number literal itself (valid JSON: it came from JSON), not its double re-printed
+                       !e.literal.empty() && std::isfinite(e.printed) ? e.literal : num(e.printed), num(e.computed), num(e.difference),
+                       num(e.tolerance));
   }
   out << "\n  ]\n}\n";
 }

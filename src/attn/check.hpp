@@ -20,6 +20,7 @@ struct CheckEntry {
   double computed = 0;
   double difference = 0;  // computed - printed
   double tolerance = 0;
+  std::string literal;   // the printed number as the document's text wrote it ("0.28733302"); "" when unknown
 };
 
 struct CheckStep {

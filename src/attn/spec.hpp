@@ -40,6 +40,7 @@ struct Expectation {
   std::vector<int> decimals;       // printed decimals per entry (-1: null, or a non-finite string;
                                    // kExactInteger: an integer literal, which claims the exact value)
   std::vector<bool> present;       // false where null
+  std::vector<std::string> literals;  // each entry as the document's text wrote it ("0.28733302"), to quote it exactly
 };
 
 struct Spec {

@@ -1,4 +1,5 @@
 // attn check: printed precision read from the JSON text, tolerance, nulls, non-finite values, refusals.
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "attn/check.hpp"
@@ -184,4 +185,22 @@ TEST_CASE("diagnose hints: the head average nn.MultiheadAttention returns; nn.Li
   const Diagnosis t = diagnose(spec, "mh.json", transposed, {});
   REQUIRE(!t.hints.empty());
   CHECK_THAT(t.hints.back(), Catch::Contains("\"layout\": \"torch\""));
+}
+
+TEST_CASE("the report quotes the document's number as its text wrote it", "[check]") {
+  // 0.28733302 is not a float32; 0.1290 has a trailing zero: both are quoted exactly, in text and JSON
+  const attn::Spec spec = attn::parse_spec(R"({"mode": "self", "heads": 1, "embeddings": [[1, 0], [0, 1]],
+      "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}, "scale": "none",
+      "expect": {"scores": [[0.28733302, 0.1290], [0, 1]]}})", "quote.json");
+  auto be = attn::make_cpu_backend();
+  const attn::CheckReport r = attn::check_trace(spec, attn::run_pipeline(spec, *be));
+  REQUIRE(r.differences == 2);
+  std::ostringstream text, json;
+  render_check_text(r, text);
+  render_check_json(r, json);
+  CHECK_THAT(text.str(), Catch::Contains(" 0.28733302 "));
+  CHECK_THAT(text.str(), Catch::Contains(" 0.1290 "));
+  CHECK_THAT(json.str(), Catch::Contains("\"printed\": 0.28733302,"));
+  CHECK_THAT(json.str(), Catch::Contains("\"printed\": 0.1290,"));
+  CHECK(nlohmann::json::parse(json.str())["differing"][0]["printed"].get<double>() == 0.28733302);
 }

@@ -157,7 +157,9 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
       {base(R"("mode": "multi-head", "heads": 1)"), "heads: mode \"multi-head\" needs H > 1, got 1"},
       {base(R"("q": [[1]])"), "embeddings: cannot be combined with q, k, v (projections are skipped when q, k, v are given)"},
       {R"({"q": [[1, 2]], "v": [[1, 2]]})", "k: required: q and k are given together (v is optional)"},
-      {R"({"q": [[1, 2]], "k": [[1, 2], [3, 4]], "v": [[1, 2], [3, 4]]})", "k: expected [1, 2], got [2, 2] (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)"},
+      {R"({"q": [[1, 2]], "k": [[1, 2], [3, 4]], "v": [[1, 2], [3, 4]], "alibi": true})",
+       "alibi: self-attention with S = 2 keys for T = 1 queries: where the queries stand among the keys is not given; use mode \"causal\" with "
+       "\"causal_align\": \"bottom_right\" (the queries are the last T of the S tokens) or mode \"cross\" (another sequence)"},
       {R"({"q": [[1, 0], [0, 1]], "k": [[1, 0, 0], [0, 1, 0]]})", "k: expected [2, 2], got [2, 3] (keys are as wide as the queries: dk = 2, the width of q)"},
       {R"({"q": [[1, 0, 1], [0, 1, 1]], "k": [[1, 0, 0], [0, 1, 0]], "heads": 2})", "heads: H = 2 does not divide dk = 3 (the width of q and k; each head gets hs = dk / H features)"},
       {R"({"mode": "cross", "heads": 2, "random": {"seed": 1, "T": 2, "C": 4, "dk": 2}, "weights": {"W_q": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}})",
@@ -210,4 +212,22 @@ TEST_CASE("a seeded fused W_qkv split for cross attention gets its values first"
       CHECK(cross.w.W_q->data()[i * 4 + j] == self.w.W_qkv->data()[i * 12 + j]);
       CHECK(cross.w.W_v->data()[i * 4 + j] == self.w.W_qkv->data()[i * 12 + 8 + j]);
     }
+}
+
+TEST_CASE("self-attention over given keys of their own count: every query sees every key, and a note says so", "[spec]") {
+  const attn::Spec s = attn::parse_spec(R"({"mode": "self", "q": [[1, 0], [0, 1]], "k": [[1, 0], [0, 1], [1, 1]], "v": [[1, 0], [0, 1], [1, 1]]})",
+                                        "t.json");
+  CHECK(s.T == 2);
+  CHECK(s.S == 3);
+  CHECK_FALSE(s.masking());
+  CHECK(std::find_if(s.notes.begin(), s.notes.end(), [](const std::string& n) { return n.starts_with("self: S = 3 keys for T = 2 queries"); }) !=
+        s.notes.end());
+  auto be = attn::make_cpu_backend();
+  const attn::Trace t = attn::run_pipeline(s, *be);
+  const auto& w = t.find("weights")->value;
+  // row 0: softmax([1, 0, 1] / √2)
+  const double e = std::exp(-1 / std::sqrt(2.0));
+  CHECK(w.data()[0] == Approx(1 / (2 + e)));
+  CHECK(w.data()[1] == Approx(e / (2 + e)));
+  CHECK(t.config.source_tokens[0].size() == 3);
 }

@@ -135,8 +135,10 @@ void read_qkv_entry(ReadContext& ctx, const json& root, const json& src, Spec& s
                           : fmt::format("expected {}, got {} (keys are as wide as the queries: dk = {}, the width of q)", shape_string(want),
                                         shape_string(k.shape()), s.C));
   }
-  // Cross-attention and causal attention over cached keys have S keys; plain self-attention has T.
-  const bool own_length = s.cross() || s.causal;
+  // The keys are k's rows: cross-attention's source, causal attention's cached keys, and (given q, k
+  // and v) self-attention's too, every query seeing every key (spec.cpp notes it, and refuses what
+  // needs the two sequences aligned).
+  const bool own_length = true;
   const Shape want_k = s.batched ? Shape{s.B, own_length ? s.S : s.T, dkv} : Shape{own_length ? s.S : s.T, dkv};
   expect_shape(k, "k", want_k, own_length ? (s.grouped() ? " (k is [S, Hkv·hs])" : " (k is [S, C] with the width C of q)") : " (self-attention: keys come from the same T tokens; use mode \"cross\" for another sequence)");
   s.S = k.dim(-2);

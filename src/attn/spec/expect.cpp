@@ -11,7 +11,8 @@
 
 namespace attn {
 
-void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals, Spec& s) {
+void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals,
+                 const std::map<std::string, std::vector<std::string>>& literals, Spec& s) {
   const json& e = root["expect"];
   if (!e.is_object()) fail("expect", fmt::format("expected an object of step ids, like {{\"weights\": [[1, 0], [0.4, 0.6]]}}, got {}", describe(e)));
   for (const auto& item : e.items()) {
@@ -47,6 +48,7 @@ void read_expect(const json& root, const std::map<std::string, std::vector<int>>
       }
     });
     if (const auto it = decimals.find(x.id); it != decimals.end()) x.decimals = it->second;
+    if (const auto it = literals.find(x.id); it != literals.end()) x.literals = it->second;
     if (x.decimals.size() != x.values.size()) throw InternalError("expect: printed-precision pass disagrees with the values");
     s.expect.push_back(std::move(x));
   }

@@ -91,15 +91,18 @@ class Reader final : public json::json_sax_t {
 
   // Noted under the literal key: null and strings as -1 (no number printed), integer literals as
   // kExactInteger (they claim an exact value), other numbers by their printed decimals.
-  bool null() override { return value(nullptr, -1); }
+  bool null() override { return value(nullptr, -1, ""); }
   bool boolean(bool b) override { return value(b, kNotNoted); }
   // an integer literal ("2") claims an exact value
-  bool number_integer(number_integer_t n) override { return value(n, kExactInteger); }
-  bool number_unsigned(number_unsigned_t n) override { return value(n, kExactInteger); }
+  bool number_integer(number_integer_t n) override { return value(n, kExactInteger, std::to_string(n)); }
+  bool number_unsigned(number_unsigned_t n) override { return value(n, kExactInteger, std::to_string(n)); }
   bool number_float(number_float_t x, const string_t& literal) override {
-    return value(x, in_literal_key() ? printed_decimals(literal) : kNotNoted);
+    return value(x, in_literal_key() ? printed_decimals(literal) : kNotNoted, literal);
   }
-  bool string(string_t& str) override { return value(std::move(str), -1); }
+  bool string(string_t& str) override {
+    std::string text = in_literal_key() ? str : std::string();
+    return value(std::move(str), -1, std::move(text));
+  }
   bool binary(binary_t&) override { return true; }  // JSON text has none
   bool start_object(std::size_t) override { return open(json::object(), true); }
   bool start_array(std::size_t) override { return open(json::array(), false); }
@@ -139,8 +142,11 @@ class Reader final : public json::json_sax_t {
   }
   static constexpr int kNotNoted = std::numeric_limits<int>::min();
   template <class V>
-  bool value(V&& v, int decimals) {
-    if (decimals != kNotNoted && in_literal_key()) out_.decimals[frames_[1].key].push_back(decimals);
+  bool value(V&& v, int decimals, std::string literal = {}) {
+    if (decimals != kNotNoted && in_literal_key()) {
+      out_.decimals[frames_[1].key].push_back(decimals);
+      out_.literals[frames_[1].key].push_back(std::move(literal));
+    }
     place(json(std::forward<V>(v)));
     element_done();
     return true;

@@ -41,6 +41,8 @@ struct ParsedJson {
   // "0.73" -> 2, an integer literal -> kExactInteger (it claims the exact value), null or a string
   // -> -1 (nothing printed). A DOM number is a double: 0.73 alone cannot say it meant ±0.005.
   std::map<std::string, std::vector<int>> decimals;
+  // The same numbers as the text wrote them ("0.28733302", "-inf"; "" for null), to quote them exactly.
+  std::map<std::string, std::vector<std::string>> literals;
 };
 // One pass over the text; origin names it in messages ("examples/cat_sat.json:3:1: invalid JSON:
 // ..."). A duplicate key, or nesting deeper than 32 levels, is refused with its JSON path.

@@ -52,6 +52,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s);
 
 // expect.cpp: what a document printed; decimals are its numbers' printed decimals per step id
 // (parse_json's, for the key "expect").
-void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals, Spec& s);
+void read_expect(const json& root, const std::map<std::string, std::vector<int>>& decimals,
+                 const std::map<std::string, std::vector<std::string>>& literals, Spec& s);
 
 }  // namespace attn

@@ -143,7 +143,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
     read_checkpoint(root, base_dir, s);  // refuses the keys a checkpoint sets
     if (root.contains("title")) s.title = read_string(root["title"], "title");
     if (root.contains("comment")) read_string(root["comment"], "comment");
-    if (root.contains("expect")) read_expect(root, parsed.decimals, s);
+    if (root.contains("expect")) read_expect(root, parsed.decimals, parsed.literals, s);
     return s;
   }
   check_keys(root, "", kRootKeys);
@@ -163,9 +163,23 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   if (root.contains("rope")) read_rope(root, s);
   if (root.contains("alibi")) read_alibi(root, s);
   if (root.contains("softcap")) read_softcap(root, s);
-  if (root.contains("expect")) read_expect(root, parsed.decimals, s);
+  if (root.contains("expect")) read_expect(root, parsed.decimals, parsed.literals, s);
   read_tokens(root, src, s);
   read_masks(root, s);
+  if (!s.cross() && !s.causal && s.S != s.T) {
+    // self-attention over given keys of their own count: where a position enters, the queries' place
+    // among the keys would be a guess
+    for (const auto& [given, key] : {std::pair{s.rope.has_value(), "rope"}, std::pair{!s.alibi_slopes.shape().empty(), "alibi"},
+                                     std::pair{s.window > 0, "window"}}) {
+      if (given) {
+        fail(key, fmt::format("self-attention with S = {} keys for T = {} queries: where the queries stand among the keys is not given; use "
+                              "mode \"causal\" with \"causal_align\": \"bottom_right\" (the queries are the last T of the S tokens) or mode "
+                              "\"cross\" (another sequence)", s.S, s.T));
+      }
+    }
+    s.notes.push_back(fmt::format("self: S = {} keys for T = {} queries (k and v given with rows of their own): every query sees every key; "
+                                  "the keys are not the queries' tokens", s.S, s.T));
+  }
   return s;
 }
 
