@@ -10,38 +10,40 @@ seconds=${1:-60}
 jobs=$(nproc)
 
 echo "== sanitizers: ASan + UBSan build, whole test suite"
-# (ATTN_CUDA=OFF: nvcc takes no clang sanitizer flags; the CUDA backend is checked by its parity test)
-cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON -DATTN_CUDA=OFF >/dev/null
+# (ATTN_CUDA=OFF: nvcc takes no clang sanitizer flags; the CUDA backend is checked by its parity test.)
+# One build for both halves: ATTN_FUZZ adds libFuzzer's coverage instrumentation (fuzzer-no-link, whose
+# hooks the sanitizer runtime provides) and the fuzz targets, so the suite and the fuzzers share objects.
+cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON -DATTN_FUZZ=ON -DATTN_CUDA=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 echo "== fuzzing: ${seconds} s over the input path"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_FUZZ=ON -DBUILD_TESTING=OFF -DATTN_CUDA=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target attn fuzz_spec fuzz_npy fuzz_safetensors
-corpus=build-fuzz/corpus
+fz=build-asan/fuzz-run
+rm -rf "$fz" && mkdir -p "$fz"
+corpus=$fz/corpus
 rm -rf "$corpus" && mkdir -p "$corpus/spec" "$corpus/npy" "$corpus/safetensors"
 cp tests/bad/safetensors/*.safetensors "$corpus/safetensors/"
 cp examples/*.json tests/bad/*.json "$corpus/spec/"
 cp tests/bad/*.npy "$corpus/npy/"
-build-fuzz/attn run examples/cat_sat.json --dump "$corpus/npy-dump" >/dev/null
+build-asan/attn run examples/cat_sat.json --dump "$corpus/npy-dump" >/dev/null
 cp "$corpus"/npy-dump/*.npy "$corpus/npy/"
 spec_seconds=$((seconds * 3 / 5))
 npy_seconds=$((seconds / 5))
 st_seconds=$((seconds - spec_seconds - npy_seconds))
 # -timeout: an input taking 10 s is a hang; -rss_limit_mb: a runaway allocation is a bug too
-build-fuzz/fuzz_spec -max_total_time="$spec_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-  -dict=fuzz/spec.dict -artifact_prefix=build-fuzz/ "$corpus/spec" 2>&1 | tee build-fuzz/fuzz_spec.log | grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|crash" || true
-build-fuzz/fuzz_npy -max_total_time="$npy_seconds" -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix=build-fuzz/ "$corpus/npy" 2>&1 | tee build-fuzz/fuzz_npy.log | grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|crash" || true
-build-fuzz/fuzz_safetensors -max_total_time="$st_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-  -artifact_prefix=build-fuzz/ "$corpus/safetensors" 2>&1 | tee build-fuzz/fuzz_safetensors.log | grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|crash" || true
-if ls build-fuzz/crash-* build-fuzz/timeout-* build-fuzz/oom-* >/dev/null 2>&1; then
-  echo "hardening: the fuzzer found failing inputs: $(ls build-fuzz/crash-* build-fuzz/timeout-* build-fuzz/oom-* 2>/dev/null)" >&2
+build-asan/fuzz_spec -max_total_time="$spec_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -dict=fuzz/spec.dict -artifact_prefix="$fz/" "$corpus/spec" 2>&1 | tee "$fz"/fuzz_spec.log | grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|crash" || true
+build-asan/fuzz_npy -max_total_time="$npy_seconds" -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$fz/" "$corpus/npy" 2>&1 | tee "$fz"/fuzz_npy.log | grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|crash" || true
+build-asan/fuzz_safetensors -max_total_time="$st_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -artifact_prefix="$fz/" "$corpus/safetensors" 2>&1 | tee "$fz"/fuzz_safetensors.log | grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|crash" || true
+if ls "$fz"/crash-* "$fz"/timeout-* "$fz"/oom-* >/dev/null 2>&1; then
+  echo "hardening: the fuzzer found failing inputs: $(ls "$fz"/crash-* "$fz"/timeout-* "$fz"/oom-* 2>/dev/null)" >&2
   exit 1
 fi
 for t in spec npy safetensors; do
-  echo "fuzz_$t: $(grep -E '^Done [0-9]+ runs' build-fuzz/fuzz_$t.log || grep -E '^#[0-9]+ +DONE' build-fuzz/fuzz_$t.log | tail -1)"
+  echo "fuzz_$t: $(grep -E '^Done [0-9]+ runs' "$fz"/fuzz_$t.log || grep -E '^#[0-9]+ +DONE' "$fz"/fuzz_$t.log | tail -1)"
 done
 echo "hardening: sanitizer suite passed, fuzzing found nothing"
