@@ -36,6 +36,21 @@ void add_hints(const Trace& ref, const Tensor& student, const Tolerance& tol, Di
                                     "default; call it with average_attn_weights=False for one [T, S] matrix per head", H));
     }
   }
+  // the step without its head axis: the heads were never split (one [T, S] for H of them), unless it
+  // is the head average found above
+  if (const Step* r = ref.find(d.first.id); r != nullptr && ref.config.H > 1 && d.hints.empty()) {
+    const auto at = std::find(r->dims.begin(), r->dims.end(), Dim::H);
+    if (at != r->dims.end()) {
+      Shape without = r->value.shape();
+      without.erase(without.begin() + (at - r->dims.begin()));
+      if (student.shape() == without) {
+        d.hints.push_back(fmt::format("your {0}.npy has no head axis ({1} where the reference's {0} is {2}, H = {3}): split q, k and v into "
+                                      "H = {3} heads of hs = dk / H features each (view, then transpose) before the scores, and merge them "
+                                      "back after the context", d.first.id, shape_string(student.shape()), shape_string(r->value.shape()),
+                                      ref.config.H));
+      }
+    }
+  }
   for (const auto& m : d.matches) {
     if (m.mistake->mistake == Mistake::WTransposed || m.mistake->mistake == Mistake::OutputTransposed) {
       d.hints.push_back(std::string("if your weights are nn.Linear's (weight is [out, in]), give them as they are with \"layout\": "

@@ -187,6 +187,29 @@ TEST_CASE("diagnose hints: the head average nn.MultiheadAttention returns; nn.Li
   CHECK_THAT(t.hints.back(), Catch::Contains("\"layout\": \"torch\""));
 }
 
+TEST_CASE("diagnose hints: a step without its head axis (the heads never split)", "[diagnose]") {
+  const Spec spec = parse_spec(R"({"mode": "multi-head", "heads": 2, "random": {"seed": 4, "T": 3, "C": 4}})", "mh.json");
+  auto backend = make_cpu_backend();
+  const Trace ref = run_pipeline(spec, *backend);
+  // one head's worth of scores from the whole width: q kᵀ / √C, [T, S]
+  const Tensor& q = ref.find("q")->value;
+  const Tensor& k = ref.find("k")->value;
+  std::vector<Scalar> s(9);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double dot = 0;
+      for (int c = 0; c < 4; ++c) dot += double(q.data()[i * 4 + c]) * k.data()[j * 4 + c];
+      s[static_cast<std::size_t>(i * 3 + j)] = static_cast<Scalar>(dot / 2);
+    }
+  LoadedTrace unsplit;
+  unsplit.origin = "u/";
+  unsplit.steps.push_back({"scores", Tensor({3, 3}, s), {}});
+  const Diagnosis d = diagnose(spec, "mh.json", unsplit, {});
+  CHECK_FALSE(d.correct);
+  REQUIRE(d.hints.size() == 1);
+  CHECK_THAT(d.hints[0], Catch::Contains("your scores.npy has no head axis ([3, 3] where the reference's scores is [2, 3, 3], H = 2)"));
+}
+
 TEST_CASE("the report quotes the document's number as its text wrote it", "[check]") {
   // 0.28733302 is not a float32; 0.1290 has a trailing zero: both are quoted exactly, in text and JSON
   const attn::Spec spec = attn::parse_spec(R"({"mode": "self", "heads": 1, "embeddings": [[1, 0], [0, 1]],
