@@ -85,11 +85,7 @@ std::unique_ptr<TraceHandle> run(const std::string& text, const std::string& ori
     h->text.precision = precision;
     if (head >= 0) h->text.view.head = head;
     if (batch >= 0) h->text.view.batch = batch;
-    for (const auto& id : steps) {
-      const auto at = std::find_if(h->trace.steps.begin(), h->trace.steps.end(), [&](const attn::Step& s) { return s.id == id; });
-      if (at == h->trace.steps.end()) throw attn::InputError("steps: no step \"" + id + "\" in this trace");
-      h->text.steps.push_back(static_cast<std::size_t>(at - h->trace.steps.begin()));
-    }
+    if (!steps.empty()) h->text.steps = attn::select_steps(h->trace, steps, "", "");  // unknown ids refused, as attn run --steps
   }
   return h;
 }
@@ -99,11 +95,7 @@ std::string render(const TraceHandle& h, const std::string& format, int width, c
   std::ostringstream out;
   attn::TextOptions t = h.text;
   t.width = width;
-  if (!step.empty()) {
-    const auto at = std::find_if(h.trace.steps.begin(), h.trace.steps.end(), [&](const attn::Step& s) { return s.id == step; });
-    if (at == h.trace.steps.end()) throw attn::InputError("step: no step \"" + step + "\" in this trace");
-    t.steps = {static_cast<std::size_t>(at - h.trace.steps.begin())};
-  }
+  if (!step.empty()) t.steps = attn::select_steps(h.trace, {step}, "", "");
   if (format == "text") {
     attn::render_text(h.trace, out, t);
     if (h.flash && step.empty()) {  // fitted to the width, as attn run prints its reports
