@@ -52,7 +52,11 @@ Checkpoint::~Checkpoint() = default;
 Checkpoint Checkpoint::open(const std::string& path, const json* config, const std::string& shown) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
-  if (!fs::exists(status)) throw InputError(fmt::format("checkpoint.path: {}: no such file or directory", shown));
+  if (!fs::exists(status)) {
+    // a relative path is read from the input file's folder: say where that led
+    const std::string where = path != shown ? fmt::format(" (a relative path is read from the input file's folder: {})", path) : "";
+    throw InputError(fmt::format("checkpoint.path: {}: no such file or directory{}", shown, where));
+  }
   std::optional<Architecture> arch;
   std::optional<TensorStore> store;
   if (fs::is_directory(status)) {

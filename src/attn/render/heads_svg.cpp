@@ -6,6 +6,7 @@
 // equal colour merged, so 12 × 12 heads of 64 tokens stay a few MB. Deterministic text.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -156,6 +157,13 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
   if (step > 1) foot += fmt::format("; one token in {} labelled, with its position", step);
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", ly, esc(foot));
   width = std::max(width, 10 + static_cast<int>(std::ceil(cells(foot) * 6.7)));
+  // the induction label's measure, where a head has it
+  if (std::any_of(view.summaries.begin(), view.summaries.end(), [](const HeadSummary& s) { return s.pattern == HeadPattern::Induction; })) {
+    const std::string ind = "induction: the mean weight on the key right after the query token's earlier occurrence (a repeated sequence continued)";
+    ly += 16;
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", ly, esc(ind));
+    width = std::max(width, 10 + static_cast<int>(std::ceil(cells(ind) * 6.7)));
+  }
   return ly + 14;
 }
 
