@@ -114,6 +114,7 @@ Runner command(CLI::App& app, void (*setup)(CLI::App&, Options&), int (*run)(con
   return [o, run] { return run(*o); };
 }
 Runner add_run(CLI::App& app);
+Runner add_backward(CLI::App& app);
 Runner add_check(CLI::App& app);
 Runner add_diff(CLI::App& app);
 Runner add_diagnose(CLI::App& app);

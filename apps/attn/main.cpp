@@ -23,6 +23,7 @@ More:
   attn run examples/tiny_gpt2.json               a layer of a (tiny) GPT-2 checkpoint on a sentence
   attn heads examples/tiny_llama.json            every layer and head of a checkpoint at a glance
   attn decode examples/llama_like.json --prefill 3   generation with a KV cache, a token at a time
+  attn backward examples/cat_sat.json            the backward pass: every gradient, from the output back
   echo '{"sentence": "cat sat", "embeddings": [[1,0,1],[0,1,1]],
          "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}' | attn run -
 
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // in this order in --help
   const std::vector<std::pair<std::string, Runner>> commands = {
-      {"run", add_run(app)},         {"check", add_check(app)},   {"diff", add_diff(app)},   {"diagnose", add_diagnose(app)},
+      {"run", add_run(app)},         {"backward", add_backward(app)}, {"check", add_check(app)},   {"diff", add_diff(app)},   {"diagnose", add_diagnose(app)},
       {"cost", add_cost(app)},       {"decode", add_decode(app)}, {"heads", add_heads(app)}, {"tokenize", add_tokenize(app)},
   };
   try {

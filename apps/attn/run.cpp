@@ -32,11 +32,12 @@ struct RunOptions {
   bool flash_given = false;
   bool fused = false;
   bool heatmap_given = false;
+  bool backward = false;  // attn backward: the forward trace, then the gradients
 };
 
 
-void setup_run(CLI::App& app, RunOptions& o) {
-  auto* run = app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape");
+// The options run and backward share, on the subcommand `run`.
+void declare_options(CLI::App* run, RunOptions& o) {
   run->add_option("file", o.file, "input JSON file (- reads standard input); it may name a checkpoint: {\"checkpoint\": {\"path\": \"DIR\", \"layer\": 5}, \"sentence\": \"...\"}")->required();
   run->add_option("--format", o.format,
                   "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
@@ -91,6 +92,25 @@ void setup_run(CLI::App& app, RunOptions& o) {
       ->type_name("NAME");  // (the names are in the description, which wraps; as a type they would not)
 }
 
+void setup_run(CLI::App& app, RunOptions& o) {
+  declare_options(app.add_subcommand("run", "Run attention on FILE and print every intermediate step with its shape"), o);
+}
+
+void setup_backward(CLI::App& app, RunOptions& o) {
+  o.backward = true;
+  declare_options(app.add_subcommand("backward", "Run attention on FILE, then its backward pass: the gradient of every step and "
+                                                 "parameter, from the output back (the input's \"backward\" block says of which loss; "
+                                                 "without it, of sum(output))"),
+                  o);
+  app.get_subcommands([](const CLI::App* a) { return a->get_name() == "backward"; })[0]->footer(R"(Example: the cat/sat walkthrough with a loss, backward
+  $ attn backward examples/cat_sat_backward.json --from loss
+    ...
+    [13] grad.scaled · Gradient through the softmax
+        grad.scaled = weights ⊙ (grad.weights − rowsum(grad.weights ⊙ weights))
+    ...
+The input's "backward" block: {"grad_output": [...]} (the output's shape), {"seed": N} or {"target": [...]} (loss = mean((output − target)²)); without it, the gradient of sum(output).)");
+}
+
 int run_run(const RunOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources, o.fused);
   auto backend = attn::make_backend(o.backend);
@@ -109,14 +129,17 @@ int run_run(const RunOptions& o) {
                                          what));
     }
   }
+  if (o.backward && (o.flash_given || !o.check_against.empty())) {
+    throw attn::InputError(fmt::format("attn backward: {} is not built for the backward pass yet; use attn run", o.flash_given ? "--flash" : "--check-against"));
+  }
   // text output of some steps shows only those: the others stay on a device unless read
-  if (o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
+  if (!o.backward && o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
       (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
     const attn::Trace plan = attn::plan_trace(spec);
     for (const auto i : attn::select_steps(plan, o.steps, o.from, o.to)) options.shown.push_back(plan.steps[i].id);
     if (options.shown.empty()) options.shown.push_back("");  // (none: an id no step has)
   }
-  const attn::Trace trace = attn::run_pipeline(spec, *backend, options);
+  const attn::Trace trace = o.backward ? attn::run_backward(spec, *backend, options) : attn::run_pipeline(spec, *backend, options);
   if (!o.dump_dir.empty()) attn::dump_trace(trace, spec, o.dump_dir, o.force);
   attn::TextOptions t;
   t.precision = o.precision;
@@ -187,5 +210,6 @@ int run_run(const RunOptions& o) {
 }  // namespace
 
 Runner add_run(CLI::App& app) { return command(app, setup_run, run_run); }
+Runner add_backward(CLI::App& app) { return command(app, setup_backward, run_run); }
 
 }  // namespace attn_cli

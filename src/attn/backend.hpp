@@ -125,6 +125,15 @@ class Backend {
   virtual BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale,
                                         const FusedMask& mask, EmptyRow empty) = 0;
 
+  // ---- the backward pass's primitives (attn backward). A backend that lacks them refuses (exit 2).
+  // a (...) + b (...), the same shape
+  virtual BackendTensor add(const BackendTensor& a, const BackendTensor& b) { return lacks_backward("add", a, b); }
+  // a (...) ⊙ b (...), the same shape
+  virtual BackendTensor mul(const BackendTensor& a, const BackendTensor& b) { return lacks_backward("mul", a, b); }
+  // w (N, n) a softmax's rows, dw (N, n) the gradient of its output -> the gradient of its input,
+  // w ⊙ (dw − Σ_j dw_j·w_j) per row (the row's sum in double, then float32 products)
+  virtual BackendTensor softmax_backward_rows(const BackendTensor& w, const BackendTensor& dw) { return lacks_backward("softmax_backward_rows", w, dw); }
+
   // (optional) Floating-point operations done since the last call; 0 when the backend does not count.
   virtual double take_flops() { return 0; }
   // (optional) Waits until all queued work is done, so a host clock can time it (a GPU queues work).
@@ -141,6 +150,12 @@ class Backend {
     std::int64_t uploaded = 0, downloaded = 0;
   };
   virtual Traffic traffic() const { return {}; }
+
+ private:
+  [[noreturn]] BackendTensor lacks_backward(std::string_view what, const BackendTensor&, const BackendTensor&) {
+    throw InputError(std::string("the ") + std::string(name()) + " backend has no backward primitives yet (" + std::string(what) +
+                     "): attn backward runs on --backend cpu");
+  }
 };
 
 // Throws DeviceError (exit 2) with the estimate and the largest step when the spec's trace (its

@@ -13,10 +13,10 @@ using Names = std::array<std::pair<E, std::string_view>, N>;
 constexpr Names<Mode, 4> kModes{{{Mode::Self, "self"}, {Mode::Causal, "causal"}, {Mode::Cross, "cross"}, {Mode::MultiHead, "multi-head"}}};
 constexpr Names<Layout, 2> kLayouts{{{Layout::XW, "x@W"}, {Layout::Torch, "torch"}}};
 constexpr Names<Entry, 3> kEntries{{{Entry::Embeddings, "embeddings"}, {Entry::QKV, "q, k, v"}, {Entry::Scores, "scores"}}};
-constexpr Names<Dim, 20> kDims{{{Dim::B, "B"}, {Dim::H, "H"}, {Dim::T, "T"}, {Dim::S, "S"}, {Dim::C, "C"}, {Dim::hs, "hs"}, {Dim::C3, "3C"},
+constexpr Names<Dim, 21> kDims{{{Dim::B, "B"}, {Dim::H, "H"}, {Dim::T, "T"}, {Dim::S, "S"}, {Dim::C, "C"}, {Dim::hs, "hs"}, {Dim::C3, "3C"},
                                  {Dim::Cs, "Cs"}, {Dim::dk, "dk"}, {Dim::dv, "dv"}, {Dim::Co, "Co"}, {Dim::hv, "hv"}, {Dim::Dqkv, "2dk+dv"},
                                  {Dim::P, "P"}, {Dim::R2, "R/2"}, {Dim::Hkv, "Hkv"}, {Dim::dkv, "Hkv·hs"},
-                                 {Dim::dvkv, "Hkv·hv"}, {Dim::DqkvG, "dk+Hkv·(hs+hv)"}, {Dim::C3G, "C+2·Hkv·hs"}}};
+                                 {Dim::dvkv, "Hkv·hv"}, {Dim::DqkvG, "dk+Hkv·(hs+hv)"}, {Dim::C3G, "C+2·Hkv·hs"}, {Dim::One, "1"}}};
 
 template <typename E, std::size_t N>
 std::string_view name_of(const Names<E, N>& names, E e) {

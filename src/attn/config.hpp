@@ -42,7 +42,7 @@ enum class RopeStyle : std::uint8_t { Half, Interleaved };
 // P: positions (a rotary table's rows), R2: rotary pairs (R/2 columns). Grouped-query attention:
 // Hkv key/value heads, k Hkv·hs wide and v Hkv·hv (dkv, dvkv), the fused projection dk + Hkv·(hs + hv)
 // wide (C + 2·Hkv·hs with the classic widths).
-enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3, Cs, dk, dv, Co, hv, Dqkv, P, R2, Hkv, dkv, dvkv, DqkvG, C3G };
+enum class Dim : std::uint8_t { B, H, T, S, C, hs, C3, Cs, dk, dv, Co, hv, Dqkv, P, R2, Hkv, dkv, dvkv, DqkvG, C3G, One };  // One: a length-1 axis (a loss)
 using Dims = std::vector<Dim>;
 
 std::string_view mode_name(Mode m);          // "self", "causal", "cross", "multi-head"

@@ -518,6 +518,41 @@ std::string explain_output(const Trace& t, const Step&, const ExplainBlock&) {
   return "W_o projects the context vectors back into the model's space, ready for the next layer.";
 }
 
+// The softmax's backward (the step grad.masked, grad.scaled or grad.scores that reads grad.weights):
+// one row of this run written out, and why the rowsum term is there.
+std::string explain_softmax_backward(const Trace& t, const Step& s, const ExplainBlock& b) {
+  const Step* w = t.find("weights");
+  const Step* dw = t.find("grad.weights");
+  if (w == nullptr || dw == nullptr || !s.formula.starts_with("grad." + std::string(s.id.substr(5)) + " = weights")) return "";
+  const Row r = pick_row(*w, b);
+  const auto S = w->value.shape().back();
+  const Scalar* g = dw->value.data() + (r.values - w->value.data());  // the same row of grad.weights
+  double dot = 0;
+  std::vector<std::string> terms, entries;
+  for (std::int64_t j = 0; j < S; ++j) {
+    dot += static_cast<double>(g[j]) * r.values[j];
+    if (r.values[j] == 0) continue;
+    terms.push_back(g[j] < 0 ? fmt::format("{:.3f} · ({:.3f})", r.values[j], g[j]) : fmt::format("{:.3f} · {:.3f}", r.values[j], g[j]));
+  }
+  for (std::int64_t j = 0; j < S; ++j) {
+    if (r.values[j] == 0) continue;
+    if (entries.size() == 4) {
+      entries.push_back("…");
+      break;
+    }
+    entries.push_back(fmt::format("{}: {:.3f} · ({:.3f} − {}) = {:.4f}", q(axis_label(t.config, w->dims.back(), j, b.batch)), r.values[j], g[j],
+                                  dot < 0 ? fmt::format("({:.3f})", dot) : fmt::format("{:.3f}", dot), r.values[j] * (g[j] - dot)));
+  }
+  return fmt::format(
+      "{}For query {}, the weights are a softmax of the row, so each weight depends on every score of the row, not only its own. "
+      "The chain rule through that Jacobian is grad[j] = w[j] · (grad.weights[j] − Σ_k w[k] · grad.weights[k]). Here the sum is "
+      "{} = {:.4f}, and {}. The entries of a row sum to 0. The weights sum to 1 whatever the scores are, so raising every score "
+      "of a row by the same amount changes nothing, and the rowsum term takes out that common part. The softmax treated "
+      "elementwise (w ⊙ grad.weights, no rowsum term) would miss it.{}",
+      block_prefix(*w, b), tok(t, b, r.query), fmt::join(terms, " + "), dot, fmt::join(entries, "; "),
+      t.find("masked") != nullptr ? " A masked key has w = 0, so its entry is 0." : "");
+}
+
 using Explainer = std::string (*)(const Trace&, const Step&, const ExplainBlock&);
 
 // The table: step id -> its explanation. Steps not listed (the KV cache's, a given additive mask)
@@ -533,6 +568,7 @@ const std::map<std::string_view, Explainer>& explainers() {
       {"scaled", explain_scaled}, {"alibi", explain_alibi},         {"biased", explain_biased},        {"capped", explain_capped},
       {"mask", explain_mask},     {"masked", explain_masked},       {"weights", explain_weights},      {"context", explain_context},
       {"merged", explain_merged}, {"output", explain_output},
+      {"grad.masked", explain_softmax_backward}, {"grad.scaled", explain_softmax_backward}, {"grad.scores", explain_softmax_backward},
   };
   return kTable;
 }

@@ -30,6 +30,11 @@ struct PipelineOptions {
 // hold them) instead of refusing them.
 Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options = {});
 
+// attn backward: the forward trace, then the gradient of the loss (spec.backward: the gradient of
+// sum(output) by default) with respect to every step and given parameter, the steps in the order the
+// backward pass computes them (grad.output first). Exit 2 (InputError) for what it does not cover.
+Trace run_backward(const Spec& spec, Backend& backend, const PipelineOptions& options = {});
+
 // attn decode's numerics: generation with a KV cache, one token at a time (decode.cpp makes the specs).
 struct KvCache {
   BackendTensor k;  // (B, Hkv, S, hs): the keys so far, rotated

@@ -140,6 +140,13 @@ struct Spec {
   Tensor scores;  // (B, H, T, S) Entry::Scores
 
   std::vector<Expectation> expect;       // attn check: what a document printed, per step
+  // attn backward: where the gradient of the output comes from (the input's "backward" block)
+  struct Backward {
+    enum class Upstream { Sum, Given, Seed, Target } upstream = Upstream::Sum;  // Sum: of sum(output), the default
+    Tensor tensor;                  // Given: grad_output; Target: target (both as written: the output's shape)
+    std::uint64_t seed = 0;         // Seed: grad_output ~ N(0, 1) from this seed
+    std::string path;               // "backward.grad_output", "backward.target", "backward.seed": for messages
+  } backward;
   std::optional<double> expect_tolerance;  // overrides half a unit in the last printed decimal
 
   std::vector<std::string> notes;  // where values came from ("weights.W_q: identity", random seeds)

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include <Eigen/Core>
+#include <fmt/format.h>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -60,6 +61,19 @@ class CpuBackend final : public Backend {
       return defer_product({n_batch, m, n}, std::move(p), n);
     }
     return wrap(multiply_eager(a, b));
+  }
+
+  template <class F>
+  BackendTensor elementwise(const BackendTensor& a, const BackendTensor& b, std::string_view what, F f) {
+    if (a.shape != b.shape) throw InternalError(fmt::format("{} backend: {} wants two tensors of one shape", kName, what));
+    const auto n = element_count(a.shape);
+    Tensor out = Tensor::uninitialized(a.shape);
+    const Scalar* pa = host(a).data();
+    const Scalar* pb = host(b).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(n)))
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = f(pa[i], pb[i]);
+    return wrap(std::move(out));
   }
 
   BackendTensor add_bias(const BackendTensor& a, const BackendTensor& bias) override {
@@ -383,6 +397,27 @@ class CpuBackend final : public Backend {
     for (std::int64_t i = 0; i < element_count(scores.shape); ++i) {
       const auto b = i / (groups * plane);
       dst[i] = src[i] + m[(shared ? 0 : b) * plane + i % plane];
+    }
+    return wrap(std::move(out));
+  }
+
+  BackendTensor add(const BackendTensor& a, const BackendTensor& b) override { return elementwise(a, b, "add", [](Scalar x, Scalar y) { return x + y; }); }
+  BackendTensor mul(const BackendTensor& a, const BackendTensor& b) override { return elementwise(a, b, "mul", [](Scalar x, Scalar y) { return x * y; }); }
+
+  BackendTensor softmax_backward_rows(const BackendTensor& w, const BackendTensor& dw) override {
+    // w, dw (N, n)
+    if (w.shape.size() != 2 || dw.shape != w.shape) throw InternalError(fmt::format("{} backend: softmax_backward_rows wants w and dw (N, n) alike", kName));
+    const auto rows = w.shape[0], n = w.shape[1];
+    Tensor out = Tensor::uninitialized(w.shape);
+    const Scalar* pw = host(w).data();
+    const Scalar* pd = host(dw).data();
+    Scalar* dst = out.mutable_data();
+#pragma omp parallel for schedule(static) if (parallel(static_cast<double>(rows * n)))
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double dot = 0;  // Σ_j dw_j · w_j, in order
+      for (std::int64_t j = 0; j < n; ++j) dot += static_cast<double>(pd[r * n + j]) * static_cast<double>(pw[r * n + j]);
+      const auto d = static_cast<Scalar>(dot);
+      for (std::int64_t j = 0; j < n; ++j) dst[r * n + j] = pw[r * n + j] * (pd[r * n + j] - d);
     }
     return wrap(std::move(out));
   }

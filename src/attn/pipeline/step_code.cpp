@@ -391,6 +391,7 @@ std::string step_code(StepId step, const Spec& s, const TraceConfig& c, const Te
       if (f.mistake == Mistake::OutputMissing) return fmt::format("output = {}", in);
       return fmt::format("output = {}", product(s, f, in, "W_o", s.w.b_o.has_value()));
     }
+    default: return backward_code(step, s, c);  // the backward steps
   }
   return "";
 }

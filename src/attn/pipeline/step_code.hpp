@@ -10,5 +10,7 @@ namespace attn {
 
 // "q_heads = q.view(B, T, H, hs).transpose(1, 2)"; statements are separated by "; ".
 std::string step_code(StepId step, const Spec& spec, const TraceConfig& config, const TextFacts& facts);
+// The backward steps' code (backward_text.cpp); step_code hands them there.
+std::string backward_code(StepId step, const Spec& spec, const TraceConfig& config);
 
 }  // namespace attn

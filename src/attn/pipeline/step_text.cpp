@@ -475,6 +475,34 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
       return {"Output projection",
               fmt::format("output = {} · {}{}", s.H > 1 ? "merged" : "context", weight_symbol(s, "W_o"), bias_term(s.w.b_o, "b_o")), "",
               Dims{Dim::B, Dim::T, Dim::Co}};
+    case StepId::Loss:
+    case StepId::GradOutput:
+    case StepId::GradWo:
+    case StepId::GradBo:
+    case StepId::GradMerged:
+    case StepId::GradContext:
+    case StepId::GradWeights:
+    case StepId::GradVHeads:
+    case StepId::GradMasked:
+    case StepId::GradScaled:
+    case StepId::GradScores:
+    case StepId::GradQHeads:
+    case StepId::GradKHeads:
+    case StepId::GradQ:
+    case StepId::GradK:
+    case StepId::GradV:
+    case StepId::GradWq:
+    case StepId::GradBq:
+    case StepId::GradWk:
+    case StepId::GradBk:
+    case StepId::GradWv:
+    case StepId::GradBv:
+    case StepId::GradX:
+    case StepId::GradSource: {
+      StepText t = backward_text(step, s, c);
+      if (t.title.empty()) t.title = std::string(step_info(step).title);
+      return t;
+    }
   }
   return {};
 }

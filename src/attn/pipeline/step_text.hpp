@@ -28,6 +28,8 @@ struct StepText {
 };
 
 StepText step_text(StepId step, const Spec& spec, const TraceConfig& config, const TextFacts& facts);
+// The backward steps' words (backward_text.cpp); step_text hands them there. The title is the registry's unless set.
+StepText backward_text(StepId step, const Spec& spec, const TraceConfig& config);
 
 // The header: sizes, scale (its factor and how it is written), entry point, labels, notes.
 TraceConfig make_config(const Spec& spec);

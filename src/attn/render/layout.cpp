@@ -205,6 +205,15 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
   const auto& shape = s.value.shape();
   const std::size_t r = shape.size();
   l.summarised = s.value.size() > o.summary_threshold;
+  if (r == 1) {
+    // a vector (a bias's gradient, a loss): one row
+    l.row_dim = Dim::One, l.col_dim = s.dims[0];
+    l.row_count = 1, l.col_count = shape[0];
+    l.rows = {0};
+    l.cols = shown(shape[0], l.summarised, o.edge_items);
+    l.blocks.push_back(Block{});
+    return l;
+  }
   std::vector<ShownIndices> axes;
   for (std::size_t a = 0; a < r; ++a) {
     const Dim d = s.dims[a];

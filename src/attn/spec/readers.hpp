@@ -44,6 +44,10 @@ void read_rope(const json& root, Spec& s);
 void read_alibi(const json& root, Spec& s);
 void read_softcap(const json& root, Spec& s);
 
+// backward.cpp: the "backward" block (attn backward's upstream gradient); shapes are checked once the
+// output's is known.
+void read_backward(const ReadContext& ctx, const json& root, Spec& s);
+
 // spec.cpp: whether key is one of the input format's top-level keys.
 bool known_root_key(std::string_view key);
 

@@ -1,0 +1,225 @@
+// The words and the PyTorch of the backward steps (attn backward): each gradient's formula, its
+// symbolic dims, a note saying why it has the form it has, and the line that computes it. Prose only.
+#include <fmt/format.h>
+
+#include "attn/pipeline/step_code.hpp"
+#include "attn/pipeline/step_text.hpp"
+
+namespace attn {
+namespace {
+
+using U = Spec::Backward::Upstream;
+
+std::string transposed(const Spec& s, std::string_view w) { return s.layout == Layout::Torch ? std::string(w) : fmt::format("{}ᵀ", w); }
+std::string x_in(const Spec& s) { return s.positions != Positions::None ? "x.pos" : "x"; }
+// Whether the forward pass ends at a context (else at the weights: no v given).
+bool values(const Spec& s) { return s.entry == Entry::Embeddings || !s.v.shape().empty(); }
+std::string out_name(const Spec& s) { return !values(s) ? "weights" : s.w.W_o ? "output" : s.H > 1 ? "merged" : "context"; }
+Dims out_dims(const Spec& s) { return Dims{Dim::B, Dim::T, s.w.W_o ? Dim::Co : Dim::dv}; }
+
+// The upstream gradient's words: of grad.output, or of grad.weights where the weights end the pass.
+StepText upstream_text(const Spec& s, std::string_view id, const Dims& dims) {
+  const std::string o = out_name(s);
+  switch (s.backward.upstream) {
+    case U::Sum:
+      return {"", fmt::format("{0} = ∂ sum({1}) / ∂ {1} = 1", id, o), fmt::format("no \"backward\" block: the loss is sum({}), so every entry's gradient is 1", o),
+              dims};
+    case U::Given: return {"", fmt::format("{} (given)", id), fmt::format("∂ loss / ∂ {}, as the input gave it (backward.grad_output)", o), dims};
+    case U::Seed: return {"", fmt::format("{} ~ N(0, 1), seed {}", id, s.backward.seed), fmt::format("a random direction to differentiate {} along", o), dims};
+    case U::Target: return {"", fmt::format("{} = 2 ({} − target) / N", id, o), "the derivative of the mean squared error (N entries)", dims};
+  }
+  return {};
+}
+// a parameter's dims as the input gave it: [in, out] (x@W) or [out, in] (torch)
+Dims param(const Spec& s, Dim in, Dim out) { return s.layout == Layout::Torch ? Dims{out, in} : Dims{in, out}; }
+
+// What the softmax read: the masked scores, else the scaled ones, else the scores.
+std::string logits(const Spec& s) { return s.masking() ? "masked" : s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
+
+StepText weight_text(const Spec& s, std::string_view w, std::string_view in, std::string_view grad, Dim din, Dim dout) {
+  const std::string f = s.layout == Layout::Torch ? fmt::format("grad.{0} = ({1}ᵀ · grad.{2})ᵀ", w, in, grad)
+                                                  : fmt::format("grad.{0} = {1}ᵀ · grad.{2}", w, in, grad);
+  return {"", f,
+          fmt::format("every row ({}) used {}: its gradient sums their contributions, {}ᵀ · grad.{} over all of them; the shape is {}'s as "
+                      "the input gave it",
+                      s.batched ? "each batch row's each position" : "each position", w, in, grad, w),
+          param(s, din, dout)};
+}
+
+StepText bias_text(std::string_view b, std::string_view grad, Dim d) {
+  return {"", fmt::format("grad.{} = Σ_rows grad.{}", b, grad), fmt::format("{} was added to every row: its gradient is the sum of the rows'", b),
+          Dims{d}};
+}
+
+}  // namespace
+
+StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  const bool heads = s.H > 1;
+  const std::string v = heads ? "v.heads" : "v", q = heads ? "q.heads" : "q", k = heads ? "k.heads" : "k";
+  switch (step) {
+    case StepId::Loss:
+      return {"", fmt::format("loss = mean(({} − target)²)", out_name(s)), "the mean squared error over every entry", Dims{Dim::One}};
+    case StepId::GradOutput: return upstream_text(s, "grad.output", out_dims(s));
+    case StepId::GradWo: return weight_text(s, "W_o", heads ? "merged" : "context", "output", Dim::dv, Dim::Co);
+    case StepId::GradBo: return bias_text("b_o", "output", Dim::Co);
+    case StepId::GradMerged:
+      return {"", fmt::format("grad.merged = grad.output · {}", transposed(s, "W_o")), "the chain rule through output = merged · W_o: multiply by W_oᵀ",
+              Dims{Dim::B, Dim::T, Dim::dv}};
+    case StepId::GradContext:
+      if (heads) {
+        return {"", "grad.context = grad.merged split into heads", "the merge's backward is the split: head h takes its own columns back",
+                Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+      }
+      return {"", fmt::format("grad.context = grad.output · {}", transposed(s, "W_o")), "the chain rule through output = context · W_o",
+              Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+    case StepId::GradWeights:
+      if (!values(s)) return upstream_text(s, "grad.weights", bhts);
+      return {"", fmt::format("grad.weights = grad.context · {}ᵀ", v),
+              s.masking() ? "how the loss moves with each weight; a masked key's weight has a gradient too (its value would have counted), but "
+                            "the softmax passes none of it back (grad.masked)"
+                          : "how the loss moves with each weight: a positive entry means more weight on that key would raise the loss",
+              bhts};
+    case StepId::GradVHeads:
+      return {"", "grad.v.heads = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
+              Dims{Dim::B, Dim::H, Dim::S, Dim::hv}};
+    case StepId::GradMasked:
+    case StepId::GradScaled:
+    case StepId::GradScores: {
+      const std::string self = step == StepId::GradMasked ? "masked" : step == StepId::GradScaled ? "scaled" : "scores";
+      if (self == logits(s)) {
+        return {"Gradient through the softmax", fmt::format("grad.{} = weights ⊙ (grad.weights − rowsum(grad.weights ⊙ weights))", self),
+                std::string("the softmax's Jacobian times grad.weights: a row's weights sum to 1, so raising one score lowers the others, which "
+                            "the rowsum term subtracts") +
+                    (s.masking() ? "; a masked key has weight 0, so its gradient is exactly 0" : ""),
+                bhts};
+      }
+      if (step == StepId::GradScores && s.scale_kind != ScaleKind::None) {
+        if (s.scale_kind == ScaleKind::SqrtDk) {
+          return {"", "grad.scores = grad.scaled / √d_k", fmt::format("the chain rule through scaled = scores / √d_k: the same factor again, {}", c.scale),
+                  bhts};
+        }
+        return {"", fmt::format("grad.scores = grad.scaled × {}", c.scale_factor),
+                fmt::format("the chain rule through scaled = scores × {0}: the same factor again", c.scale_factor), bhts};
+      }
+      // the mask's backward: masked = masked_fill(scaled, blocked, fill) (+ an additive mask)
+      const std::string in = s.scale_kind != ScaleKind::None ? "scaled" : "scores";
+      if (s.blocking()) {
+        return {"", fmt::format("grad.{} = grad.masked, 0 where a key is masked", in),
+                "masked_fill put a constant where a key is blocked, so no gradient reaches that score: exactly 0, whatever its weight's "
+                "gradient was",
+                bhts};
+      }
+      return {"", fmt::format("grad.{} = grad.masked", in), "an additive mask is a constant: the gradient passes through unchanged", bhts};
+    }
+    case StepId::GradQHeads:
+      return {"", fmt::format("grad.q.heads = grad.scores · {}", k), "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move",
+              Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
+    case StepId::GradKHeads:
+      return {"", fmt::format("grad.k.heads = grad.scoresᵀ · {}", q),
+              "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ: each key sums over the queries", Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
+    case StepId::GradQ:
+      if (heads) return {"", "grad.q = grad.q.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::T, Dim::dk}};
+      return {"", "grad.q = grad.scores · k", "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move",
+              Dims{Dim::B, Dim::T, Dim::dk}};
+    case StepId::GradK:
+      if (heads) return {"", "grad.k = grad.k.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, Dim::dk}};
+      return {"", "grad.k = grad.scoresᵀ · q", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
+              Dims{Dim::B, Dim::S, Dim::dk}};
+    case StepId::GradV:
+      if (heads) return {"", "grad.v = grad.v.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, Dim::dv}};
+      return {"", "grad.v = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
+              Dims{Dim::B, Dim::S, Dim::dv}};
+    case StepId::GradWq: return weight_text(s, "W_q", x_in(s), "q", Dim::C, Dim::dk);
+    case StepId::GradBq: return bias_text("b_q", "q", Dim::dk);
+    case StepId::GradWk: return weight_text(s, "W_k", s.cross() ? "source" : x_in(s), "k", s.cross() ? Dim::Cs : Dim::C, Dim::dk);
+    case StepId::GradBk: return bias_text("b_k", "k", Dim::dk);
+    case StepId::GradWv: return weight_text(s, "W_v", s.cross() ? "source" : x_in(s), "v", s.cross() ? Dim::Cs : Dim::C, Dim::dv);
+    case StepId::GradBv: return bias_text("b_v", "v", Dim::dv);
+    case StepId::GradX: {
+      const std::string pos = s.positions != Positions::None ? "; the positions are constants, so x.pos's gradient is x's" : "";
+      if (s.cross()) {
+        return {"", fmt::format("grad.x = grad.q · {}", transposed(s, "W_q")), "x made only the queries; the keys and values came from the source" + pos,
+                Dims{Dim::B, Dim::T, Dim::C}};
+      }
+      return {"",
+              fmt::format("grad.x = grad.q · {} + grad.k · {} + grad.v · {}", transposed(s, "W_q"), transposed(s, "W_k"), transposed(s, "W_v")),
+              "x made the queries, the keys and the values: its gradient sums the three paths" + pos, Dims{Dim::B, Dim::T, Dim::C}};
+    }
+    case StepId::GradSource:
+      return {"", fmt::format("grad.source = grad.k · {} + grad.v · {}", transposed(s, "W_k"), transposed(s, "W_v")),
+              "the source made the keys and the values: its gradient sums the two paths", Dims{Dim::B, Dim::S, Dim::Cs}};
+    default: return {};
+  }
+}
+
+std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
+  const bool heads = s.H > 1;
+  const std::string v = heads ? "v_heads" : "v", q = heads ? "q_heads" : "q", k = heads ? "k_heads" : "k";
+  const std::string o = out_name(s);
+  auto wt = [&](std::string_view w) { return s.layout == Layout::Torch ? std::string(w) : fmt::format("{}.T", w); };
+  auto wgrad = [&](std::string_view w, std::string_view in, std::string_view g) {
+    return s.layout == Layout::Torch ? fmt::format("grad_{} = (grad_{}.flatten(0, -2).T @ {}.flatten(0, -2))", w, g, in)
+                                     : fmt::format("grad_{} = {}.flatten(0, -2).T @ grad_{}.flatten(0, -2)", w, in, g);
+  };
+  auto bgrad = [](std::string_view b, std::string_view g) { return fmt::format("grad_{} = grad_{}.flatten(0, -2).sum(0)", b, g); };
+  const std::string x = s.positions != Positions::None ? "x_pos" : "x";
+  switch (step) {
+    case StepId::Loss: return fmt::format("loss = (({} - target) ** 2).mean()", o);
+    case StepId::GradOutput:
+      switch (s.backward.upstream) {
+        case U::Sum: return fmt::format("grad_output = torch.ones_like({})", o);
+        case U::Given: return "grad_output = torch.tensor(backward[\"grad_output\"])";
+        case U::Seed: return fmt::format("grad_output = torch.randn_like({})  # attn draws its own N(0, 1) numbers from the seed", o);
+        case U::Target: return fmt::format("grad_output = 2 * ({} - target) / {}.numel()", o, o);
+      }
+      return "";
+    case StepId::GradWo: return wgrad("W_o", heads ? "merged" : "context", "output");
+    case StepId::GradBo: return bgrad("b_o", "output");
+    case StepId::GradMerged: return fmt::format("grad_merged = grad_output @ {}", wt("W_o"));
+    case StepId::GradContext:
+      if (heads) return fmt::format("grad_context = grad_merged.unflatten(-1, ({}, {})).transpose(-3, -2)", s.H, s.hv());
+      return fmt::format("grad_context = grad_output @ {}", wt("W_o"));
+    case StepId::GradWeights:
+      if (!values(s)) {
+        switch (s.backward.upstream) {
+          case U::Sum: return "grad_weights = torch.ones_like(weights)";
+          case U::Given: return "grad_weights = torch.tensor(backward[\"grad_output\"])";
+          case U::Seed: return "grad_weights = torch.randn_like(weights)  # attn draws its own N(0, 1) numbers from the seed";
+          case U::Target: return "grad_weights = 2 * (weights - target) / weights.numel()";
+        }
+      }
+      return fmt::format("grad_weights = grad_{} @ {}.transpose(-2, -1)", heads || s.w.W_o ? "context" : o, v);
+    case StepId::GradVHeads: return "grad_v_heads = weights.transpose(-2, -1) @ grad_context";
+    case StepId::GradMasked:
+    case StepId::GradScaled:
+    case StepId::GradScores: {
+      const std::string self = step == StepId::GradMasked ? "masked" : step == StepId::GradScaled ? "scaled" : "scores";
+      if (self == logits(s)) return fmt::format("grad_{} = weights * (grad_weights - (grad_weights * weights).sum(-1, keepdim=True))", self);
+      if (step == StepId::GradScores && s.scale_kind != ScaleKind::None) return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
+      const std::string in = s.scale_kind != ScaleKind::None ? "scaled" : "scores";
+      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask == 0, 0.0)", in);
+      return fmt::format("grad_{} = grad_masked", in);
+    }
+    case StepId::GradQHeads: return fmt::format("grad_q_heads = grad_scores @ {}", k);
+    case StepId::GradKHeads: return fmt::format("grad_k_heads = grad_scores.transpose(-2, -1) @ {}", q);
+    case StepId::GradQ: return heads ? "grad_q = grad_q_heads.transpose(-3, -2).flatten(-2)" : "grad_q = grad_scores @ k";
+    case StepId::GradK: return heads ? "grad_k = grad_k_heads.transpose(-3, -2).flatten(-2)" : "grad_k = grad_scores.transpose(-2, -1) @ q";
+    case StepId::GradV:
+      return heads ? "grad_v = grad_v_heads.transpose(-3, -2).flatten(-2)"
+                   : fmt::format("grad_v = weights.transpose(-2, -1) @ grad_{}", s.w.W_o ? "context" : o);
+    case StepId::GradWq: return wgrad("W_q", x, "q");
+    case StepId::GradBq: return bgrad("b_q", "q");
+    case StepId::GradWk: return wgrad("W_k", s.cross() ? "source" : x, "k");
+    case StepId::GradBk: return bgrad("b_k", "k");
+    case StepId::GradWv: return wgrad("W_v", s.cross() ? "source" : x, "v");
+    case StepId::GradBv: return bgrad("b_v", "v");
+    case StepId::GradX:
+      if (s.cross()) return fmt::format("grad_x = grad_q @ {}", wt("W_q"));
+      return fmt::format("grad_x = grad_q @ {} + grad_k @ {} + grad_v @ {}", wt("W_q"), wt("W_k"), wt("W_v"));
+    case StepId::GradSource: return fmt::format("grad_source = grad_k @ {} + grad_v @ {}", wt("W_k"), wt("W_v"));
+    default: return "";
+  }
+}
+
+}  // namespace attn
