@@ -13,8 +13,9 @@ enum class StepId {
   X, Source, Positions, XPos, Qkv, Q, K, V, QView, QHeads, KView, KHeads, VView, VHeads, QNorm, KNorm, RopeCos, RopeSin, QRope, KRope, KPast, KCache, VPast, VCache, KRepeat, VRepeat, KT,
   Scores, Scaled, Alibi, RelBucket, RelBias, Biased, Capped, Mask, MaskAdd, Masked, Weights, Context, Merged, Output,
   // the backward pass (attn backward), in the order it computes them: from the loss back to the inputs
-  Loss, GradOutput, GradWo, GradBo, GradMerged, GradContext, GradWeights, GradVHeads, GradMasked, GradScaled, GradScores, GradQHeads,
-  GradKHeads, GradQ, GradK, GradV, GradWq, GradBq, GradWk, GradBk, GradWv, GradBv, GradX, GradSource,
+  Loss, GradOutput, GradWo, GradBo, GradMerged, GradContext, GradWeights, GradVRepeat, GradVHeads, GradMasked, GradCapped, GradBiased,
+  GradScaled, GradScores, GradQRope, GradKRepeat, GradKRope, GradQHeads, GradKHeads, GradQ, GradK, GradV, GradQkv, GradWqkv, GradBqkv,
+  GradWq, GradBq, GradWk, GradBk, GradWv, GradBv, GradX, GradSource,
 };
 
 struct StepInfo {

@@ -11,18 +11,23 @@ tensor or parameter must be shown, and none may be missing or extra.
 
 Covered: self, causal, cross (Cs ≠ C), multi-head (H = 2, 3), general widths (dk ≠ dv ≠ Co ≠ C),
 the torch layout, biases, with and without W_o, a batch with padding, keep and additive attn_masks,
-a sliding window, mask_fill −1e9, sinusoidal positions, q/k/v given; the upstream gradient as given,
-from a target (the loss step too), from a seed (attn's own draw, read back) and by default sum(output).
+a sliding window, mask_fill −1e9, sinusoidal positions, q/k/v given, a fused W_qkv (and b_qkv),
+RoPE (half and interleaved, partial), grouped-query heads (kv_heads 2 of 4, 1 of 3), ALiBi and
+soft-capping, alone and together; the upstream gradient as given, from a target (the loss step too),
+from a seed (attn's own draw, read back) and by default sum(output). RoPE's tables and ALiBi's bias
+are constants of the forward pass (checked by the forward tests); the reference reads them from the
+trace.
 
 The reference itself is checked: torch.autograd.gradcheck (finite differences) on tiny problems of
 the same forward function. And refusals: a grad_output of the wrong shape, both seed and target, NaN
-in the target, a variant not covered (rope) must exit 2 naming the path.
+in the target, a checkpoint's layer (not covered yet) must exit 2 naming the path.
 
 Usage: backward_check.py PATH_TO_ATTN
 Exit 0: all agree. 1: a difference. 77: skipped (torch not importable).
 """
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -57,7 +62,21 @@ def run_attn(attn, doc, extra=()):
     return r
 
 
-def reference(p, tensors):
+def rotate(x, cos, sin, first, interleaved):
+    """RoPE on (B, G, L, h): rows first .. first + L − 1 of the (P, R/2) tables, pairs (i, i + R/2) or (2i, 2i + 1)."""
+    L, half = x.shape[2], cos.shape[1]
+    c, s_ = cos[first:first + L], sin[first:first + L]
+    if interleaved:
+        a, b = x[..., 0:2 * half:2], x[..., 1:2 * half:2]
+        ra, rb = a * c - b * s_, b * c + a * s_
+        rot = torch.stack([ra, rb], dim=-1).flatten(-2)
+    else:
+        a, b = x[..., :half], x[..., half:2 * half]
+        rot = torch.cat([a * c - b * s_, b * c + a * s_], dim=-1)
+    return torch.cat([rot, x[..., 2 * half:]], dim=-1)
+
+
+def reference(p, tensors, consts=None):
     """The forward pass in torch float64 from leaf tensors (requires_grad); returns (named
     intermediates, output). tensors: x, source, W_q, W_k, W_v, W_o, b_*, q, k, v as given (x@W layout
     unless p["layout"] == "torch")."""
@@ -69,8 +88,17 @@ def reference(p, tensors):
         y = inp @ (t[w].T if torch_layout else t[w])
         return y + t[b] if b in t else y
 
+    consts = consts or {}
     if "q" in t:
         q, k, v = t["q"], t["k"], t["v"]
+    elif "W_qkv" in t:
+        x = t["x"]
+        qkv = x @ (t["W_qkv"].T if torch_layout else t["W_qkv"])
+        if "b_qkv" in t:
+            qkv = qkv + t["b_qkv"]
+        named["qkv"] = qkv
+        dk, dkv = p["dk"], p["dk"] // H * p.get("kv_heads", H)
+        q, k, v = qkv[..., :dk], qkv[..., dk:dk + dkv], qkv[..., dk + dkv:]
     else:
         x = t["x"]
         if p.get("positions"):
@@ -84,17 +112,34 @@ def reference(p, tensors):
         src = t["source"] if "source" in t else x
         q, k, v = proj(x, "W_q", "b_q"), proj(src, "W_k", "b_k"), proj(src, "W_v", "b_v")
     named.update(q=q, k=k, v=v)
+    G = p.get("kv_heads", H)
     B, T, dk = q.shape
-    S, dv = k.shape[1], v.shape[2]
-    hs, hv = dk // H, dv // H
-    qh, kh, vh = (z.view(B, z.shape[1], H, z.shape[2] // H).transpose(1, 2) for z in (q, k, v))
+    S = k.shape[1]
+    hs = dk // H
+    dv = v.shape[2] // G * H
+    qh = q.view(B, T, H, hs).transpose(1, 2)
+    kh, vh = (z.view(B, S, G, z.shape[2] // G).transpose(1, 2) for z in (k, v))
     if H > 1:
         named.update({"q.heads": qh, "k.heads": kh, "v.heads": vh})
+    if "rope" in p:
+        inter = p["rope"].get("style") == "interleaved"
+        qh = rotate(qh, consts["rope.cos"], consts["rope.sin"], 0, inter)
+        kh = rotate(kh, consts["rope.cos"], consts["rope.sin"], 0, inter)
+        named.update({"q.rope": qh, "k.rope": kh})
+    if G != H:
+        kh, vh = kh.repeat_interleave(H // G, dim=1), vh.repeat_interleave(H // G, dim=1)
+        named.update({"k.repeat": kh, "v.repeat": vh})
     scores = qh @ kh.transpose(-2, -1)
     named["scores"] = scores
     scaled = scores / math.sqrt(hs)
     named["scaled"] = scaled
     logits = scaled
+    if p.get("alibi"):
+        logits = logits + consts["alibi"]
+        named["biased"] = logits
+    if "softcap" in p:
+        logits = p["softcap"] * torch.tanh(logits / p["softcap"])
+        named["capped"] = logits
     keep = torch.ones(B, T, S, dtype=torch.bool)
     blocking = False
     if p["mode"] == "causal":
@@ -154,15 +199,23 @@ def problem(rng, p):
             leaves["source"] = r(B, S, Cs)
             doc["source"] = {"embeddings": shaped(leaves["source"]).tolist()}
         w = {}
-        for n, (i, o) in {"W_q": (C, dk), "W_k": (Cs, dk), "W_v": (Cs, dv)}.items():
+        G = p.get("kv_heads", H)
+        dkv, dvkv = dk // H * G, dv // H * G
+        if p.get("fused"):
+            leaves["W_qkv"] = r(dk + dkv + dvkv, C) if torch_layout else r(C, dk + dkv + dvkv)
+            w["W_qkv"] = leaves["W_qkv"].tolist()
+            if p.get("bias"):
+                leaves["b_qkv"] = r(dk + dkv + dvkv)
+                w["b_qkv"] = leaves["b_qkv"].tolist()
+        for n, (i, o) in ({} if p.get("fused") else {"W_q": (C, dk), "W_k": (Cs, dkv), "W_v": (Cs, dvkv)}).items():
             leaves[n] = r(o, i) if torch_layout else r(i, o)
             w[n] = leaves[n].tolist()
         if p.get("W_o", True):
             leaves["W_o"] = r(Co, dv) if torch_layout else r(dv, Co)
             w["W_o"] = leaves["W_o"].tolist()
         if p.get("bias"):
-            for n, d in {"b_q": dk, "b_k": dk, "b_v": dv, "b_o": Co}.items():
-                if n == "b_o" and "W_o" not in leaves:
+            for n, d in {"b_q": dk, "b_k": dkv, "b_v": dvkv, "b_o": Co}.items():
+                if (n == "b_o" and "W_o" not in leaves) or (n != "b_o" and p.get("fused")):
                     continue
                 leaves[n] = r(d)
                 w[n] = leaves[n].tolist()
@@ -181,41 +234,47 @@ def problem(rng, p):
         doc["window"] = p["window"]
     if "mask_fill" in p:
         doc["mask_fill"] = p["mask_fill"]
+    for key in ("rope", "kv_heads", "alibi", "softcap"):
+        if key in p:
+            doc[key] = p[key]
     return doc, {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in leaves.items()}, batched
 
 
-PARAM = {"W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o"}
+PARAM = {"W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o", "W_qkv", "b_qkv"}
 
 
 def check(attn, name, p, upstream, rng):
     doc, leaves, batched = problem(rng, p)
-    named, out = reference(p, leaves)
-    out_shape = list(out.shape) if batched else list(out.shape[1:])
-    loss_ref = None
+    width = p["Co"] if p.get("W_o", True) and not p.get("given_qkv") else p["dv"]
+    out_shape = ([p["B"]] if batched else []) + [p["T"], width]
     if upstream == "given":
         g = rng.standard_normal(out_shape).round(3)
         doc["backward"] = {"grad_output": g.tolist()}
-        gt = torch.tensor(g, dtype=torch.float64).reshape(out.shape)
-        out.backward(gt)
     elif upstream == "target":
         tg = rng.standard_normal(out_shape).round(3)
         doc["backward"] = {"target": tg.tolist()}
-        loss_ref = ((out - torch.tensor(tg, dtype=torch.float64).reshape(out.shape)) ** 2).mean()
-        loss_ref.backward()
     elif upstream == "seed":
         doc["backward"] = {"seed": 7}
-    else:
-        out.sum().backward()
     r = run_attn(attn, doc)
     if r.returncode != 0:
         fail(f"{name} ({upstream}): exit {r.returncode}: {r.stderr.strip()}")
         return
     trace = json.loads(r.stdout)
     steps = {s["id"]: np.array(flat(s["data"]), dtype=np.float64).reshape(s["shape"]) for s in trace["steps"]}
-    if upstream == "seed":
+    # the RoPE tables and the ALiBi bias are constants of the forward pass (checked by the forward tests): taken from the trace
+    consts = {k: torch.tensor(steps[k], dtype=torch.float64) for k in ("rope.cos", "rope.sin", "alibi") if k in steps}
+    named, out = reference(p, leaves, consts)
+    loss_ref = None
+    if upstream == "given":
+        out.backward(torch.tensor(g, dtype=torch.float64).reshape(out.shape))
+    elif upstream == "target":
+        loss_ref = ((out - torch.tensor(tg, dtype=torch.float64).reshape(out.shape)) ** 2).mean()
+        loss_ref.backward()
+    elif upstream == "seed":
         # attn's own draw: read it back and differentiate along it
-        g = torch.tensor(steps["grad.output"], dtype=torch.float64).reshape(out.shape)
-        out.backward(g)
+        out.backward(torch.tensor(steps["grad.output"], dtype=torch.float64).reshape(out.shape))
+    else:
+        out.sum().backward()
     want = {}
     for k, z in named.items():
         if z.grad is not None:
@@ -238,10 +297,8 @@ def check(attn, name, p, upstream, rng):
             continue
         ref = want[k].detach().numpy()
         got = steps[k]
-        if not batched and k not in ("loss",) and not k.startswith("grad.W") and not k.startswith("grad.b"):
-            ref = ref.reshape(ref.shape[1:]) if ref.shape[0] == 1 else ref
-        if p["H"] == 1 and ref.ndim == got.ndim + 1:
-            ref = ref.reshape(got.shape)  # (a head axis of 1 the display drops)
+        if ref.shape != got.shape and ref.size == got.size and [d for d in ref.shape if d != 1] == [d for d in got.shape if d != 1]:
+            ref = ref.reshape(got.shape)  # (no batch axis in the input, one head, one kv head: axes of 1 the display drops)
         if ref.shape != got.shape:
             fail(f"{name} ({upstream}): {k} has shape {list(got.shape)}, autograd {list(ref.shape)}")
             continue
@@ -285,11 +342,10 @@ def refusals(attn, rng):
         r = run_attn(attn, doc)
         if r.returncode != 2 or want not in r.stderr:
             fail(f"refusal {block}: exit {r.returncode}, stderr {r.stderr.strip()!r}; wanted exit 2 with {want!r}")
-    doc, _, _ = problem(rng, p)
-    doc["rope"] = {}
-    r = run_attn(attn, doc)
-    if r.returncode != 2 or "rope is not covered yet" not in r.stderr:
-        fail(f"refusal rope: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+    ckpt = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "checkpoints", "tiny-gpt2")
+    r = run_attn(attn, {"checkpoint": {"path": ckpt, "layer": 1}, "sentence": "The cat sat"})
+    if r.returncode != 2 or "a checkpoint's layer is not covered yet" not in r.stderr:
+        fail(f"refusal of a checkpoint: exit {r.returncode}, stderr {r.stderr.strip()!r}")
     print(f"refusals: {len(cases) + 1} inputs refused with exit 2 and the path")
 
 
@@ -335,6 +391,16 @@ def main():
         "self, sinusoidal positions": dict(base, mode="self", T=4, S=4, positions=True, bias=True),
         "q, k, v given, H = 2": dict(base, mode="causal", H=2, T=3, S=3, dk=4, dv=6, given_qkv=True),
         "q, k, v given, S ≠ T": dict(base, mode="self", T=2, S=4, dk=3, dv=5, given_qkv=True),
+        "fused W_qkv with b_qkv, H = 2": dict(base, mode="causal", H=2, T=4, S=4, fused=True, bias=True),
+        "fused W_qkv, torch layout, general widths": dict(base, mode="self", H=2, C=5, dk=4, dv=6, Co=3, fused=True, layout="torch"),
+        "RoPE (half), H = 2": dict(base, mode="causal", H=2, T=4, S=4, dk=8, dv=8, C=8, Co=8, rope={}),
+        "RoPE (interleaved, R = 2 of hs = 4)": dict(base, mode="self", H=2, T=3, S=3, dk=8, dv=4, C=6, rope={"style": "interleaved", "dims": 2}),
+        "kv_heads 2 of H = 4": dict(base, mode="causal", H=4, kv_heads=2, T=4, S=4, dk=8, dv=8, C=8, Co=8, bias=True),
+        "kv_heads 1 of H = 3, RoPE, window, fused": dict(base, mode="causal", H=3, kv_heads=1, T=5, S=5, dk=6, dv=6, C=6, Co=6, rope={},
+                                                        window=3, fused=True),
+        "ALiBi, H = 2, causal": dict(base, mode="causal", H=2, T=4, S=4, alibi=True),
+        "soft-cap 0.5": dict(base, mode="self", T=3, S=3, softcap=0.5, bias=True),
+        "ALiBi, soft-cap, padding, batch": dict(base, mode="causal", H=2, B=2, T=4, S=4, alibi=True, softcap=1.5, lengths=[4, 3]),
     }
     count = 0
     for upstream in ("given", "target", "seed", "sum"):

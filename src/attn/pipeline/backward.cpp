@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/error.hpp"
@@ -25,17 +26,13 @@ void require_backward(const Spec& s, const PipelineOptions& o) {
   if (o.mistake != Mistake::None) refuse("--mistake: the backward pass is of the correct forward pass; leave it out");
   if (!s.x_note.empty()) refuse("a checkpoint's layer is not covered yet: give the embeddings and weights (or q, k and v) in the input");
   const std::pair<bool, const char*> variants[] = {
-      {s.rope.has_value(), "rope"},
-      {s.grouped(), "kv_heads (grouped-query attention)"},
-      {!s.alibi_slopes.shape().empty(), "alibi"},
-      {s.softcap.has_value(), "softcap"},
       {s.relative_bias.has_value(), "T5's relative position bias"},
       {s.qk_norm.has_value(), "q/k norms"},
-      {s.w.W_qkv.has_value(), "a fused W_qkv"},
   };
   for (const auto& [given, name] : variants) {
     if (given) refuse(fmt::format("{} is not covered yet; the backward pass covers self, causal, cross and multi-head attention with "
-                                  "padding, masks, windows, positions, biases and W_o",
+                                  "padding, masks, windows, positions, biases, W_o, a fused W_qkv, RoPE, grouped-query heads, ALiBi "
+                                  "and soft-capping",
                                   name));
   }
   if (s.masked_row != MaskedRow::Error) {
@@ -67,6 +64,30 @@ BT input_grad(Backend& be, const BT& dy, const Tensor& w) {
   const auto in = w.dim(0), out = w.dim(1);
   return be.matmul(dy, be.transpose_last2(be.upload(w).view({1, in, out})).view({out, in}));
 }
+// (B, H, S, h), H = G·n query heads reading G kv heads (head g·n + r reads g) -> (B, G, S, h): the
+// repeat's backward, each kv head's gradient the sum of its n copies'
+BT sum_groups(Backend& be, const BT& t, std::int64_t G) {
+  const auto B = t.shape[0], n = t.shape[1] / G, S = t.shape[2], h = t.shape[3];
+  const BT cols = be.transpose_last2(t.view({B * G, n, S * h})).view({B * G * S * h, n});
+  return be.row_sums(cols).view({B, G, S, h});
+}
+// a (B, L, wa), b (B, L, wb) -> (B, L, wa + wb): side by side
+BT side_by_side(Backend& be, const BT& a, const BT& b) {
+  const auto rows = a.shape[0] * a.shape[1], wa = a.shape[2], wb = b.shape[2];
+  const BT cols = be.append_rows(be.transpose_last2(a.view({1, rows, wa})), be.transpose_last2(b.view({1, rows, wb})));  // (1, wa + wb, rows)
+  return be.transpose_last2(cols).view({a.shape[0], a.shape[1], wa + wb});
+}
+// RoPE's backward: (N, L, h) turned by minus the forward's angles (the rotation's transpose)
+BT unrotate(Backend& be, const Spec& s, const BT& grad, std::int64_t first) {
+  const auto& rope = *s.rope;
+  Tensor minus_sin = Tensor::uninitialized(rope.sin.shape());  // (a Tensor copy would share rope.sin's values)
+  for (std::int64_t i = 0; i < minus_sin.size(); ++i) minus_sin.mutable_data()[i] = -rope.sin.data()[i];
+  const auto& sh = grad.shape;
+  return be.rotate_pairs(grad.view({sh[0] * sh[1], sh[2], sh[3]}), be.upload(rope.cos), be.upload(minus_sin), first,
+                         rope.style == RopeStyle::Interleaved)
+      .view(sh);
+}
+
 // (B, H, L, h) -> (B, L, H·h), and back
 BT merge(Backend& be, const BT& t) {
   return be.swap_axes_1_2(t).view({t.shape[0], t.shape[2], t.shape[1] * t.shape[3]});
@@ -115,14 +136,14 @@ BT upstream(const Spec& s, Backend& be, Recorder& r, const Step& out_step, const
 
 // The backward pass, from the loss back to the inputs: each line one forward step's chain rule.
 void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f) {
-  const auto B = s.B, H = s.H, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
+  const auto B = s.B, H = s.H, G = s.Hkv, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
   const bool heads = H > 1;
   const bool values = s.entry == Entry::Embeddings || !s.v.shape().empty();  // no v: the weights are the last step
   const Step& last = f.steps.back();  // output, merged, the context, or the weights
   const BT out = saved(be, f, last.id, values ? Shape{B, T, element_count(last.value.shape()) / (B * T)} : Shape{B, H, T, S});
   const BT w = saved(be, f, "weights", {B * H, T, S});
 
-  BT d_weights, d_v_heads;  // (B, H, T, S), (B, H, S, hv)
+  BT d_weights, d_v_heads;  // (B, H, T, S), (B, G, S, hv)
   if (!values) {
     d_weights = r.emit(StepId::GradWeights, upstream(s, be, r, last, out));
   } else {
@@ -140,46 +161,81 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f)
     BT d_context = heads ? split(be, d_merged, H) : d_merged.view({B, 1, T, hv});  // (B, H, T, hv)
     if (heads || s.w.W_o) d_context = r.emit(StepId::GradContext, d_context);
 
-    // context = weights · v
-    const BT v = saved(be, f, heads ? "v.heads" : "v", {B * H, S, hv});
+    // context = weights · v (v repeated to the H query heads when grouped: each kv head sums its copies)
+    const BT v = saved(be, f, s.grouped() ? "v.repeat" : heads ? "v.heads" : "v", {B * H, S, hv});
     d_weights = r.emit(StepId::GradWeights, be.matmul(d_context.view({B * H, T, hv}), be.transpose_last2(v)).view({B, H, T, S}));
     d_v_heads = be.matmul(be.transpose_last2(w), d_context.view({B * H, T, hv})).view({B, H, S, hv});
+    if (s.grouped()) d_v_heads = sum_groups(be, r.emit(StepId::GradVRepeat, d_v_heads), G);
     if (heads) r.emit(StepId::GradVHeads, d_v_heads);
   }
 
-  // weights = softmax(logits): d logits = w ⊙ (d w − rowsum(d w ⊙ w))
-  const StepId softmax_in = s.masking() ? StepId::GradMasked : s.scale_kind != ScaleKind::None ? StepId::GradScaled : StepId::GradScores;
-  BT d_logits = r.emit(softmax_in, be.softmax_backward_rows(w.view({B * H * T, S}), d_weights.view({B * H * T, S})).view({B, H, T, S}));
+  // weights = softmax(logits): d logits = w ⊙ (d w − rowsum(d w ⊙ w)). Then back along the logits'
+  // steps, each emitted under the id of the step it is the gradient of.
+  const bool scaled = s.scale_kind != ScaleKind::None, biased = !s.alibi_slopes.shape().empty();
+  const StepId chain[] = {StepId::GradMasked, StepId::GradCapped, StepId::GradBiased, StepId::GradScaled, StepId::GradScores};
+  const bool present[] = {s.masking(), s.softcap.has_value(), biased, scaled, true};
+  std::size_t at = 0;
+  while (!present[at]) ++at;
+  auto next = [&] {  // the next step back along the chain that the forward pass had
+    do ++at;
+    while (!present[at]);
+    return chain[at];
+  };
+  BT d = r.emit(chain[at], be.softmax_backward_rows(w.view({B * H * T, S}), d_weights.view({B * H * T, S})).view({B, H, T, S}));
   if (s.masking()) {
-    // masked = masked_fill(scaled (+ attn_mask.add), blocked, fill): a blocked score was replaced, so none of it passes
+    // masked = masked_fill(logits (+ attn_mask.add), blocked, fill): a blocked score was replaced, so none of it passes
     if (s.blocking()) {
       BT keep = be.mask_keep(B, T, S, s.causal, s.causal_offset(), s.window, s.lengths, false);
       if (!s.user_keep.shape().empty()) keep = be.keep_and(keep, be.upload(s.user_keep));
-      d_logits = be.masked_fill(d_logits, keep, 0);
+      d = be.masked_fill(d, keep, 0);
     }
-    d_logits = r.emit(s.scale_kind != ScaleKind::None ? StepId::GradScaled : StepId::GradScores, d_logits);
+    d = r.emit(next(), d);
   }
+  if (s.softcap) {
+    // capped = c · tanh(x / c): d x = d capped ⊙ (1 − tanh²(x / c)) = d capped ⊙ (1 − (capped / c)²)
+    const BT t = be.scale(saved(be, f, "capped", {B, H, T, S}), 1 / *s.softcap);
+    Tensor ones = Tensor::uninitialized({B, H, T, S});
+    std::fill(ones.mutable_data(), ones.mutable_data() + ones.size(), Scalar{1});
+    d = r.emit(next(), be.mul(d, be.add(be.upload(ones), be.scale(be.mul(t, t), -1))));
+  }
+  if (biased) d = r.emit(next(), d, /*view=*/true);  // biased = scaled + alibi: the bias is a constant, the gradient passes
   // scaled = scores · factor
-  const BT d_scores = s.scale_kind != ScaleKind::None ? r.emit(StepId::GradScores, be.scale(d_logits, f.config.scale_factor)) : d_logits;
+  const BT d_scores = scaled ? r.emit(StepId::GradScores, be.scale(d, f.config.scale_factor)) : d;
   if (s.entry == Entry::Scores) {  // the scores were given: they are where the pass ends, with v's
     if (values) r.emit(StepId::GradV, merge(be, d_v_heads));
     return;
   }
 
-  // scores = q · kᵀ: d q = d scores · k, d k = d scoresᵀ · q
-  const BT q = saved(be, f, heads ? "q.heads" : "q", {B * H, T, hs});
-  const BT k = saved(be, f, heads ? "k.heads" : "k", {B * H, S, hs});
-  const BT d_q_heads = be.matmul(d_scores.view({B * H, T, S}), k).view({B, H, T, hs});
-  const BT d_k_heads = be.matmul(be.transpose_last2(d_scores.view({B * H, T, S})), q).view({B, H, S, hs});
+  // scores = q · kᵀ (q rotated, k rotated and repeated): d q = d scores · k, d k = d scoresᵀ · q
+  const BT q = saved(be, f, s.rope ? "q.rope" : heads ? "q.heads" : "q", {B * H, T, hs});
+  const BT k = saved(be, f, s.grouped() ? "k.repeat" : s.rope ? "k.rope" : heads ? "k.heads" : "k", {B * H, S, hs});
+  BT d_q_heads = be.matmul(d_scores.view({B * H, T, S}), k).view({B, H, T, hs});
+  BT d_k_heads = be.matmul(be.transpose_last2(d_scores.view({B * H, T, S})), q).view({B, H, S, hs});
+  if (s.rope) d_q_heads = r.emit(StepId::GradQRope, d_q_heads);
+  if (s.grouped()) d_k_heads = sum_groups(be, r.emit(StepId::GradKRepeat, d_k_heads), G);  // (B, G, S, hs)
+  if (s.rope) {
+    // q.rope = rotate(q.heads): the rotation's transpose turns the gradient back
+    d_k_heads = r.emit(StepId::GradKRope, d_k_heads);
+    d_q_heads = unrotate(be, s, d_q_heads, s.rope->offset - s.rope->table_first);
+    d_k_heads = unrotate(be, s, d_k_heads, s.rope->key_first - s.rope->table_first);
+  }
   if (heads) r.emit(StepId::GradQHeads, d_q_heads), r.emit(StepId::GradKHeads, d_k_heads);
   const BT d_q = r.emit(StepId::GradQ, merge(be, d_q_heads));  // (B, T, dk)
-  const BT d_k = r.emit(StepId::GradK, merge(be, d_k_heads));  // (B, S, dk)
+  const BT d_k = r.emit(StepId::GradK, merge(be, d_k_heads));  // (B, S, G·hs)
   if (!values) return;
-  const BT d_v = r.emit(StepId::GradV, merge(be, d_v_heads));  // (B, S, dv)
+  const BT d_v = r.emit(StepId::GradV, merge(be, d_v_heads));  // (B, S, G·hv)
   if (s.entry != Entry::Embeddings) return;
 
-  // q = x · W_q + b_q, k = src · W_k + b_k, v = src · W_v + b_v (src: the source in cross mode, else x)
   const BT x = saved(be, f, s.positions != Positions::None ? "x.pos" : "x", {B, T, s.C});
+  if (s.w.W_qkv) {
+    // q, k, v = slices of qkv = x · W_qkv + b_qkv: the slices' backward puts the gradients side by side
+    const BT d_qkv = r.emit(StepId::GradQkv, side_by_side(be, side_by_side(be, d_q, d_k), d_v));
+    r.emit(StepId::GradWqkv, weight_grad(be, s, x, d_qkv));
+    if (s.w.b_qkv) r.emit(StepId::GradBqkv, bias_grad(be, d_qkv));
+    r.emit(StepId::GradX, input_grad(be, d_qkv, *s.w.W_qkv));
+    return;
+  }
+  // q = x · W_q + b_q, k = src · W_k + b_k, v = src · W_v + b_v (src: the source in cross mode, else x)
   const BT src = s.cross() ? saved(be, f, "source", {B, S, s.Cs}) : x;
   r.emit(StepId::GradWq, weight_grad(be, s, x, d_q));
   if (s.w.b_q) r.emit(StepId::GradBq, bias_grad(be, d_q));

@@ -2,6 +2,9 @@
 // symbolic dims, a note saying why it has the form it has, and the line that computes it. Prose only.
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "attn/pipeline/step_code.hpp"
 #include "attn/pipeline/step_text.hpp"
 
@@ -33,8 +36,36 @@ StepText upstream_text(const Spec& s, std::string_view id, const Dims& dims) {
 // a parameter's dims as the input gave it: [in, out] (x@W) or [out, in] (torch)
 Dims param(const Spec& s, Dim in, Dim out) { return s.layout == Layout::Torch ? Dims{out, in} : Dims{in, out}; }
 
-// What the softmax read: the masked scores, else the scaled ones, else the scores.
-std::string logits(const Spec& s) { return s.masking() ? "masked" : s.scale_kind != ScaleKind::None ? "scaled" : "scores"; }
+// The logits' steps the forward pass had, from the softmax's input back to the scores.
+std::vector<std::string> chain(const Spec& s) {
+  std::vector<std::string> c;
+  if (s.masking()) c.push_back("masked");
+  if (s.softcap) c.push_back("capped");
+  if (!s.alibi_slopes.shape().empty()) c.push_back("biased");
+  if (s.scale_kind != ScaleKind::None) c.push_back("scaled");
+  c.push_back("scores");
+  return c;
+}
+// What the softmax read, and the step before `self` in the chain (the one whose gradient it comes from).
+std::string logits(const Spec& s) { return chain(s).front(); }
+std::string before(const Spec& s, std::string_view self) {
+  const auto c = chain(s);
+  for (std::size_t i = 1; i < c.size(); ++i)
+    if (c[i] == self) return c[i - 1];
+  return "";
+}
+std::string_view chain_id(StepId step) {
+  switch (step) {
+    case StepId::GradMasked: return "masked";
+    case StepId::GradCapped: return "capped";
+    case StepId::GradBiased: return "biased";
+    case StepId::GradScaled: return "scaled";
+    default: return "scores";
+  }
+}
+// the kv heads' dims: Hkv of them when grouped
+Dim kv_heads(const Spec& s) { return s.grouped() ? Dim::Hkv : Dim::H; }
+Dim kv_width(const Spec& s, bool key) { return s.grouped() ? (key ? Dim::dkv : Dim::dvkv) : (key ? Dim::dk : Dim::dv); }
 
 StepText weight_text(const Spec& s, std::string_view w, std::string_view in, std::string_view grad, Dim din, Dim dout) {
   const std::string f = s.layout == Layout::Torch ? fmt::format("grad.{0} = ({1}ᵀ · grad.{2})ᵀ", w, in, grad)
@@ -80,13 +111,22 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
                             "the softmax passes none of it back (grad.masked)"
                           : "how the loss moves with each weight: a positive entry means more weight on that key would raise the loss",
               bhts};
+    case StepId::GradVRepeat:
+      return {"", "grad.v.repeat = weightsᵀ · grad.context", "each query head's copy of its kv head's values, with the gradient of its queries",
+              Dims{Dim::B, Dim::H, Dim::S, Dim::hv}};
     case StepId::GradVHeads:
+      if (s.grouped()) {
+        return {"", "grad.v.heads = grad.v.repeat summed over the copies", fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads, so its gradient sums theirs", s.H / s.Hkv),
+                Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hv}};
+      }
       return {"", "grad.v.heads = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
               Dims{Dim::B, Dim::H, Dim::S, Dim::hv}};
     case StepId::GradMasked:
+    case StepId::GradCapped:
+    case StepId::GradBiased:
     case StepId::GradScaled:
     case StepId::GradScores: {
-      const std::string self = step == StepId::GradMasked ? "masked" : step == StepId::GradScaled ? "scaled" : "scores";
+      const std::string self(chain_id(step)), prev = before(s, self);
       if (self == logits(s)) {
         return {"Gradient through the softmax", fmt::format("grad.{} = weights ⊙ (grad.weights − rowsum(grad.weights ⊙ weights))", self),
                 std::string("the softmax's Jacobian times grad.weights: a row's weights sum to 1, so raising one score lowers the others, which "
@@ -94,7 +134,7 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
                     (s.masking() ? "; a masked key has weight 0, so its gradient is exactly 0" : ""),
                 bhts};
       }
-      if (step == StepId::GradScores && s.scale_kind != ScaleKind::None) {
+      if (prev == "scaled") {
         if (s.scale_kind == ScaleKind::SqrtDk) {
           return {"", "grad.scores = grad.scaled / √d_k", fmt::format("the chain rule through scaled = scores / √d_k: the same factor again, {}", c.scale),
                   bhts};
@@ -102,20 +142,61 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
         return {"", fmt::format("grad.scores = grad.scaled × {}", c.scale_factor),
                 fmt::format("the chain rule through scaled = scores × {0}: the same factor again", c.scale_factor), bhts};
       }
-      // the mask's backward: masked = masked_fill(scaled, blocked, fill) (+ an additive mask)
-      const std::string in = s.scale_kind != ScaleKind::None ? "scaled" : "scores";
+      if (prev == "biased") {
+        return {"", fmt::format("grad.{} = grad.biased", self), "the ALiBi bias depends on no input (only on distances): the gradient passes unchanged",
+                bhts};
+      }
+      if (prev == "capped") {
+        return {"", fmt::format("grad.{0} = grad.capped ⊙ (1 − (capped / {1})²)", self, *s.softcap),
+                fmt::format("the derivative of {0} · tanh(x / {0}) is 1 − tanh²(x / {0}): near 1 for small scores, near 0 where the cap "
+                            "flattens them",
+                            *s.softcap),
+                bhts};
+      }
+      // the mask's backward: masked = masked_fill(logits, blocked, fill) (+ an additive mask)
       if (s.blocking()) {
-        return {"", fmt::format("grad.{} = grad.masked, 0 where a key is masked", in),
+        return {"", fmt::format("grad.{} = grad.masked, 0 where a key is masked", self),
                 "masked_fill put a constant where a key is blocked, so no gradient reaches that score: exactly 0, whatever its weight's "
                 "gradient was",
                 bhts};
       }
-      return {"", fmt::format("grad.{} = grad.masked", in), "an additive mask is a constant: the gradient passes through unchanged", bhts};
+      return {"", fmt::format("grad.{} = grad.masked", self), "an additive mask is a constant: the gradient passes through unchanged", bhts};
     }
+    case StepId::GradQRope:
+      return {"", fmt::format("grad.q.rope = grad.scores · {}", s.grouped() ? "k.repeat" : "k.rope"),
+              "scores = q.rope · kᵀ: the gradient of the rotated queries", Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
+    case StepId::GradKRepeat:
+      return {"", fmt::format("grad.k.repeat = grad.scoresᵀ · {}", s.rope ? "q.rope" : heads ? "q.heads" : "q"),
+              "each query head's copy of its kv head's keys: scores = q · kᵀ puts the keys in the columns, so it takes grad.scoresᵀ",
+              Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
+    case StepId::GradKRope:
+      if (s.grouped()) {
+        return {"", "grad.k.rope = grad.k.repeat summed over the copies", fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads", s.H / s.Hkv),
+                Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hs}};
+      }
+      return {"", "grad.k.rope = grad.scoresᵀ · q.rope", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
+              Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
+    case StepId::GradQkv:
+      return {"", "grad.qkv = [grad.q | grad.k | grad.v]", "q, k and v were slices of qkv: their gradients side by side, in the same columns",
+              Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
+    case StepId::GradWqkv: return weight_text(s, "W_qkv", x_in(s), "qkv", Dim::C, s.grouped() ? Dim::DqkvG : Dim::Dqkv);
+    case StepId::GradBqkv: return bias_text("b_qkv", "qkv", s.grouped() ? Dim::DqkvG : Dim::Dqkv);
     case StepId::GradQHeads:
-      return {"", fmt::format("grad.q.heads = grad.scores · {}", k), "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move",
-              Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
+      if (s.rope) {
+        return {"", "grad.q.heads = grad.q.rope turned back (each pair by −angle)",
+                "the rotation's backward is its transpose: the same pairs turned by minus the position's angle", Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
+      }
+      return {"", fmt::format("grad.q.heads = grad.scores · {}", s.grouped() ? "k.repeat" : k),
+              "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move", Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
     case StepId::GradKHeads:
+      if (s.rope) {
+        return {"", "grad.k.heads = grad.k.rope turned back (each pair by −angle)",
+                "the rotation's backward is its transpose: the same pairs turned by minus the position's angle", Dims{Dim::B, kv_heads(s), Dim::S, Dim::hs}};
+      }
+      if (s.grouped()) {
+        return {"", "grad.k.heads = grad.k.repeat summed over the copies", fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads", s.H / s.Hkv),
+                Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hs}};
+      }
       return {"", fmt::format("grad.k.heads = grad.scoresᵀ · {}", q),
               "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ: each key sums over the queries", Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
     case StepId::GradQ:
@@ -123,21 +204,25 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
       return {"", "grad.q = grad.scores · k", "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move",
               Dims{Dim::B, Dim::T, Dim::dk}};
     case StepId::GradK:
-      if (heads) return {"", "grad.k = grad.k.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, Dim::dk}};
+      if (heads) return {"", "grad.k = grad.k.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, true)}};
       return {"", "grad.k = grad.scoresᵀ · q", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
               Dims{Dim::B, Dim::S, Dim::dk}};
     case StepId::GradV:
-      if (heads) return {"", "grad.v = grad.v.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, Dim::dv}};
+      if (heads) return {"", "grad.v = grad.v.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, false)}};
       return {"", "grad.v = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
               Dims{Dim::B, Dim::S, Dim::dv}};
     case StepId::GradWq: return weight_text(s, "W_q", x_in(s), "q", Dim::C, Dim::dk);
     case StepId::GradBq: return bias_text("b_q", "q", Dim::dk);
-    case StepId::GradWk: return weight_text(s, "W_k", s.cross() ? "source" : x_in(s), "k", s.cross() ? Dim::Cs : Dim::C, Dim::dk);
-    case StepId::GradBk: return bias_text("b_k", "k", Dim::dk);
-    case StepId::GradWv: return weight_text(s, "W_v", s.cross() ? "source" : x_in(s), "v", s.cross() ? Dim::Cs : Dim::C, Dim::dv);
-    case StepId::GradBv: return bias_text("b_v", "v", Dim::dv);
+    case StepId::GradWk: return weight_text(s, "W_k", s.cross() ? "source" : x_in(s), "k", s.cross() ? Dim::Cs : Dim::C, kv_width(s, true));
+    case StepId::GradBk: return bias_text("b_k", "k", kv_width(s, true));
+    case StepId::GradWv: return weight_text(s, "W_v", s.cross() ? "source" : x_in(s), "v", s.cross() ? Dim::Cs : Dim::C, kv_width(s, false));
+    case StepId::GradBv: return bias_text("b_v", "v", kv_width(s, false));
     case StepId::GradX: {
       const std::string pos = s.positions != Positions::None ? "; the positions are constants, so x.pos's gradient is x's" : "";
+      if (s.w.W_qkv) {
+        return {"", fmt::format("grad.x = grad.qkv · {}", transposed(s, "W_qkv")),
+                "x made q, k and v through one product: its gradient sums the three paths in one product" + pos, Dims{Dim::B, Dim::T, Dim::C}};
+      }
       if (s.cross()) {
         return {"", fmt::format("grad.x = grad.q · {}", transposed(s, "W_q")), "x made only the queries; the keys and values came from the source" + pos,
                 Dims{Dim::B, Dim::T, Dim::C}};
@@ -190,19 +275,38 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
         }
       }
       return fmt::format("grad_weights = grad_{} @ {}.transpose(-2, -1)", heads || s.w.W_o ? "context" : o, v);
-    case StepId::GradVHeads: return "grad_v_heads = weights.transpose(-2, -1) @ grad_context";
+    case StepId::GradVRepeat: return "grad_v_repeat = weights.transpose(-2, -1) @ grad_context";
+    case StepId::GradVHeads:
+      if (s.grouped()) return fmt::format("grad_v_heads = grad_v_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
+      return "grad_v_heads = weights.transpose(-2, -1) @ grad_context";
     case StepId::GradMasked:
+    case StepId::GradCapped:
+    case StepId::GradBiased:
     case StepId::GradScaled:
     case StepId::GradScores: {
-      const std::string self = step == StepId::GradMasked ? "masked" : step == StepId::GradScaled ? "scaled" : "scores";
+      const std::string self(chain_id(step)), prev = before(s, self);
       if (self == logits(s)) return fmt::format("grad_{} = weights * (grad_weights - (grad_weights * weights).sum(-1, keepdim=True))", self);
-      if (step == StepId::GradScores && s.scale_kind != ScaleKind::None) return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
-      const std::string in = s.scale_kind != ScaleKind::None ? "scaled" : "scores";
-      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask == 0, 0.0)", in);
-      return fmt::format("grad_{} = grad_masked", in);
+      if (prev == "scaled") return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
+      if (prev == "biased") return fmt::format("grad_{} = grad_biased", self);
+      if (prev == "capped") return fmt::format("grad_{0} = grad_capped * (1 - (capped / {1}) ** 2)", self, *s.softcap);
+      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask == 0, 0.0)", self);
+      return fmt::format("grad_{} = grad_masked", self);
     }
-    case StepId::GradQHeads: return fmt::format("grad_q_heads = grad_scores @ {}", k);
-    case StepId::GradKHeads: return fmt::format("grad_k_heads = grad_scores.transpose(-2, -1) @ {}", q);
+    case StepId::GradQRope: return fmt::format("grad_q_rope = grad_scores @ {}", s.grouped() ? "k_repeat" : "k_rope");
+    case StepId::GradKRepeat: return fmt::format("grad_k_repeat = grad_scores.transpose(-2, -1) @ {}", s.rope ? "q_rope" : q);
+    case StepId::GradKRope:
+      if (s.grouped()) return fmt::format("grad_k_rope = grad_k_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
+      return "grad_k_rope = grad_scores.transpose(-2, -1) @ q_rope";
+    case StepId::GradQkv: return "grad_qkv = torch.cat([grad_q, grad_k, grad_v], dim=-1)";
+    case StepId::GradWqkv: return wgrad("W_qkv", x, "qkv");
+    case StepId::GradBqkv: return bgrad("b_qkv", "qkv");
+    case StepId::GradQHeads:
+      if (s.rope) return "grad_q_heads = rotate(grad_q_rope, cos, -sin)  # each pair turned back by its angle";
+      return fmt::format("grad_q_heads = grad_scores @ {}", s.grouped() ? "k_repeat" : k);
+    case StepId::GradKHeads:
+      if (s.rope) return "grad_k_heads = rotate(grad_k_rope, cos, -sin)  # each pair turned back by its angle";
+      if (s.grouped()) return fmt::format("grad_k_heads = grad_k_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
+      return fmt::format("grad_k_heads = grad_scores.transpose(-2, -1) @ {}", q);
     case StepId::GradQ: return heads ? "grad_q = grad_q_heads.transpose(-3, -2).flatten(-2)" : "grad_q = grad_scores @ k";
     case StepId::GradK: return heads ? "grad_k = grad_k_heads.transpose(-3, -2).flatten(-2)" : "grad_k = grad_scores.transpose(-2, -1) @ q";
     case StepId::GradV:
@@ -215,6 +319,7 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
     case StepId::GradWv: return wgrad("W_v", s.cross() ? "source" : x, "v");
     case StepId::GradBv: return bgrad("b_v", "v");
     case StepId::GradX:
+      if (s.w.W_qkv) return fmt::format("grad_x = grad_qkv @ {}", wt("W_qkv"));
       if (s.cross()) return fmt::format("grad_x = grad_q @ {}", wt("W_q"));
       return fmt::format("grad_x = grad_q @ {} + grad_k @ {} + grad_v @ {}", wt("W_q"), wt("W_k"), wt("W_v"));
     case StepId::GradSource: return fmt::format("grad_source = grad_k @ {} + grad_v @ {}", wt("W_k"), wt("W_v"));

@@ -482,10 +482,19 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::GradMerged:
     case StepId::GradContext:
     case StepId::GradWeights:
+    case StepId::GradVRepeat:
     case StepId::GradVHeads:
     case StepId::GradMasked:
+    case StepId::GradCapped:
+    case StepId::GradBiased:
     case StepId::GradScaled:
     case StepId::GradScores:
+    case StepId::GradQRope:
+    case StepId::GradKRepeat:
+    case StepId::GradKRope:
+    case StepId::GradQkv:
+    case StepId::GradWqkv:
+    case StepId::GradBqkv:
     case StepId::GradQHeads:
     case StepId::GradKHeads:
     case StepId::GradQ:
