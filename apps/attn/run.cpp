@@ -85,8 +85,9 @@ void declare_options(CLI::App* run, RunOptions& o) {
                                         "code names as DIR/inputs/<name>.npy (a new or empty DIR, or one holding attn's own earlier "
                                         "output, which is replaced)");
   run->add_flag("--force", o.force, "let --dump and --svg-dir write into a directory holding other files (same-named files are replaced)");
-  std::vector<std::string> names;
-  for (const auto& m : attn::all_mistakes()) names.push_back(m.name);
+  std::vector<std::string> names;  // run's mistakes are the forward pass's, backward's the backward pass's
+  for (const auto& m : attn::all_mistakes())
+    if (attn::is_backward(m.mistake) == o.backward) names.push_back(m.name);
   run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + fmt::format("{}", fmt::join(names, ", ")))
       ->check(CLI::IsMember(names).description(""))
       ->type_name("NAME");  // (the names are in the description, which wraps; as a type they would not)

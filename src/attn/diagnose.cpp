@@ -64,7 +64,9 @@ void add_hints(const Trace& ref, const Tensor& student, const Tolerance& tol, Di
 
 Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol) {
   auto backend = make_cpu_backend();
-  const Trace ref = run_pipeline(spec, *backend);
+  // gradients among the student's files: the reference (and each mistake's trace) includes the backward pass
+  const bool backward = std::any_of(student.steps.begin(), student.steps.end(), [](const LoadedStep& s) { return s.id.starts_with("grad.") || s.id == "loss"; });
+  const Trace ref = backward ? run_backward(spec, *backend) : run_pipeline(spec, *backend);
   Diagnosis d;
   d.reference = spec_origin;
   d.student = student.origin;
@@ -113,7 +115,8 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
     try {
       PipelineOptions options;
       options.mistake = m.mistake;
-      t = run_pipeline(spec, *backend, options);
+      if (is_backward(m.mistake) && !backward) continue;  // no gradient to compare
+      t = is_backward(m.mistake) ? run_backward(spec, *backend, options) : run_pipeline(spec, *backend, options);
     } catch (const InputError&) {
       continue;  // the mistake cannot happen on this input (say, qk-swapped with T != S)
     }

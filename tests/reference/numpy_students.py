@@ -10,15 +10,16 @@ Usage: numpy_students.py PATH_TO_ATTN PATH_TO_SPEC
 Exit 0: every student diagnosed as expected. 1: a wrong diagnosis. 77: skipped (no numpy).
 """
 import os
-import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
 except ImportError as e:
     print(f"SKIPPED: NumPy is not importable here ({e}); install python3-numpy (scripts/setup.sh --tests)")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from diagnose_students import diagnose_students  # noqa: E402
 
 T, C, H = 4, 4, 2
 HS = C // H
@@ -82,26 +83,7 @@ def student(mistake):
 
 def main():
     attn, spec = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    failures = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for mistake in [None] + MISTAKES:
-            d = os.path.join(tmp, mistake or "correct")
-            os.makedirs(d)
-            for step, value in student(mistake).items():
-                np.save(os.path.join(d, step + ".npy"), value)
-            p = subprocess.run([attn, "diagnose", spec, d], capture_output=True, text=True)
-            if mistake is None:
-                ok = p.returncode == 0 and "\ncorrect: " in p.stdout
-                verdict = "correct" if ok else "?"
-            else:
-                ok = p.returncode == 1 and f"\nverdict: {mistake}\n" in p.stdout
-                verdict = next((l for l in p.stdout.splitlines() if l.startswith("verdict")), p.stderr.strip())
-            print(f"{'ok  ' if ok else 'FAIL'} {mistake or 'correct student':20s} -> {verdict}")
-            if not ok:
-                failures += 1
-                print(p.stdout, p.stderr)
-    print(f"numpy students: {len(MISTAKES) + 1} diagnosed, {failures} wrong")
-    return 1 if failures else 0
+    return 1 if diagnose_students(attn, spec, student, MISTAKES, "numpy students") else 0
 
 
 if __name__ == "__main__":

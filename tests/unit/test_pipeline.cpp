@@ -413,6 +413,28 @@ TEST_CASE("mistakes on general widths reproduce the student's arithmetic", "[pip
                         Catch::StartsWith(fmt::format("mistake {}: needs square weights; a [", m.name)));
       continue;
     }
+    if (is_backward(m.mistake)) {
+      // the backward pass's mistakes belong to attn backward: run refuses them, backward shows them from their step on
+      CHECK_THROWS_WITH(run_pipeline(s, *backend, {m.mistake}), Catch::StartsWith(fmt::format("--mistake {}: a mistake of the backward pass", m.name)));
+      if (m.mistake == Mistake::BackwardScaleForgotten) {  // hs = 1 here: the scale is 1, and forgetting it changes nothing
+        CHECK_THROWS_WITH(run_backward(s, *backend, {m.mistake}), Catch::StartsWith(fmt::format("mistake {}: needs a scale other than 1", m.name)));
+        continue;
+      }
+      const Trace good = run_backward(s, *backend), bad = run_backward(s, *backend, {m.mistake});
+      const char* first = m.mistake == Mistake::SoftmaxBackwardElementwise ? "grad.masked"
+                          : m.mistake == Mistake::BackwardScaleForgotten   ? "grad.scores"
+                          : m.mistake == Mistake::BackwardDkUntransposed   ? "grad.k.heads"
+                                                                           : "grad.x";
+      for (const auto& st : good.steps) {
+        INFO(st.id);
+        if (st.id == first) {
+          CHECK(values(st) != values(step(bad, st.id)));
+          break;
+        }
+        CHECK(values(st) == values(step(bad, st.id)));  // every step before it is the correct one
+      }
+      continue;
+    }
     if (m.mistake >= Mistake::RopeWrongStyle) {
       // the variants' mistakes need their variant (rope, kv_heads, window, alibi), which this input lacks
       CHECK_THROWS_WITH(run_pipeline(s, *backend, {m.mistake}), Catch::StartsWith(fmt::format("mistake {}: needs ", m.name)));

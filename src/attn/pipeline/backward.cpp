@@ -11,6 +11,7 @@
 
 #include "attn/error.hpp"
 #include "attn/pipeline.hpp"
+#include "attn/pipeline/mistakes.hpp"
 #include "attn/pipeline/recorder.hpp"
 #include "attn/random.hpp"
 
@@ -23,7 +24,17 @@ using BT = BackendTensor;
 void require_backward(const Spec& s, const PipelineOptions& o) {
   auto refuse = [](const std::string& what) { throw InputError("attn backward: " + what); };
   if (o.fused) refuse("--fused keeps no weights to differentiate through; leave it out");
-  if (o.mistake != Mistake::None) refuse("--mistake: the backward pass is of the correct forward pass; leave it out");
+  if (o.mistake != Mistake::None && !is_backward(o.mistake)) {
+    refuse(fmt::format("--mistake {}: a mistake of the forward pass; attn backward simulates the backward pass's (", mistake_info(o.mistake).name) +
+           [] {
+             std::string names;
+             for (const auto& m : all_mistakes())
+               if (is_backward(m.mistake)) names += (names.empty() ? "" : ", ") + std::string(m.name);
+             return names;
+           }() +
+           ")");
+  }
+  if (o.mistake != Mistake::None) require_applicable(o.mistake, s);
   if (!s.x_note.empty()) refuse("a checkpoint's layer is not covered yet: give the embeddings and weights (or q, k and v) in the input");
   const std::pair<bool, const char*> variants[] = {
       {s.relative_bias.has_value(), "T5's relative position bias"},
@@ -135,7 +146,7 @@ BT upstream(const Spec& s, Backend& be, Recorder& r, const Step& out_step, const
 }
 
 // The backward pass, from the loss back to the inputs: each line one forward step's chain rule.
-void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f) {
+void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, Mistake m) {
   const auto B = s.B, H = s.H, G = s.Hkv, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
   const bool heads = H > 1;
   const bool values = s.entry == Entry::Embeddings || !s.v.shape().empty();  // no v: the weights are the last step
@@ -181,7 +192,9 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f)
     while (!present[at]);
     return chain[at];
   };
-  BT d = r.emit(chain[at], be.softmax_backward_rows(w.view({B * H * T, S}), d_weights.view({B * H * T, S})).view({B, H, T, S}));
+  BT d = r.emit(chain[at], m == Mistake::SoftmaxBackwardElementwise
+                              ? be.mul(w.view({B, H, T, S}), d_weights)
+                              : be.softmax_backward_rows(w.view({B * H * T, S}), d_weights.view({B * H * T, S})).view({B, H, T, S}));
   if (s.masking()) {
     // masked = masked_fill(logits (+ attn_mask.add), blocked, fill): a blocked score was replaced, so none of it passes
     if (s.blocking()) {
@@ -200,7 +213,7 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f)
   }
   if (biased) d = r.emit(next(), d, /*view=*/true);  // biased = scaled + alibi: the bias is a constant, the gradient passes
   // scaled = scores · factor
-  const BT d_scores = scaled ? r.emit(StepId::GradScores, be.scale(d, f.config.scale_factor)) : d;
+  const BT d_scores = scaled ? r.emit(StepId::GradScores, be.scale(d, m == Mistake::BackwardScaleForgotten ? Scalar{1} : f.config.scale_factor)) : d;
   if (s.entry == Entry::Scores) {  // the scores were given: they are where the pass ends, with v's
     if (values) r.emit(StepId::GradV, merge(be, d_v_heads));
     return;
@@ -210,7 +223,8 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f)
   const BT q = saved(be, f, s.rope ? "q.rope" : heads ? "q.heads" : "q", {B * H, T, hs});
   const BT k = saved(be, f, s.grouped() ? "k.repeat" : s.rope ? "k.rope" : heads ? "k.heads" : "k", {B * H, S, hs});
   BT d_q_heads = be.matmul(d_scores.view({B * H, T, S}), k).view({B, H, T, hs});
-  BT d_k_heads = be.matmul(be.transpose_last2(d_scores.view({B * H, T, S})), q).view({B, H, S, hs});
+  BT d_k_heads = be.matmul(m == Mistake::BackwardDkUntransposed ? d_scores.view({B * H, T, S}) : be.transpose_last2(d_scores.view({B * H, T, S})), q)
+                    .view({B, H, S, hs});
   if (s.rope) d_q_heads = r.emit(StepId::GradQRope, d_q_heads);
   if (s.grouped()) d_k_heads = sum_groups(be, r.emit(StepId::GradKRepeat, d_k_heads), G);  // (B, G, S, hs)
   if (s.rope) {
@@ -251,7 +265,7 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f)
     r.emit(StepId::GradX, from_q);
     r.emit(StepId::GradSource, from_kv);
   } else {
-    r.emit(StepId::GradX, be.add(from_q, from_kv));
+    r.emit(StepId::GradX, m == Mistake::BackwardDxOnePath ? from_q : be.add(from_q, from_kv));
   }
 }
 
@@ -272,11 +286,16 @@ std::string upstream_note(const Spec& s, const Step& last) {
 
 Trace run_backward(const Spec& spec, Backend& backend, const PipelineOptions& options) {
   require_backward(spec, options);
-  Trace t = run_pipeline(spec, backend, options);
-  Recorder recorder(spec, backend, /*lenient=*/false);
-  attention_backward(spec, backend, recorder, t);
+  PipelineOptions forward = options;
+  forward.mistake = Mistake::None;  // (a backward mistake: the forward pass is the correct one)
+  Trace t = run_pipeline(spec, backend, forward);
+  Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None);
+  attention_backward(spec, backend, recorder, t, options.mistake);
   Trace back = recorder.take();
   t.config.notes.push_back(upstream_note(spec, t.steps.back()));
+  if (options.mistake != Mistake::None) {
+    t.config.notes.push_back(fmt::format("simulated mistake {}: {}", mistake_info(options.mistake).name, mistake_info(options.mistake).description));
+  }
   t.steps.insert(t.steps.end(), std::make_move_iterator(back.steps.begin()), std::make_move_iterator(back.steps.end()));
   return t;
 }

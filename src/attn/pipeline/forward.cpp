@@ -258,6 +258,9 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r,
 }  // namespace
 
 Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options) {
+  if (is_backward(options.mistake)) {
+    throw InputError(fmt::format("--mistake {}: a mistake of the backward pass; use attn backward", mistake_info(options.mistake).name));
+  }
   if (options.mistake != Mistake::None) require_applicable(options.mistake, spec);
   if (options.fused) {
     if (options.mistake != Mistake::None) throw InputError("--fused: a --mistake changes steps the fused pass does not show; run without --fused");

@@ -75,6 +75,14 @@ const std::vector<MistakeInfo>& all_mistakes() {
        "the kv heads were repeated by tiling (query head h read kv head h mod Hkv, as torch.tile) instead of repeat_kv's interleave (h / (H/Hkv))"},
       {Mistake::WindowOffByOne, "window-off-by-one", "the sliding window kept W + 1 keys (j ≥ i − W) instead of W (j > i − W)"},
       {Mistake::AlibiSignFlipped, "alibi-sign-flipped", "ALiBi's bias was added with the wrong sign: +m·(i − j), favouring distant keys"},
+      {Mistake::SoftmaxBackwardElementwise, "softmax-backward-elementwise",
+       "the softmax's backward was taken elementwise, weights ⊙ grad.weights, without the rowsum term (a row's weights sum to 1, so "
+       "each weight depends on every score of its row)"},
+      {Mistake::BackwardScaleForgotten, "backward-scale-forgotten", "the scale was left out of the chain rule: grad.scores = grad.scaled, not × 1/√d_k"},
+      {Mistake::BackwardDkUntransposed, "backward-dk-untransposed",
+       "grad.k was computed as grad.scores · q, without the transpose: the keys are the columns of the scores, so it is grad.scoresᵀ · q"},
+      {Mistake::BackwardDxOnePath, "backward-dx-one-path",
+       "grad.x was taken from the queries' path only (grad.q · W_qᵀ): x made the keys and the values too, and their paths add"},
   };
   return kAll;
 }
@@ -92,6 +100,11 @@ Mistake mistake_from_name(std::string_view name, std::string_view option) {
     names.push_back(m.name);
   }
   throw InputError(fmt::format("{} {}: no such mistake{}; the mistakes: {}", option, name, did_you_mean(name, names), fmt::join(names, ", ")));
+}
+
+bool is_backward(Mistake m) {
+  return m == Mistake::SoftmaxBackwardElementwise || m == Mistake::BackwardScaleForgotten || m == Mistake::BackwardDkUntransposed ||
+         m == Mistake::BackwardDxOnePath;
 }
 
 Hooks hooks_for(Mistake m) {
@@ -192,6 +205,17 @@ void require_applicable(Mistake m, const Spec& s) {
            "so no weight is zeroed after softmax");
       break;
     case Mistake::AlibiSignFlipped: need(!s.alibi_slopes.shape().empty(), "\"alibi\""); break;
+    case Mistake::BackwardScaleForgotten: {
+      const double factor = s.scale_kind == ScaleKind::SqrtDk ? 1 / std::sqrt(static_cast<double>(s.hs())) : s.scale_kind == ScaleKind::Number ? s.scale_number : 1.0;
+      need(factor != 1.0, "a scale other than 1 (with hs = 1, or none, forgetting it changes nothing)");
+      break;
+    }
+    case Mistake::BackwardDkUntransposed:
+      need(s.entry != Entry::Scores && s.S == s.T && !s.grouped(), "q and k with as many keys as queries (S = T) and no kv_heads: otherwise grad.scores · q has no meaning");
+      break;
+    case Mistake::BackwardDxOnePath:
+      need(s.entry == Entry::Embeddings && !s.cross() && !s.w.W_qkv, "embeddings with W_q, W_k and W_v in self-attention (x feeding q, k and v)");
+      break;
     default: break;
   }
 }

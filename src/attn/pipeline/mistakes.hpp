@@ -32,7 +32,14 @@ enum class Mistake {
   KvTiled,           // kv heads repeated by tiling (h % Hkv) instead of repeat_kv's interleave (h / (H/Hkv))
   WindowOffByOne,    // the window keeps W + 1 keys (j ≥ i − W) instead of W
   AlibiSignFlipped,  // ALiBi's bias added with the wrong sign: +m·(i − j)
+  // the backward pass's (attn backward --mistake, attn diagnose on grad.* files)
+  SoftmaxBackwardElementwise,  // d logits = w ⊙ d w: the softmax's backward without the rowsum term
+  BackwardScaleForgotten,      // d scores = d scaled: the scale left out of the chain rule
+  BackwardDkUntransposed,      // d k = d scores · q instead of d scoresᵀ · q
+  BackwardDxOnePath,           // d x = d q · W_qᵀ only: the keys' and values' paths into x left out
 };
+// Whether m is a mistake of the backward pass (the forward pass is then the correct one).
+bool is_backward(Mistake m);
 
 struct MistakeInfo {
   Mistake mistake;
