@@ -24,6 +24,7 @@
 #include "attn/decode.hpp"
 #include "attn/diagnose.hpp"
 #include "attn/flash.hpp"
+#include "attn/flash_backward.hpp"
 #include "attn/model/checkpoint.hpp"
 #include "attn/model/hub_cache.hpp"
 #include "attn/diff.hpp"

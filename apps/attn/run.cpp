@@ -130,9 +130,7 @@ int run_run(const RunOptions& o) {
                                          what));
     }
   }
-  if (o.backward && (o.flash_given || !o.check_against.empty())) {
-    throw attn::InputError(fmt::format("attn backward: {} is not built for the backward pass yet; use attn run", o.flash_given ? "--flash" : "--check-against"));
-  }
+  if (o.backward && !o.check_against.empty()) throw attn::InputError("attn backward: --check-against is not built for the backward pass yet; use attn run");
   // text output of some steps shows only those: the others stay on a device unless read
   if (!o.backward && o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
       (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
@@ -167,11 +165,13 @@ int run_run(const RunOptions& o) {
   t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
   std::optional<attn::Flash> flash;
+  std::optional<attn::FlashBackward> flash_backward;  // attn backward --flash: FlashAttention-2's backward tiles
   if (o.flash_given) {
     if (o.format != "text" || o.step || o.shapes_only) throw attn::InputError("--flash: the tiled pass is shown in text output (no --format, --step or --shapes-only)");
     if (options.mistake != attn::Mistake::None) throw attn::InputError("--flash: tiles the correct pass; leave out --mistake");
     const auto [bq, bk] = attn::parse_tile_sizes(o.flash);
-    flash = attn::run_flash(spec, trace, bq, bk);
+    if (o.backward) flash_backward = attn::run_flash_backward(spec, trace, bq, bk);
+    else flash = attn::run_flash(spec, trace, bq, bk);
   }
   if (o.format == "json") {
     attn::render_json(trace, std::cout, false, t.steps);  // --steps, --from, --to: only those
@@ -189,6 +189,7 @@ int run_run(const RunOptions& o) {
   } else {
     attn::render_text(trace, std::cout, t);
     if (flash) print_report(t.width, [&](std::ostream& os) { attn::render_flash_text(*flash, trace, os, t); });
+    if (flash_backward) print_report(t.width, [&](std::ostream& os) { attn::render_flash_backward_text(*flash_backward, trace, os, t); });
   }
   if (o.timings && o.format == "text") {
     const auto moved = backend->traffic();  // rendering included: what it read from the device moved too
@@ -199,6 +200,7 @@ int run_run(const RunOptions& o) {
     }
   }
   if (flash && flash->max_diff > 1e-5) return kExitDiffers;
+  if (flash_backward && flash_backward->max_diff > 1e-5) return kExitDiffers;
   if (!o.check_against.empty()) {
     const auto report = attn::check_against(spec, trace, o.backend, o.check_against, options);
     attn::render_check_against_text(report, std::cout);

@@ -20,14 +20,68 @@ constexpr Scalar kNegInf = -std::numeric_limits<Scalar>::infinity();
 // e^d in float for d ≤ 0: 0 below float's range (and for −inf), attn's own exp otherwise
 Scalar exp_down(double d) { return d < -700 ? Scalar{0} : static_cast<Scalar>(fixed::exp(d)); }
 
-// The first of the ids the trace has: the rows the scores or the context read.
+}  // namespace
+
 const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what) {
   for (const char* id : ids)
     if (const Step* s = t.find(id)) return *s;
   throw InputError(fmt::format("--flash: the trace has no {} to tile (given scores, or no values)", what));
 }
 
-}  // namespace
+TileLogits::TileLogits(const Spec& s, const Trace& t)
+    : s_(s),
+      q_(&rows_of(t, {"q.rope", "q.heads", "q"}, "queries")),
+      k_(&rows_of(t, {"k.repeat", "k.rope", "k.heads", "k"}, "keys")),
+      mask_(t.find("mask")),
+      mask_per_batch_(mask_ != nullptr && mask_->value.size() == s.B * s.T * s.S && s.B > 1),
+      scale_(t.config.scale_factor),
+      fill_(s.mask_fill ? *s.mask_fill : kNegInf) {}
+
+Scalar TileLogits::operator()(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j, Scalar* slope) const {
+  const auto& s = s_;
+  const auto H = s.H, T = s.T, S = s.S, hs = s.hs();
+  const Scalar* qi = q_->value.data() + ((b * H + h) * T + i) * hs;
+  const Scalar* kj = k_->value.data() + ((b * H + h) * S + j) * hs;
+  double dot = 0;
+  for (std::int64_t d = 0; d < hs; ++d) dot += static_cast<double>(qi[d]) * static_cast<double>(kj[d]);
+  Scalar x = static_cast<Scalar>(dot);
+  Scalar dx = 1;
+  if (s.scale_kind != ScaleKind::None) x = x * scale_, dx = scale_;
+  if (!s.alibi_slopes.shape().empty()) x = x + -s.alibi_slopes.data()[h] * static_cast<Scalar>(i + s.causal_offset() - j);
+  if (s.relative_bias) x = x + s.relative_bias->bias.data()[(h * T + i) * S + j];
+  if (s.softcap) {
+    const auto th = static_cast<Scalar>(fixed::tanh(static_cast<double>(x / *s.softcap)));
+    x = th * *s.softcap;
+    dx = dx * (1 - th * th);
+  }
+  if (!s.user_add.shape().empty()) x = x + s.user_add.data()[((s.user_add.dim(0) == 1 ? 0 : b) * T + i) * S + j];
+  if (mask_ != nullptr && mask_->value.data()[((mask_per_batch_ ? b : 0) * T + i) * S + j] == 0) x = fill_, dx = 0;
+  if (slope != nullptr) *slope = dx;
+  return x;
+}
+
+std::string tile_table(std::int64_t rows, const std::vector<Scalar>& v, std::size_t from, std::size_t n,
+                       const std::function<std::string(std::int64_t)>& label, const std::vector<std::string>& heads, std::size_t label_w,
+                       std::size_t width, const TextOptions& o) {
+  const std::size_t room = static_cast<std::size_t>(std::max(o.width, 20)), lead = 6 + label_w;
+  const std::size_t per = std::max<std::size_t>(1, room > lead ? (room - lead) / (width + 1) : 1);
+  std::string text;
+  for (std::size_t c0 = 0; c0 < n; c0 += per) {
+    const std::size_t c1 = std::min(n, c0 + per);
+    if (per < n) text += c1 - c0 == 1 ? fmt::format("      column {} of {}\n", c0, n) : fmt::format("      columns {}–{} of {}\n", c0, c1 - 1, n);
+    if (!heads.empty()) {
+      text.append(6 + label_w, ' ');
+      for (std::size_t k = c0; k < c1; ++k) text.append(1, ' ').append(pad_left(heads[k], width));
+      text.append(1, '\n');
+    }
+    for (std::int64_t i = 0; i < rows; ++i) {
+      text.append(6, ' ').append(pad_right(label(i), label_w));
+      for (std::size_t k = c0; k < c1; ++k) text.append(1, ' ').append(pad_left(format_fixed(v[from + static_cast<std::size_t>(i) * n + k], o.precision), width));
+      text.append(1, '\n');
+    }
+  }
+  return text;
+}
 
 std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text) {
   const auto x = text.find('x');
@@ -79,32 +133,12 @@ void absorb_tile(FlashTile& tile, std::int64_t qn, std::int64_t hv, const Scalar
 
 Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK) {
   if (BQ < 1 || BK < 1) throw InputError("--flash: tile sizes must be positive");
-  const Step& q = rows_of(t, {"q.rope", "q.heads", "q"}, "queries");
-  const Step& k = rows_of(t, {"k.repeat", "k.rope", "k.heads", "k"}, "keys");
+  const TileLogits logit(s, t);
   const Step& v = rows_of(t, {"v.repeat", "v.heads", "v"}, "values");
   const Step* context = t.find("context");
-  const Step* mask = t.find("mask");
   Flash f;
   f.BQ = BQ, f.BK = BK, f.B = s.B, f.H = s.H, f.T = s.T, f.S = s.S, f.hs = s.hs(), f.hv = s.hv();
-  const auto B = f.B, H = f.H, T = f.T, S = f.S, hs = f.hs, hv = f.hv;
-  const Scalar scale = t.config.scale_factor;
-  const bool mask_per_batch = mask != nullptr && mask->value.size() == B * T * S && B > 1;
-  const Scalar fill = s.mask_fill ? *s.mask_fill : kNegInf;
-  // the logit of query i, key j in (b, h): the trace's arithmetic, one entry at a time
-  const auto logit = [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
-    const Scalar* qi = q.value.data() + ((b * H + h) * T + i) * hs;
-    const Scalar* kj = k.value.data() + ((b * H + h) * S + j) * hs;
-    double dot = 0;
-    for (std::int64_t d = 0; d < hs; ++d) dot += static_cast<double>(qi[d]) * static_cast<double>(kj[d]);
-    Scalar x = static_cast<Scalar>(dot);
-    if (s.scale_kind != ScaleKind::None) x = x * scale;
-    if (!s.alibi_slopes.shape().empty()) x = x + -s.alibi_slopes.data()[h] * static_cast<Scalar>(i + s.causal_offset() - j);
-    if (s.relative_bias) x = x + s.relative_bias->bias.data()[(h * T + i) * S + j];
-    if (s.softcap) x = static_cast<Scalar>(fixed::tanh(static_cast<double>(x / *s.softcap))) * *s.softcap;
-    if (!s.user_add.shape().empty()) x = x + s.user_add.data()[((s.user_add.dim(0) == 1 ? 0 : b) * T + i) * S + j];
-    if (mask != nullptr && mask->value.data()[((mask_per_batch ? b : 0) * T + i) * S + j] == 0) x = fill;
-    return x;
-  };
+  const auto B = f.B, H = f.H, T = f.T, S = f.S, hv = f.hv;
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t q0 = 0; q0 < T; q0 += BQ) {
@@ -163,37 +197,25 @@ Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK)
   return f;
 }
 
+TileView::TileView(const Trace& t, const TextOptions& o)
+    : config(t.config), b(o.view.batch.value_or(0)), h(o.view.head.value_or(0)), width(static_cast<std::size_t>(std::max(8, o.precision + 5))) {
+  for (std::int64_t i = 0; i < config.T; ++i) label_w = std::max(label_w, cells(query(i)));
+}
+std::string TileView::query(std::int64_t i) const { return axis_label(config, Dim::T, i, b); }
+std::string TileView::key(std::int64_t j) const { return axis_label(config, config.mode == Mode::Cross ? Dim::S : Dim::T, j, b); }
+
 void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const TextOptions& o) {
+  const TileView view(t, o);
   const auto& c = t.config;
-  const std::int64_t b = o.view.batch.value_or(0), h = o.view.head.value_or(0);
+  const std::int64_t b = view.b, h = view.h;
   const auto num = [&](Scalar v) { return format_fixed(v, o.precision); };
-  const auto qtok = [&](std::int64_t i) { return axis_label(c, Dim::T, i, b); };
-  const auto ktok = [&](std::int64_t j) { return axis_label(c, c.mode == Mode::Cross ? Dim::S : Dim::T, j, b); };
-  const auto width = static_cast<std::size_t>(std::max(8, o.precision + 5));
-  std::size_t label_w = 4;
-  for (std::int64_t i = 0; i < f.T; ++i) label_w = std::max(label_w, cells(qtok(i)));
-  // rows q0 .. q0 + rows − 1 of n numbers each (v[from + i·n + k]), under `heads` when given: in
-  // column blocks that fit the width (as the walkthrough's tables), each saying which columns it holds
+  const auto qtok = [&](std::int64_t i) { return view.query(i); };
+  const auto ktok = [&](std::int64_t j) { return view.key(j); };
+  const auto width = view.width, label_w = view.label_w;
+  // rows q0 .. q0 + rows − 1 of n numbers each (v[from + i·n + k]), under `heads` when given
   const auto table = [&](std::int64_t q0, std::int64_t rows, const std::vector<Scalar>& v, std::size_t from, std::size_t n,
                          const std::vector<std::string>& heads) {
-    const std::size_t room = static_cast<std::size_t>(std::max(o.width, 20)), lead = 6 + label_w;
-    const std::size_t per = std::max<std::size_t>(1, room > lead ? (room - lead) / (width + 1) : 1);
-    std::string text;
-    for (std::size_t c0 = 0; c0 < n; c0 += per) {
-      const std::size_t c1 = std::min(n, c0 + per);
-      if (per < n) text += c1 - c0 == 1 ? fmt::format("      column {} of {}\n", c0, n) : fmt::format("      columns {}–{} of {}\n", c0, c1 - 1, n);
-      if (!heads.empty()) {
-        text.append(6 + label_w, ' ');
-        for (std::size_t k = c0; k < c1; ++k) text.append(1, ' ').append(pad_left(heads[k], width));
-        text.append(1, '\n');
-      }
-      for (std::int64_t i = 0; i < rows; ++i) {
-        text.append(6, ' ').append(pad_right(qtok(q0 + i), label_w));
-        for (std::size_t k = c0; k < c1; ++k) text.append(1, ' ').append(pad_left(num(v[from + static_cast<std::size_t>(i) * n + k]), width));
-        text.append(1, '\n');
-      }
-    }
-    return text;
+    return tile_table(rows, v, from, n, [&](std::int64_t i) { return qtok(q0 + i); }, heads, label_w, width, o);
   };
   const auto bq = std::min(f.BQ, f.T), bk = std::min(f.BK, f.S);  // the tiles as large as they get here
   out << fmt::format("\n══ FlashAttention's tiled forward pass: tiles of BQ = {} quer{} × BK = {} key{} ══\n", f.BQ, f.BQ == 1 ? "y" : "ies", f.BK,

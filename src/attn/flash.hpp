@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,6 +37,45 @@ struct Flash {
   std::vector<FlashBlock> blocks;    // every (b, h, query block), in that order
   double max_diff = 0;               // largest |flash − context|
   std::int64_t tiles_done = 0, tiles_skipped = 0;
+};
+
+// The logit of query i and key j in batch row b, head h, one entry at a time, with the trace's
+// arithmetic: q·k (in double, rounded once), then the scale, ALiBi's or T5's bias, the soft-cap, an
+// additive mask and the mask's fill. The rows are the trace's q and k (rotated, repeated).
+class TileLogits {
+ public:
+  TileLogits(const Spec& s, const Trace& t);
+  // slope (when given): d logit / d (q·k), the scale times the soft-cap's 1 − tanh² (0 where masked)
+  Scalar operator()(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j, Scalar* slope = nullptr) const;
+  const Step& q() const { return *q_; }
+  const Step& k() const { return *k_; }
+
+ private:
+  const Spec& s_;
+  const Step *q_, *k_, *mask_;
+  bool mask_per_batch_;
+  Scalar scale_, fill_;
+};
+
+// The first of the ids the trace has: the rows the scores or the context read (--flash's message names what).
+const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what);
+
+// The tiled passes' tables: rows of n numbers (v[from + i·n + k]) labelled label(i) in label_w
+// cells, each number in width cells at the options' precision; in column blocks that fit the width,
+// each saying which columns it holds, under heads when given.
+std::string tile_table(std::int64_t rows, const std::vector<Scalar>& v, std::size_t from, std::size_t n,
+                       const std::function<std::string(std::int64_t)>& label, const std::vector<std::string>& heads, std::size_t label_w,
+                       std::size_t width, const TextOptions& options);
+
+// What the tiled passes' text shows: the view's batch row and head, the query and key labels, and
+// the cells a label and a number take.
+struct TileView {
+  TileView(const Trace& t, const TextOptions& o);
+  std::string query(std::int64_t i) const;
+  std::string key(std::int64_t j) const;
+  const TraceConfig& config;
+  std::int64_t b, h;
+  std::size_t width, label_w = 4;
 };
 
 // "2x3" -> {2, 3}; InputError naming --flash otherwise.
