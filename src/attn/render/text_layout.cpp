@@ -161,13 +161,17 @@ class Layouter {
     const auto lo = format_fixed(static_cast<Scalar>(sc.lo), o_.precision);
     const auto hi = format_fixed(static_cast<Scalar>(sc.hi), o_.precision);
     if (o_.color == ColorMode::None) {
-      // The five shades and the value bands they stand for (blank: near the bottom of the range only).
+      // The five shades and the value bands they stand for (blank: near the bottom of the range only),
+      // with 2 decimals, or as many more as a narrow range needs for its bands to differ (a gradient's)
+      int digits = 2;
+      const double step = (sc.hi - sc.lo) / 5;
+      while (digits < 6 && step > 0 && step < 5 * std::pow(10.0, -digits)) ++digits;
       std::vector<std::string> bands;
       for (int k = 0; k < 5; ++k) {
         const double from = k == 0 ? 0.0 : kShadeBands[k - 1];
         const double a = sc.lo + (sc.hi - sc.lo) * from, z = sc.lo + (sc.hi - sc.lo) * kShadeBands[k];
         bands.push_back(fmt::format("{}{}{} {}–{}", k == 0 ? "'" : "", shade((from + kShadeBands[k]) / 2), k == 0 ? "'" : "",
-                                    format_fixed(static_cast<Scalar>(a), 2), format_fixed(static_cast<Scalar>(z), 2)));
+                                    format_fixed(static_cast<Scalar>(a), digits), format_fixed(static_cast<Scalar>(z), digits)));
       }
       if (masked_) bands.emplace_back("·· masked");
       std::vector<std::string> out;
