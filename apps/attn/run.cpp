@@ -38,18 +38,25 @@ struct RunOptions {
 
 // The options run and backward share, on the subcommand `run`.
 void declare_options(CLI::App* run, RunOptions& o) {
-  run->add_option("file", o.file, "input JSON file (- reads standard input); it may name a checkpoint: {\"checkpoint\": {\"path\": \"DIR\", \"layer\": 5}, \"sentence\": \"...\"}")->required();
+  run->add_option("file", o.file, o.backward ? "input JSON file (- reads standard input), with an optional \"backward\" block (the loss)"
+                                             : "input JSON file (- reads standard input); it may name a checkpoint: {\"checkpoint\": {\"path\": \"DIR\", "
+                                               "\"layer\": 5}, \"sentence\": \"...\"}")
+      ->required();
   run->add_option("--format", o.format,
                   "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
                   "at a time, head and batch selectors, each number's computation on hover)")
       ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
-  run->add_option("--flash", o.flash, "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context")
+  run->add_option("--flash", o.flash, o.backward ? "BQxBK: after the trace, FlashAttention-2's tiled backward pass tile by tile (e.g. 2x3), "
+                                                   "checked against grad.q, grad.k and grad.v"
+                                                 : "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context")
       ->each([&o](const std::string&) { o.flash_given = true; });
   run->add_flag("--shapes-only", o.shapes_only, "print the shape flow alone");
-  run->add_flag("--fused", o.fused, "the context straight from q, k and v in one pass (FlashAttention's running max and sum): no "
-                                    "[T, S] step (k.T, scores, scaled, masked, weights) is computed or kept (not attn cost's --fused, "
-                                    "which is one W_qkv projection)");
+  if (!o.backward) {
+    run->add_flag("--fused", o.fused, "the context straight from q, k and v in one pass (FlashAttention's running max and sum): no "
+                                      "[T, S] step (k.T, scores, scaled, masked, weights) is computed or kept (not attn cost's --fused, "
+                                      "which is one W_qkv projection)");
+  }
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
                   "without colour heatmaps use the shades ' ░▒▓█'")
@@ -77,8 +84,10 @@ void declare_options(CLI::App* run, RunOptions& o) {
   run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
   run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output), and with --backend cuda the bytes copied "
                                         "to and from the GPU");
-  run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  if (!o.backward) {
+    run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+  }
   add_resources(run, o.resources);
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json, and the inputs the steps' "

@@ -520,7 +520,14 @@ std::string explain_output(const Trace& t, const Step&, const ExplainBlock&) {
 
 // The softmax's backward (the step grad.masked, grad.scaled or grad.scores that reads grad.weights):
 // one row of this run written out, and why the rowsum term is there.
+// Whether the trace simulates a mistake (attn backward --mistake): its numbers are then the
+// student's, and a worked example of the correct rule beside them would contradict the table.
+bool simulated_mistake(const Trace& t) {
+  return std::any_of(t.config.notes.begin(), t.config.notes.end(), [](const std::string& n) { return n.starts_with("simulated mistake"); });
+}
+
 std::string explain_softmax_backward(const Trace& t, const Step& s, const ExplainBlock& b) {
+  if (simulated_mistake(t)) return "";
   const Step* w = t.find("weights");
   const Step* dw = t.find("grad.weights");
   if (w == nullptr || dw == nullptr || !s.formula.starts_with("grad." + std::string(s.id.substr(5)) + " = weights")) return "";
@@ -558,7 +565,7 @@ std::string explain_softmax_backward(const Trace& t, const Step& s, const Explai
 const Scalar* block_of(const Step& s, const ExplainBlock& b) { return s.value.data() + block_offset(s, b); }
 
 std::string explain_grad_weights(const Trace& t, const Step& s, const ExplainBlock& b) {
-  if (!s.formula.starts_with("grad.weights = grad.context")) return "";  // the upstream gradient itself: its note says which
+  if (s.formula.find(" · v") == std::string::npos) return "";  // the upstream gradient itself: its note says which
   const Row r = pick_row(s, b);
   const auto S = s.value.shape().back();
   std::int64_t big = 0;
@@ -576,6 +583,7 @@ std::string explain_grad_weights(const Trace& t, const Step& s, const ExplainBlo
 std::string explain_grad_scores(const Trace& t, const Step& s, const ExplainBlock& b) {
   if (!s.formula.starts_with("grad.scores = grad.scaled")) return explain_softmax_backward(t, s, b);
   const Step* scaled = t.find("grad.scaled");
+  if (simulated_mistake(t)) return "";
   if (scaled == nullptr) return "";
   const Row r = pick_row(*scaled, b);
   const auto S = s.value.shape().back();
@@ -626,11 +634,12 @@ std::string explain_grad_x(const Trace& t, const Step& s, const ExplainBlock&) {
 std::string explain_grad_param(const Trace& t, const Step& s, const ExplainBlock&) {
   const auto& c = t.config;
   const std::int64_t rows = c.B * (s.id == "grad.W_k" || s.id == "grad.W_v" || s.id == "grad.b_k" || s.id == "grad.b_v" ? c.S : c.T);
+  const bool bias = t.find("grad.b_" + s.id.substr(s.id.find('_') + 1)) != nullptr;
   return fmt::format("The same parameter was used by every row: {} of them here ({}). Each row's contribution is its input row "
                      "times its output gradient row (an outer product); the parameter's gradient is their sum, which is what the "
-                     "product of the transposed input with the gradient computes. A bias is added to every row, so its gradient "
-                     "is the sum of the rows' gradients.",
-                     rows, c.batched ? "every position of every batch row" : "every position");
+                     "product of the transposed input with the gradient computes.{}",
+                     rows, c.batched ? "every position of every batch row" : "every position",
+                     bias ? " The bias was added to every row, so its gradient is the sum of the rows' gradients." : "");
 }
 
 using Explainer = std::string (*)(const Trace&, const Step&, const ExplainBlock&);

@@ -128,6 +128,9 @@ std::vector<std::string> dump_inputs(const Spec& s, OutputDir& out) {
     shape.push_back(s.T), shape.push_back(s.S);
     put("scores", s.scores.reshaped(shape));
   }
+  // attn backward's given upstream gradient or target, as written
+  if (s.backward.upstream == Spec::Backward::Upstream::Given) put("grad_output", s.backward.tensor);
+  if (s.backward.upstream == Spec::Backward::Upstream::Target) put("target", s.backward.tensor);
   if (!s.lengths.empty()) {
     write_npy(out.file("inputs/lengths.npy"), s.lengths);
     names.push_back("lengths");

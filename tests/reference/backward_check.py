@@ -30,6 +30,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 try:
     import numpy as np
@@ -384,6 +385,38 @@ def flash_tiles(attn, problems, rng):
     print(f"--flash: FlashAttention-2's tiled backward equals the materialised gradients on {runs} runs ({len(problems)} problems × 4 tile shapes)")
 
 
+def steps_py(attn, problems, rng):
+    """attn backward --dump, then its steps.py (every step's PyTorch code, run in float32 from the dumped
+    inputs): each step, backward ones included, must come out as attn's values."""
+    ups = ({"grad_output": None}, {"target": None}, {"seed": 5}, None)
+    runs = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, (name, p) in enumerate(problems.items()):
+            doc, _, batched = problem(rng, p)
+            up = ups[n % 4]
+            if up is not None:
+                width = p["Co"] if p.get("W_o", True) and not p.get("given_qkv") else p["dv"]
+                shape = ([p["B"]] if batched else []) + [p["T"], width]
+                doc["backward"] = {k: (v if v is not None else rng.standard_normal(shape).round(3).tolist()) for k, v in up.items()}
+            d = os.path.join(tmp, f"p{n}")
+            r = subprocess.run([attn, "backward", "-", "--dump", d], input=json.dumps(doc), capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"steps.py of {name}: attn backward --dump: exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            r = subprocess.run([sys.executable, os.path.join(d, "steps.py")], capture_output=True, text=True)
+            lines = [x for x in r.stdout.splitlines() if "largest difference" in x]
+            if r.returncode != 0 or not any(x.startswith("grad.") for x in lines):
+                fail(f"steps.py of {name}: exit {r.returncode}: {r.stderr.strip()[-600:]}")
+                continue
+            for x in lines:
+                step, diff = x.split()[0], float(x.split("largest difference ")[1].split(",")[0])
+                scale = max(1.0, float(np.abs(np.load(os.path.join(d, step + ".npy"))).max()))
+                if diff > 1e-4 * scale or ", non-finite" in x:
+                    fail(f"steps.py of {name}: {x.strip()}")
+            runs += 1
+    print(f"steps.py: every step's PyTorch code, backward steps included, gives attn's values on {runs} dumps")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -426,6 +459,7 @@ def main():
     refusals(attn, rng)
     check_command(attn, rng)
     flash_tiles(attn, problems, rng)
+    steps_py(attn, problems, rng)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

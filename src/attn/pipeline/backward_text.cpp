@@ -20,6 +20,9 @@ bool values(const Spec& s) { return s.entry == Entry::Embeddings || !s.v.shape()
 std::string out_name(const Spec& s) { return !values(s) ? "weights" : s.w.W_o ? "output" : s.H > 1 ? "merged" : "context"; }
 Dims out_dims(const Spec& s) { return Dims{Dim::B, Dim::T, s.w.W_o ? Dim::Co : Dim::dv}; }
 
+// The step holding the context's gradient: grad.context, or grad.output where the context is the output (one head, no W_o).
+std::string context_grad(const Spec& s) { return s.H > 1 || s.w.W_o ? "grad.context" : "grad.output"; }
+
 // The upstream gradient's words: of grad.output, or of grad.weights where the weights end the pass.
 StepText upstream_text(const Spec& s, std::string_view id, const Dims& dims) {
   const std::string o = out_name(s);
@@ -87,7 +90,7 @@ StepText bias_text(std::string_view b, std::string_view grad, Dim d) {
 StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
   const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
   const bool heads = s.H > 1;
-  const std::string v = heads ? "v.heads" : "v", q = heads ? "q.heads" : "q", k = heads ? "k.heads" : "k";
+  const std::string v = s.grouped() ? "v.repeat" : heads ? "v.heads" : "v", q = heads ? "q.heads" : "q", k = heads ? "k.heads" : "k";
   switch (step) {
     case StepId::Loss:
       return {"", fmt::format("loss = mean(({} − target)²)", out_name(s)), "the mean squared error over every entry", Dims{Dim::One}};
@@ -99,14 +102,15 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
               Dims{Dim::B, Dim::T, Dim::dv}};
     case StepId::GradContext:
       if (heads) {
-        return {"", "grad.context = grad.merged split into heads", "the merge's backward is the split: head h takes its own columns back",
+        return {"", fmt::format("grad.context = {} split into heads", s.w.W_o ? "grad.merged" : "grad.output"),
+                "the merge's backward is the split: head h takes its own columns back",
                 Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
       }
       return {"", fmt::format("grad.context = grad.output · {}", transposed(s, "W_o")), "the chain rule through output = context · W_o",
               Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
     case StepId::GradWeights:
       if (!values(s)) return upstream_text(s, "grad.weights", bhts);
-      return {"", fmt::format("grad.weights = grad.context · {}ᵀ", v),
+      return {"", fmt::format("grad.weights = {} · {}ᵀ", context_grad(s), v),
               s.masking() ? "how the loss moves with each weight; a masked key's weight has a gradient too (its value would have counted), but "
                             "the softmax passes none of it back (grad.masked)"
                           : "how the loss moves with each weight: a positive entry means more weight on that key would raise the loss",
@@ -201,16 +205,24 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
               "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ: each key sums over the queries", Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
     case StepId::GradQ:
       if (heads) return {"", "grad.q = grad.q.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::T, Dim::dk}};
+      if (s.rope) {
+        return {"", "grad.q = grad.q.rope turned back (each pair by −angle)", "the rotation's backward is its transpose: the same pairs turned by minus the position's angle",
+                Dims{Dim::B, Dim::T, Dim::dk}};
+      }
       return {"", "grad.q = grad.scores · k", "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move",
               Dims{Dim::B, Dim::T, Dim::dk}};
     case StepId::GradK:
       if (heads) return {"", "grad.k = grad.k.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, true)}};
+      if (s.rope) {
+        return {"", "grad.k = grad.k.rope turned back (each pair by −angle)", "the rotation's backward is its transpose: the same pairs turned by minus the position's angle",
+                Dims{Dim::B, Dim::S, Dim::dk}};
+      }
       return {"", "grad.k = grad.scoresᵀ · q", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
               Dims{Dim::B, Dim::S, Dim::dk}};
     case StepId::GradV:
       if (heads) return {"", "grad.v = grad.v.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, false)}};
-      return {"", "grad.v = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
-              Dims{Dim::B, Dim::S, Dim::dv}};
+      return {"", fmt::format("grad.v = weightsᵀ · {}", context_grad(s)),
+              "each key's value collects the gradient of every query, in proportion to that query's weight on it", Dims{Dim::B, Dim::S, Dim::dv}};
     case StepId::GradWq: return weight_text(s, "W_q", x_in(s), "q", Dim::C, Dim::dk);
     case StepId::GradBq: return bias_text("b_q", "q", Dim::dk);
     case StepId::GradWk: return weight_text(s, "W_k", s.cross() ? "source" : x_in(s), "k", s.cross() ? Dim::Cs : Dim::C, kv_width(s, true));
@@ -240,7 +252,7 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
 
 std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
   const bool heads = s.H > 1;
-  const std::string v = heads ? "v_heads" : "v", q = heads ? "q_heads" : "q", k = heads ? "k_heads" : "k";
+  const std::string v = s.grouped() ? "v_repeat" : heads ? "v_heads" : "v", q = heads ? "q_heads" : "q", k = heads ? "k_heads" : "k";
   const std::string o = out_name(s);
   auto wt = [&](std::string_view w) { return s.layout == Layout::Torch ? std::string(w) : fmt::format("{}.T", w); };
   auto wgrad = [&](std::string_view w, std::string_view in, std::string_view g) {
@@ -250,31 +262,31 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
   auto bgrad = [](std::string_view b, std::string_view g) { return fmt::format("grad_{} = grad_{}.flatten(0, -2).sum(0)", b, g); };
   const std::string x = s.positions != Positions::None ? "x_pos" : "x";
   switch (step) {
-    case StepId::Loss: return fmt::format("loss = (({} - target) ** 2).mean()", o);
+    case StepId::Loss: return fmt::format("loss = (({} - target.reshape({}.shape)) ** 2).mean().reshape(1)", o, o);
     case StepId::GradOutput:
       switch (s.backward.upstream) {
         case U::Sum: return fmt::format("grad_output = torch.ones_like({})", o);
-        case U::Given: return "grad_output = torch.tensor(backward[\"grad_output\"])";
-        case U::Seed: return fmt::format("grad_output = torch.randn_like({})  # attn draws its own N(0, 1) numbers from the seed", o);
-        case U::Target: return fmt::format("grad_output = 2 * ({} - target) / {}.numel()", o, o);
+        case U::Given: return fmt::format("grad_output = torch.from_numpy(np.load(\"inputs/grad_output.npy\")).reshape({}.shape)", o);
+        case U::Seed: return "grad_output = torch.from_numpy(np.load(\"grad.output.npy\"))  # attn's own N(0, 1) draw from the seed";
+        case U::Target: return fmt::format("grad_output = 2 * ({} - target.reshape({}.shape)) / {}.numel()", o, o, o);
       }
       return "";
     case StepId::GradWo: return wgrad("W_o", heads ? "merged" : "context", "output");
     case StepId::GradBo: return bgrad("b_o", "output");
     case StepId::GradMerged: return fmt::format("grad_merged = grad_output @ {}", wt("W_o"));
     case StepId::GradContext:
-      if (heads) return fmt::format("grad_context = grad_merged.unflatten(-1, ({}, {})).transpose(-3, -2)", s.H, s.hv());
+      if (heads) return fmt::format("grad_context = grad_{}.unflatten(-1, ({}, {})).transpose(-3, -2)", s.w.W_o ? "merged" : "output", s.H, s.hv());
       return fmt::format("grad_context = grad_output @ {}", wt("W_o"));
     case StepId::GradWeights:
       if (!values(s)) {
         switch (s.backward.upstream) {
           case U::Sum: return "grad_weights = torch.ones_like(weights)";
-          case U::Given: return "grad_weights = torch.tensor(backward[\"grad_output\"])";
-          case U::Seed: return "grad_weights = torch.randn_like(weights)  # attn draws its own N(0, 1) numbers from the seed";
-          case U::Target: return "grad_weights = 2 * (weights - target) / weights.numel()";
+          case U::Given: return "grad_weights = torch.from_numpy(np.load(\"inputs/grad_output.npy\")).reshape(weights.shape)";
+          case U::Seed: return "grad_weights = torch.from_numpy(np.load(\"grad.weights.npy\"))  # attn's own N(0, 1) draw from the seed";
+          case U::Target: return "grad_weights = 2 * (weights - target.reshape(weights.shape)) / weights.numel()";
         }
       }
-      return fmt::format("grad_weights = grad_{} @ {}.transpose(-2, -1)", heads || s.w.W_o ? "context" : o, v);
+      return fmt::format("grad_weights = grad_{} @ {}.transpose(-2, -1)", heads || s.w.W_o ? "context" : "output", v);
     case StepId::GradVRepeat: return "grad_v_repeat = weights.transpose(-2, -1) @ grad_context";
     case StepId::GradVHeads:
       if (s.grouped()) return fmt::format("grad_v_heads = grad_v_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
@@ -289,7 +301,7 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
       if (prev == "scaled") return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
       if (prev == "biased") return fmt::format("grad_{} = grad_biased", self);
       if (prev == "capped") return fmt::format("grad_{0} = grad_capped * (1 - (capped / {1}) ** 2)", self, *s.softcap);
-      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask == 0, 0.0)", self);
+      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask{} == 0, 0.0)", self, s.H > 1 && s.mask_per_batch() ? "[:, None]" : "");
       return fmt::format("grad_{} = grad_masked", self);
     }
     case StepId::GradQRope: return fmt::format("grad_q_rope = grad_scores @ {}", s.grouped() ? "k_repeat" : "k_rope");
@@ -301,17 +313,29 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
     case StepId::GradWqkv: return wgrad("W_qkv", x, "qkv");
     case StepId::GradBqkv: return bgrad("b_qkv", "qkv");
     case StepId::GradQHeads:
-      if (s.rope) return "grad_q_heads = rotate(grad_q_rope, cos, -sin)  # each pair turned back by its angle";
+      if (s.rope) {
+        return "grad_q_heads = " + rotate_code(s, "grad_q_rope", s.rope->offset - s.rope->table_first, s.T, s.hs(), "rope_cos", "(-rope_sin)") +
+               "  # each pair turned back by its angle";
+      }
       return fmt::format("grad_q_heads = grad_scores @ {}", s.grouped() ? "k_repeat" : k);
     case StepId::GradKHeads:
-      if (s.rope) return "grad_k_heads = rotate(grad_k_rope, cos, -sin)  # each pair turned back by its angle";
+      if (s.rope) {
+        return "grad_k_heads = " + rotate_code(s, "grad_k_rope", s.rope->key_first - s.rope->table_first, s.S, s.hs(), "rope_cos", "(-rope_sin)") +
+               "  # each pair turned back by its angle";
+      }
       if (s.grouped()) return fmt::format("grad_k_heads = grad_k_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
       return fmt::format("grad_k_heads = grad_scores.transpose(-2, -1) @ {}", q);
-    case StepId::GradQ: return heads ? "grad_q = grad_q_heads.transpose(-3, -2).flatten(-2)" : "grad_q = grad_scores @ k";
-    case StepId::GradK: return heads ? "grad_k = grad_k_heads.transpose(-3, -2).flatten(-2)" : "grad_k = grad_scores.transpose(-2, -1) @ q";
+    case StepId::GradQ:
+      if (heads) return "grad_q = grad_q_heads.transpose(-3, -2).flatten(-2)";
+      if (s.rope) return "grad_q = " + rotate_code(s, "grad_q_rope", s.rope->offset - s.rope->table_first, s.T, s.hs(), "rope_cos", "(-rope_sin)");
+      return "grad_q = grad_scores @ k";
+    case StepId::GradK:
+      if (heads) return "grad_k = grad_k_heads.transpose(-3, -2).flatten(-2)";
+      if (s.rope) return "grad_k = " + rotate_code(s, "grad_k_rope", s.rope->key_first - s.rope->table_first, s.S, s.hs(), "rope_cos", "(-rope_sin)");
+      return "grad_k = grad_scores.transpose(-2, -1) @ q";
     case StepId::GradV:
       return heads ? "grad_v = grad_v_heads.transpose(-3, -2).flatten(-2)"
-                   : fmt::format("grad_v = weights.transpose(-2, -1) @ grad_{}", s.w.W_o ? "context" : o);
+                   : fmt::format("grad_v = weights.transpose(-2, -1) @ grad_{}", s.w.W_o ? "context" : "output");
     case StepId::GradWq: return wgrad("W_q", x, "q");
     case StepId::GradBq: return bgrad("b_q", "q");
     case StepId::GradWk: return wgrad("W_k", s.cross() ? "source" : x, "k");

@@ -159,6 +159,15 @@ std::string rotate(const Spec& s, const TextFacts& f, const std::string& in, std
   return partial ? fmt::format("torch.cat(({}, {}[..., {}:]), -1)", turned, in, R) : turned;
 }
 
+}  // namespace
+
+std::string rotate_code(const Spec& s, const std::string& in, std::int64_t first, std::int64_t L, std::int64_t width, const char* cos_table,
+                        const char* sin_table) {
+  return rotate(s, TextFacts{}, in, first, L, width, cos_table, sin_table);
+}
+
+namespace {
+
 // inv_freq for R rotated features: theta^(−2i/R), scaled as the spec says (Llama 3.1's bands by
 // wavelength, transformers' _compute_llama3_parameters).
 std::string rope_rates(const Spec& s, std::int64_t R) {

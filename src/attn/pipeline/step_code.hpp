@@ -10,6 +10,10 @@ namespace attn {
 
 // "q_heads = q.view(B, T, H, hs).transpose(1, 2)"; statements are separated by "; ".
 std::string step_code(StepId step, const Spec& spec, const TraceConfig& config, const TextFacts& facts);
+// RoPE's rotation of `in` (…, L, width) as PyTorch, rows first .. first + L − 1 of the tables named
+// cos_table and sin_table (the backward pass turns back with "(-rope_sin)").
+std::string rotate_code(const Spec& spec, const std::string& in, std::int64_t first, std::int64_t L, std::int64_t width, const char* cos_table,
+                        const char* sin_table);
 // The backward steps' code (backward_text.cpp); step_code hands them there.
 std::string backward_code(StepId step, const Spec& spec, const TraceConfig& config);
 
