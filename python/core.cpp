@@ -90,6 +90,28 @@ std::unique_ptr<TraceHandle> run(const std::string& text, const std::string& ori
   return h;
 }
 
+// attn backward: the forward trace, then every gradient (spec's "backward" block says of which loss).
+std::unique_ptr<TraceHandle> backward(const std::string& text, const std::string& origin, const std::string& base_dir,
+                                      const std::vector<std::string>& steps, int head, int batch, const std::string& mistake, bool explain,
+                                      bool code, int precision) {
+  auto h = std::make_unique<TraceHandle>();
+  {
+    py::gil_scoped_release release;
+    const attn::Spec spec = parse(text, origin, base_dir);
+    attn::PipelineOptions options;
+    if (!mistake.empty()) options.mistake = attn::mistake_from_name(mistake);
+    auto backend = attn::make_cpu_backend();
+    h->trace = attn::run_backward(spec, *backend, options);
+    h->text.explain = explain;
+    h->text.code = code;
+    h->text.precision = precision;
+    if (head >= 0) h->text.view.head = head;
+    if (batch >= 0) h->text.view.batch = batch;
+    if (!steps.empty()) h->text.steps = attn::select_steps(h->trace, steps, "", "");
+  }
+  return h;
+}
+
 std::string render(const TraceHandle& h, const std::string& format, int width, const std::string& step) {
   py::gil_scoped_release release;
   std::ostringstream out;
@@ -180,11 +202,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("run", &run, py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("steps"), py::arg("head"), py::arg("batch"),
         py::arg("mistake"), py::arg("fused"), py::arg("explain"), py::arg("code"), py::arg("precision"), py::arg("backend"), py::arg("flash"));
 
+  m.def("backward", &backward, py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("steps"), py::arg("head"), py::arg("batch"),
+        py::arg("mistake"), py::arg("explain"), py::arg("code"), py::arg("precision"));
+
   m.def("check", [](const std::string& text, const std::string& origin, const std::string& base_dir) {
     py::gil_scoped_release release;
     const attn::Spec spec = parse(text, origin, base_dir);
     auto backend = attn::make_cpu_backend();
-    const attn::CheckReport report = attn::check_trace(spec, attn::run_pipeline(spec, *backend));
+    const attn::CheckReport report = attn::check_trace(spec, attn::trace_to_check(spec, *backend));
     std::ostringstream json, shown;
     attn::render_check_json(report, json);
     attn::render_check_text(report, shown);

@@ -29,9 +29,7 @@ overrides). Exit codes: 0 every number matches, 1 some differ, 2 bad input.)");
 int run_check(const CheckOptions& o) {
   const attn::Spec spec = load_checked(o.file, o.resources);
   auto backend = attn::make_cpu_backend();
-  // printed gradients (grad.*, loss) are checked against the backward pass
-  const bool backward = std::any_of(spec.expect.begin(), spec.expect.end(), [](const attn::Expectation& e) { return e.id.starts_with("grad.") || e.id == "loss"; });
-  const attn::CheckReport report = attn::check_trace(spec, backward ? attn::run_backward(spec, *backend) : attn::run_pipeline(spec, *backend));
+  const attn::CheckReport report = attn::check_trace(spec, attn::trace_to_check(spec, *backend));
   if (o.format == "json") attn::render_check_json(report, std::cout);
   else print_report(terminal_width(o.width), [&](std::ostream& os) { attn::render_check_text(report, os, terminal_width(o.width)); });
   std::cout.flush();

@@ -20,7 +20,7 @@ import numpy as _np
 
 from . import _core
 
-__all__ = ["run", "check", "diff", "diagnose", "heads", "decode", "Trace", "Step", "CheckResult", "DiffResult", "Diagnosis", "Heads", "Decoding",
+__all__ = ["run", "backward", "check", "diff", "diagnose", "heads", "decode", "Trace", "Step", "CheckResult", "DiffResult", "Diagnosis", "Heads", "Decoding",
            "InputError", "Error"]
 
 InputError = _core.InputError
@@ -177,6 +177,16 @@ def run(spec, *, steps=None, head=None, batch=None, mistake=None, fused=False, e
     return Trace(_call(_core.run, text, origin, base, list(steps or []), -1 if head is None else int(head),
                        -1 if batch is None else int(batch), mistake or "", bool(fused), bool(explain), bool(code), int(precision),
                        backend, flash or ""))
+
+
+def backward(spec, *, steps=None, head=None, batch=None, mistake=None, explain=False, code=False, precision=4):
+    """Runs attention on `spec`, then its backward pass (`attn backward`), and returns the Trace: the
+    forward steps, then every gradient (grad.output back to grad.x and the parameters' grad.W_*). The
+    spec's "backward" block says of which loss (grad_output, seed, or target); without it, of
+    sum(output). mistake simulates a backward-pass mistake (softmax-backward-elementwise, ...)."""
+    text, origin, base = _input(spec)
+    return Trace(_call(_core.backward, text, origin, base, list(steps or []), -1 if head is None else int(head),
+                       -1 if batch is None else int(batch), mistake or "", bool(explain), bool(code), int(precision)))
 
 
 # ---- check, diff, diagnose, heads -----------------------------------------------------------------------

@@ -1,7 +1,10 @@
 // Comparing printed numbers with computed ones, and the check report's text and JSON forms.
 #include "attn/check.hpp"
+#include "attn/pipeline.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include <cmath>
 #include <limits>
@@ -183,6 +186,11 @@ void render_check_json(const CheckReport& r, std::ostream& out) {
                        num(e.tolerance));
   }
   out << "\n  ]\n}\n";
+}
+
+Trace trace_to_check(const Spec& spec, Backend& backend) {
+  const bool backward = std::any_of(spec.expect.begin(), spec.expect.end(), [](const Expectation& e) { return e.id.starts_with("grad.") || e.id == "loss"; });
+  return backward ? run_backward(spec, backend) : run_pipeline(spec, backend);
 }
 
 }  // namespace attn

@@ -12,6 +12,8 @@
 
 namespace attn {
 
+class Backend;
+
 struct CheckEntry {
   std::string step;
   std::string position;  // "[1, 0] (query \"t1\", key \"t0\")"
@@ -40,6 +42,9 @@ struct CheckReport {
 
 // Throws InputError when the spec has no expect, names an unknown step, or has the wrong shape.
 CheckReport check_trace(const Spec& spec, const Trace& trace);
+// The trace attn check judges: the forward pass, or with printed gradients (grad.* ids, loss) in
+// expect the backward pass too.
+Trace trace_to_check(const Spec& spec, Backend& backend);
 
 // width: the display columns; a table wider than that gives each differing entry two lines.
 void render_check_text(const CheckReport& report, std::ostream& out, int width = 80);

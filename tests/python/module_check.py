@@ -142,6 +142,14 @@ def main(argv):
     check(t.flash_max_diff is not None and t.flash_max_diff <= 1e-5 and t.text(80) == cli, "flash=\"2x3\": the tiled pass, as attn run --flash 2x3 prints it")
 
     print("== check, diff, diagnose, heads")
+    # backward: the same trace as attn backward --format json, every step bit for bit
+    path = os.path.join(repo, "examples", "cat_sat_backward.json")
+    b = attn_tracer.backward(path)
+    doc = json.loads(subprocess.run([attn, "backward", path, "--format", "json"], capture_output=True, text=True, check=True).stdout)
+    same = all(np.array_equal(b.steps[s["id"]].array, np.array(s["data"], dtype=np.float32)) for s in doc["steps"])
+    check(same and len(b.steps) == len(doc["steps"]) and "grad.x" in b.steps, "backward(): the same steps as attn backward, bit for bit")
+    m = attn_tracer.backward(path, mistake="backward-dx-one-path")
+    check(not np.array_equal(m.steps["grad.x"].array, b.steps["grad.x"].array), "backward(mistake=...): the student's grad.x")
     c = attn_tracer.check(os.path.join(repo, "examples", "masked_4x4.json"))
     check(c.ok is False and c.differences == 9 and c.checked == 48 and "differ" in str(c), f"check masked_4x4: {c!r}")
     c = attn_tracer.check(os.path.join(repo, "examples", "cat_sat.json"))
