@@ -1,5 +1,8 @@
-// The helpers explain.cpp and explain_cell.cpp share.
+// The helpers explain.cpp, explain_backward.cpp and explain_cell.cpp share.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "attn/explain_detail.hpp"
 
@@ -26,5 +29,48 @@ std::vector<double> rotated(const Scalar* x, std::int64_t h, const Step& cos, co
   }
   return out;
 }
+
+std::int64_t block_offset(const Step& s, const ExplainBlock& b) {
+  const auto& shape = s.value.shape();
+  std::int64_t offset = 0, stride = 1;
+  for (std::size_t ax = shape.size(); ax-- > 0;) {
+    if (ax + 2 < shape.size() && ax < s.dims.size()) {
+      const Dim d = s.dims[ax];
+      const std::int64_t i = d == Dim::B ? b.batch : d == Dim::H ? b.head : 0;
+      offset += std::min(i, shape[ax] - 1) * stride;
+    }
+    stride *= shape[ax];
+  }
+  return offset;
+}
+
+Row pick_row(const Step& s, const ExplainBlock& block) {
+  const auto& shape = s.value.shape();
+  const auto S = shape.back(), T = shape[shape.size() - 2];
+  Row r;
+  const std::int64_t base = block_offset(s, block);
+  r.batch = block.batch, r.head = block.head;
+  r.values = s.value.data() + base;
+  for (std::int64_t i = 0; i < T; ++i) {
+    const Scalar* row = s.value.data() + base + i * S;
+    if (*std::max_element(row, row + S) < 0.999f) {
+      r.query = i;
+      r.values = row;
+      break;
+    }
+  }
+  return r;
+}
+
+std::string block_prefix(const Step& s, const ExplainBlock& block) {
+  std::vector<std::string> parts;
+  for (const auto& d : s.dims) {
+    if (d == Dim::B) parts.push_back(fmt::format("batch row {}", block.batch));
+    if (d == Dim::H) parts.push_back(fmt::format("head {}", block.head));
+  }
+  return parts.empty() ? "" : fmt::format("In {}, ", fmt::join(parts, ", "));
+}
+
+std::string tok(const Trace& t, const ExplainBlock& b, std::int64_t i) { return q(axis_label(t.config, Dim::T, i, b.batch)); }
 
 }  // namespace attn::explain_detail
