@@ -20,6 +20,27 @@ bool values(const Spec& s) { return s.entry == Entry::Embeddings || !s.v.shape()
 std::string out_name(const Spec& s) { return !values(s) ? "weights" : s.w.W_o ? "output" : s.H > 1 ? "merged" : "context"; }
 Dims out_dims(const Spec& s) { return Dims{Dim::B, Dim::T, s.w.W_o ? Dim::Co : Dim::dv}; }
 
+// The repeat's backward (grouped-query heads): `id` is `from` summed over each kv head's copies.
+StepText summed_copies(const Spec& s, std::string_view id, std::string_view from, const Dims& dims) {
+  return {"", fmt::format("{} = {} summed over the copies", id, from),
+          fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads, so its gradient sums theirs", s.H / s.Hkv), dims};
+}
+// RoPE's backward: `id` is `from` turned back.
+StepText turned_back(std::string_view id, std::string_view from, const Dims& dims) {
+  return {"", fmt::format("{} = {} turned back (each pair by −angle)", id, from),
+          "the rotation's backward is its transpose: the same pairs turned by minus the position's angle", dims};
+}
+std::string summed_copies_code(const Spec& s, std::string_view id, std::string_view from) {
+  return fmt::format("{} = {}.unflatten(-3, ({}, {})).sum(-3)", id, from, s.Hkv, s.H / s.Hkv);
+}
+// the queries' (or the keys') rotated gradient turned back by the tables' rows at their positions
+std::string turned_back_code(const Spec& s, std::string_view id, bool query) {
+  const auto& r = *s.rope;
+  return fmt::format("{} = {}  # each pair turned back by its angle", id,
+                     rotate_code(s, query ? "grad_q_rope" : "grad_k_rope", (query ? r.offset : r.key_first) - r.table_first, query ? s.T : s.S,
+                                 s.hs(), "rope_cos", "(-rope_sin)"));
+}
+
 // The step holding the context's gradient: grad.context, or grad.output where the context is the output (one head, no W_o).
 std::string context_grad(const Spec& s) { return s.H > 1 || s.w.W_o ? "grad.context" : "grad.output"; }
 
@@ -120,8 +141,7 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
               Dims{Dim::B, Dim::H, Dim::S, Dim::hv}};
     case StepId::GradVHeads:
       if (s.grouped()) {
-        return {"", "grad.v.heads = grad.v.repeat summed over the copies", fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads, so its gradient sums theirs", s.H / s.Hkv),
-                Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hv}};
+        return summed_copies(s, "grad.v.heads", "grad.v.repeat", Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hv});
       }
       return {"", "grad.v.heads = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
               Dims{Dim::B, Dim::H, Dim::S, Dim::hv}};
@@ -175,8 +195,7 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
               Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
     case StepId::GradKRope:
       if (s.grouped()) {
-        return {"", "grad.k.rope = grad.k.repeat summed over the copies", fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads", s.H / s.Hkv),
-                Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hs}};
+        return summed_copies(s, "grad.k.rope", "grad.k.repeat", Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hs});
       }
       return {"", "grad.k.rope = grad.scoresᵀ · q.rope", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
               Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
@@ -186,37 +205,24 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
     case StepId::GradWqkv: return weight_text(s, "W_qkv", x_in(s), "qkv", Dim::C, s.grouped() ? Dim::DqkvG : Dim::Dqkv);
     case StepId::GradBqkv: return bias_text("b_qkv", "qkv", s.grouped() ? Dim::DqkvG : Dim::Dqkv);
     case StepId::GradQHeads:
-      if (s.rope) {
-        return {"", "grad.q.heads = grad.q.rope turned back (each pair by −angle)",
-                "the rotation's backward is its transpose: the same pairs turned by minus the position's angle", Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
-      }
+      if (s.rope) return turned_back("grad.q.heads", "grad.q.rope", Dims{Dim::B, Dim::H, Dim::T, Dim::hs});
       return {"", fmt::format("grad.q.heads = grad.scores · {}", s.grouped() ? "k.repeat" : k),
               "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move", Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
     case StepId::GradKHeads:
-      if (s.rope) {
-        return {"", "grad.k.heads = grad.k.rope turned back (each pair by −angle)",
-                "the rotation's backward is its transpose: the same pairs turned by minus the position's angle", Dims{Dim::B, kv_heads(s), Dim::S, Dim::hs}};
-      }
+      if (s.rope) return turned_back("grad.k.heads", "grad.k.rope", Dims{Dim::B, kv_heads(s), Dim::S, Dim::hs});
       if (s.grouped()) {
-        return {"", "grad.k.heads = grad.k.repeat summed over the copies", fmt::format("the repeat's backward: each kv head served H / Hkv = {} query heads", s.H / s.Hkv),
-                Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hs}};
+        return summed_copies(s, "grad.k.heads", "grad.k.repeat", Dims{Dim::B, Dim::Hkv, Dim::S, Dim::hs});
       }
       return {"", fmt::format("grad.k.heads = grad.scoresᵀ · {}", q),
               "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ: each key sums over the queries", Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
     case StepId::GradQ:
       if (heads) return {"", "grad.q = grad.q.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::T, Dim::dk}};
-      if (s.rope) {
-        return {"", "grad.q = grad.q.rope turned back (each pair by −angle)", "the rotation's backward is its transpose: the same pairs turned by minus the position's angle",
-                Dims{Dim::B, Dim::T, Dim::dk}};
-      }
+      if (s.rope) return turned_back("grad.q", "grad.q.rope", Dims{Dim::B, Dim::T, Dim::dk});
       return {"", "grad.q = grad.scores · k", "scores = q · kᵀ: each query's gradient mixes the keys by how the loss wants its scores to move",
               Dims{Dim::B, Dim::T, Dim::dk}};
     case StepId::GradK:
       if (heads) return {"", "grad.k = grad.k.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, true)}};
-      if (s.rope) {
-        return {"", "grad.k = grad.k.rope turned back (each pair by −angle)", "the rotation's backward is its transpose: the same pairs turned by minus the position's angle",
-                Dims{Dim::B, Dim::S, Dim::dk}};
-      }
+      if (s.rope) return turned_back("grad.k", "grad.k.rope", Dims{Dim::B, Dim::S, Dim::dk});
       return {"", "grad.k = grad.scoresᵀ · q", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
               Dims{Dim::B, Dim::S, Dim::dk}};
     case StepId::GradV:
@@ -289,7 +295,7 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
       return fmt::format("grad_weights = grad_{} @ {}.transpose(-2, -1)", heads || s.w.W_o ? "context" : "output", v);
     case StepId::GradVRepeat: return "grad_v_repeat = weights.transpose(-2, -1) @ grad_context";
     case StepId::GradVHeads:
-      if (s.grouped()) return fmt::format("grad_v_heads = grad_v_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
+      if (s.grouped()) return summed_copies_code(s, "grad_v_heads", "grad_v_repeat");
       return "grad_v_heads = weights.transpose(-2, -1) @ grad_context";
     case StepId::GradMasked:
     case StepId::GradCapped:
@@ -307,31 +313,29 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
     case StepId::GradQRope: return fmt::format("grad_q_rope = grad_scores @ {}", s.grouped() ? "k_repeat" : "k_rope");
     case StepId::GradKRepeat: return fmt::format("grad_k_repeat = grad_scores.transpose(-2, -1) @ {}", s.rope ? "q_rope" : q);
     case StepId::GradKRope:
-      if (s.grouped()) return fmt::format("grad_k_rope = grad_k_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
+      if (s.grouped()) return summed_copies_code(s, "grad_k_rope", "grad_k_repeat");
       return "grad_k_rope = grad_scores.transpose(-2, -1) @ q_rope";
     case StepId::GradQkv: return "grad_qkv = torch.cat([grad_q, grad_k, grad_v], dim=-1)";
     case StepId::GradWqkv: return wgrad("W_qkv", x, "qkv");
     case StepId::GradBqkv: return bgrad("b_qkv", "qkv");
     case StepId::GradQHeads:
       if (s.rope) {
-        return "grad_q_heads = " + rotate_code(s, "grad_q_rope", s.rope->offset - s.rope->table_first, s.T, s.hs(), "rope_cos", "(-rope_sin)") +
-               "  # each pair turned back by its angle";
+        return turned_back_code(s, "grad_q_heads", true);
       }
       return fmt::format("grad_q_heads = grad_scores @ {}", s.grouped() ? "k_repeat" : k);
     case StepId::GradKHeads:
       if (s.rope) {
-        return "grad_k_heads = " + rotate_code(s, "grad_k_rope", s.rope->key_first - s.rope->table_first, s.S, s.hs(), "rope_cos", "(-rope_sin)") +
-               "  # each pair turned back by its angle";
+        return turned_back_code(s, "grad_k_heads", false);
       }
-      if (s.grouped()) return fmt::format("grad_k_heads = grad_k_repeat.unflatten(-3, ({}, {})).sum(-3)", s.Hkv, s.H / s.Hkv);
+      if (s.grouped()) return summed_copies_code(s, "grad_k_heads", "grad_k_repeat");
       return fmt::format("grad_k_heads = grad_scores.transpose(-2, -1) @ {}", q);
     case StepId::GradQ:
       if (heads) return "grad_q = grad_q_heads.transpose(-3, -2).flatten(-2)";
-      if (s.rope) return "grad_q = " + rotate_code(s, "grad_q_rope", s.rope->offset - s.rope->table_first, s.T, s.hs(), "rope_cos", "(-rope_sin)");
+      if (s.rope) return turned_back_code(s, "grad_q", true);
       return "grad_q = grad_scores @ k";
     case StepId::GradK:
       if (heads) return "grad_k = grad_k_heads.transpose(-3, -2).flatten(-2)";
-      if (s.rope) return "grad_k = " + rotate_code(s, "grad_k_rope", s.rope->key_first - s.rope->table_first, s.S, s.hs(), "rope_cos", "(-rope_sin)");
+      if (s.rope) return turned_back_code(s, "grad_k", false);
       return "grad_k = grad_scores.transpose(-2, -1) @ q";
     case StepId::GradV:
       return heads ? "grad_v = grad_v_heads.transpose(-3, -2).flatten(-2)"
