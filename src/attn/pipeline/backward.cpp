@@ -58,6 +58,13 @@ BT saved(Backend& be, const Trace& f, std::string_view id, Shape full) {
   return be.upload(st->value).view(std::move(full));
 }
 
+// A tensor of ones on the backend, shape `shape`.
+BT ones(Backend& be, const Shape& shape) {
+  Tensor t = Tensor::uninitialized(shape);
+  std::fill(t.mutable_data(), t.mutable_data() + t.size(), Scalar{1});
+  return be.upload(t);
+}
+
 // Parameters' gradients summed over every row (B·L of them) that used them.
 // x (B, L, in), dy (B, L, out) -> dW = xᵀ · dy, [in, out]; [out, in] when the input gave W as torch's [out, in].
 BT weight_grad(Backend& be, const Spec& s, const BT& x, const BT& dy) {
@@ -119,11 +126,7 @@ BT upstream(const Spec& s, Backend& be, Recorder& r, const Step& out_step, const
     }
   };
   switch (bw.upstream) {
-    case U::Sum: {
-      Tensor ones = Tensor::uninitialized(out.shape);
-      std::fill(ones.mutable_data(), ones.mutable_data() + ones.size(), Scalar{1});
-      return be.upload(ones);
-    }
+    case U::Sum: return ones(be, out.shape);
     case U::Given:
       check_shape(bw.tensor);
       return be.upload(bw.tensor).view(out.shape);
@@ -207,9 +210,7 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f,
   if (s.softcap) {
     // capped = c · tanh(x / c): d x = d capped ⊙ (1 − tanh²(x / c)) = d capped ⊙ (1 − (capped / c)²)
     const BT t = be.scale(saved(be, f, "capped", {B, H, T, S}), 1 / *s.softcap);
-    Tensor ones = Tensor::uninitialized({B, H, T, S});
-    std::fill(ones.mutable_data(), ones.mutable_data() + ones.size(), Scalar{1});
-    d = r.emit(next(), be.mul(d, be.add(be.upload(ones), be.scale(be.mul(t, t), -1))));
+    d = r.emit(next(), be.mul(d, be.add(ones(be, {B, H, T, S}), be.scale(be.mul(t, t), -1))));
   }
   if (biased) d = r.emit(next(), d, /*view=*/true);  // biased = scaled + alibi: the bias is a constant, the gradient passes
   // scaled = scores · factor
