@@ -209,7 +209,7 @@ PYBIND11_MODULE(_core, m) {
     py::gil_scoped_release release;
     const attn::Spec spec = parse(text, origin, base_dir);
     auto backend = attn::make_cpu_backend();
-    const attn::CheckReport report = attn::check_trace(spec, attn::trace_to_check(spec, *backend));
+    const attn::CheckReport report = attn::check_spec(spec, *backend);
     std::ostringstream json, shown;
     attn::render_check_json(report, json);
     attn::render_check_text(report, shown);

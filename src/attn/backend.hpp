@@ -41,6 +41,8 @@ struct BackendTensor {
   }
 };
 
+// Scalars (a factor, a cap, a fill) come in float64, as exact as the input gave them; a float32
+// backend rounds them to float32 first, a float64 one (attn check's judge) uses them as they are.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -66,9 +68,9 @@ class Backend {
   // a (N, n) -> (N, width): columns [offset, offset + width)
   virtual BackendTensor slice_columns(const BackendTensor& a, std::int64_t offset, std::int64_t width) = 0;
   // a (...) * factor
-  virtual BackendTensor scale(const BackendTensor& a, Scalar factor) = 0;
+  virtual BackendTensor scale(const BackendTensor& a, double factor) = 0;
   // scores (B, G, T, S), keep (B, T, S) of 1 (keep) / 0 (block) -> blocked entries set to fill
-  virtual BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) = 0;
+  virtual BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, double fill) = 0;
   // What softmax gives a row whose entries are all -inf (it has no distribution).
   enum class EmptyRow { Nan, Zeros, Uniform };
   // a (N, n) -> softmax along n, row max subtracted first
@@ -108,7 +110,7 @@ class Backend {
   virtual BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) = 0;
 
   // a (...) -> cap · tanh(a / cap), the division and the product in float32 (logit soft-capping)
-  virtual BackendTensor soft_cap(const BackendTensor& a, Scalar cap) = 0;
+  virtual BackendTensor soft_cap(const BackendTensor& a, double cap) = 0;
   // slopes (H) -> (H, T, S): −slopes[h] · (i + offset − j), ALiBi's bias (one product, rounded once)
   virtual BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) = 0;
 
@@ -122,7 +124,7 @@ class Backend {
     std::int64_t offset = 0, window = 0;
     std::vector<std::int64_t> lengths;
   };
-  virtual BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale,
+  virtual BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, double scale,
                                         const FusedMask& mask, EmptyRow empty) = 0;
 
   // ---- the backward pass's primitives (attn backward). A backend that lacks them refuses (exit 2).
@@ -172,5 +174,8 @@ std::unique_ptr<Backend> make_shape_backend();
 std::unique_ptr<Backend> make_backend(std::string_view name);
 
 std::unique_ptr<Backend> make_cpu_backend();
+// Every primitive in float64, from the inputs as exact as the spec knows them (Tensor::wide); its
+// steps hold their float64 values beside their float32 rounding. attn check's judge (check.hpp).
+std::unique_ptr<Backend> make_float64_backend();
 
 }  // namespace attn

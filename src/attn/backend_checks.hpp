@@ -39,7 +39,7 @@ inline void rotate_pairs(std::string_view be, const BackendTensor& a, const Back
           "rotate_pairs wants cos and sin (P, R/2) with R ≤ h and a row for every position", cos);
 }
 
-inline void soft_cap(std::string_view be, const BackendTensor& a, Scalar cap) { require(cap > 0, be, "soft_cap wants a positive cap", a); }
+inline void soft_cap(std::string_view be, const BackendTensor& a, double cap) { require(cap > 0, be, "soft_cap wants a positive cap", a); }
 
 inline void distance_bias(std::string_view be, const BackendTensor& slopes) {
   require(slopes.shape.size() == 1, be, "distance_bias wants slopes (H)", slopes);

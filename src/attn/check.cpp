@@ -17,7 +17,38 @@
 
 namespace attn {
 
-CheckReport check_trace(const Spec& spec, const Trace& trace) {
+namespace {
+
+// 4 float32 ulps of |p|: what float32 arithmetic's rounding can move a right value by; and the same
+// in float64, where only the order of a document's sums differs from ours.
+double floor32(double p) { return 4.0 * std::ldexp(1.0, -24) * std::fabs(p); }
+double floor64(double p) { return 4.0 * std::ldexp(1.0, -53) * std::fabs(p); }
+
+// Whether a printed number's digits can tell float32 from float64 (its last decimal is finer than
+// float32's spacing there), and then whether they are a float32 number's: the float32 nearest the
+// printed value, printed to as many decimals, gives them back.
+enum class Digits { Undecided, Float32, NotFloat32 };
+Digits printed_digits(double p, int decimals) {
+  if (decimals < 0 || !std::isfinite(p) || p == 0 || std::fabs(p) > std::numeric_limits<float>::max()) return Digits::Undecided;
+  const float f = std::fabs(static_cast<float>(p));
+  const double spacing = static_cast<double>(std::nextafter(f, std::numeric_limits<float>::infinity())) - static_cast<double>(f);
+  if (!(std::pow(10.0, -decimals) < spacing)) return Digits::Undecided;
+  return fmt::format("{:.{}f}", static_cast<double>(static_cast<float>(p)), decimals) == fmt::format("{:.{}f}", p, decimals) ? Digits::Float32
+                                                                                                                             : Digits::NotFloat32;
+}
+
+}  // namespace
+
+std::string_view judge_name(Judge j) {
+  switch (j) {
+    case Judge::Float64: return "float64";
+    case Judge::Float32: return "float32";
+    case Judge::Either: break;
+  }
+  return "float32 or float64";
+}
+
+CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide) {
   if (spec.expect.empty()) {
     throw InputError("expect: required by attn check: the numbers a document printed, keyed by step id, e.g. "
                      "\"expect\": {\"weights\": [[1, 0], [0.4, 0.6]]}");
@@ -38,39 +69,67 @@ CheckReport check_trace(const Spec& spec, const Trace& trace) {
                                    x.id, fmt::format("[{}]", fmt::join(step->dims, ", ")), shape_string(x.shape)));
     }
   }
+  // What a printed number claims: expect.tolerance, else half a unit in its last printed decimal
+  // (an integer literal: the exact value).
+  auto claimed = [&](int decimals) {
+    return spec.expect_tolerance ? *spec.expect_tolerance : decimals == kExactInteger ? 0.0 : 0.5 * std::pow(10.0, -std::max(decimals, 0));
+  };
+  auto beyond_float32 = [&](double printed, int decimals) {
+    return wide != nullptr && decimals != kExactInteger && std::isfinite(printed) && claimed(decimals) < floor32(printed);
+  };
+  // A float32 document printed to 8 decimals: every digit that can tell is a float32 number's.
+  bool float32_seen = false, other_seen = false;
+  for (const auto& x : spec.expect)
+    for (std::size_t i = 0; i < x.values.size(); ++i) {
+      if (!x.present[i] || !beyond_float32(x.values[i], x.decimals[i])) continue;
+      const Digits d = printed_digits(x.values[i], x.decimals[i]);
+      float32_seen = float32_seen || d == Digits::Float32;
+      other_seen = other_seen || d == Digits::NotFloat32;
+    }
+  r.float32_digits = float32_seen && !other_seen;
   // Steps in trace order, so the report reads like the walkthrough.
   for (const auto& step : trace.steps) {
     for (const auto& x : spec.expect) {
       if (x.id != step.id) continue;
+      const Step* step64 = wide != nullptr ? wide->find(step.id) : nullptr;
+      if (wide != nullptr && (step64 == nullptr || step64->value.shape() != step.value.shape())) {
+        throw InternalError("attn check: the float64 trace has no step " + step.id + " of this shape");
+      }
       CheckStep cs{step.id};
+      for (std::size_t i = 0; i < x.values.size(); ++i) {
+        if (x.present[i] && beyond_float32(x.values[i], x.decimals[i])) cs.judge = r.float32_digits ? Judge::Float32 : Judge::Float64;
+      }
       for (std::size_t i = 0; i < x.values.size(); ++i) {
         if (!x.present[i]) continue;
         const double printed = x.values[i];
-        const double computed = step.value.data()[i];
         const int decimals = x.decimals[i];
-        // An integer literal claims the exact value; a decimal one half a unit in its last place. Never
-        // less than 4 float32 ulps of the printed value, so a right value printed to 8 or 9 significant
-        // digits is not flagged for float32 rounding.
-        const double floor = 4.0 * std::ldexp(1.0, -24) * std::fabs(printed);
-        const double tol = spec.expect_tolerance ? *spec.expect_tolerance
-                           : decimals == kExactInteger ? floor
-                                                       : std::max(0.5 * std::pow(10.0, -std::max(decimals, 0)), floor);
-        // printed 0.005 steps are not exactly representable: a hair of slack
-        const bool match = values_match(printed, computed, Tolerance{tol * (1 + 1e-9), 0});
-        const double diff = std::isfinite(printed) && std::isfinite(computed) ? computed - printed
-                            : match                                           ? 0
-                                                                              : std::numeric_limits<double>::infinity();
+        const double computed32 = step.value.at(static_cast<std::int64_t>(i));
+        const double computed64 = step64 != nullptr ? step64->value.wide_at(static_cast<std::int64_t>(i)) : computed32;
+        // float32: never under 4 ulps of the printed value (but as expect.tolerance says), so a right
+        // value printed to 8 or 9 significant digits is not flagged for float32 rounding; and float32
+        // arithmetic other than ours (another order of sums, another exp) may land as far from the
+        // float64 value as ours did, on its other side: 3 × |ours − float64| more. float64: what was
+        // claimed, never under 4 float64 ulps. A hair of slack: printed 0.005 steps are not exactly
+        // representable.
+        const double spread = step64 != nullptr && std::isfinite(computed32 - computed64) ? std::fabs(computed32 - computed64) : 0.0;
+        const double tol32 = spec.expect_tolerance ? *spec.expect_tolerance : std::max(claimed(decimals), floor32(printed)) + 3 * spread;
+        const double tol64 = std::max(claimed(decimals), floor64(printed));
+        const bool match64 = values_match(printed, computed64, Tolerance{tol64 * (1 + 1e-9), 0});
+        const bool match = match64 || (cs.judge != Judge::Float64 && values_match(printed, computed32, Tolerance{tol32 * (1 + 1e-9), 0}));
         ++cs.checked;
         ++r.checked;
         if (match) {
           ++r.matches;
           continue;
         }
+        const double computed = cs.judge == Judge::Float64 ? computed64 : computed32;
+        const double diff = std::isfinite(printed) && std::isfinite(computed) ? computed - printed : std::numeric_limits<double>::infinity();
         ++cs.differ;
         ++r.differences;
         cs.max_abs_difference = std::max(cs.max_abs_difference, std::fabs(diff));
-        r.differing.push_back({step.id, position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)),
-                               printed, decimals, computed, diff, tol, i < x.literals.size() ? x.literals[i] : std::string()});
+        r.differing.push_back({step.id, cs.judge, position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)),
+                               printed, decimals, computed, computed32, computed64, diff, cs.judge == Judge::Float64 ? tol64 : tol32,
+                               i < x.literals.size() ? x.literals[i] : std::string()});
       }
       r.steps.push_back(cs);
     }
@@ -94,7 +153,7 @@ int shown_decimals(const CheckEntry& e) {
   int d = std::max(e.decimals, 0) + 2;
   const double diff = std::fabs(e.difference);
   if (std::isfinite(diff) && diff > 0) d = std::max(d, static_cast<int>(std::ceil(-std::log10(diff))) + 1);
-  return std::min(d, 9);
+  return std::min(d, e.judge == Judge::Float64 ? 12 : 9);  // no digits beyond what the judging arithmetic holds
 }
 
 std::string computed_text(const CheckEntry& e) {
@@ -104,12 +163,31 @@ std::string computed_text(const CheckEntry& e) {
 
 std::string difference_text(const CheckEntry& e) {
   if (!std::isfinite(e.difference)) return "non-finite";
-  return fmt::format("{:+.{}f}", e.difference, shown_decimals(e));
+  const int d = shown_decimals(e);
+  // a difference too small for the decimals shown (a value printed as 1.76786722e-04): in exponent form
+  if (e.difference != 0 && std::fabs(e.difference) < 0.5 * std::pow(10.0, -d)) return fmt::format("{:+.2e}", e.difference);
+  return fmt::format("{:+.{}f}", e.difference, d);
 }
 
 std::string tolerance_text(const CheckReport& r) {
   return r.tolerance ? fmt::format("±{} (expect.tolerance)", *r.tolerance)
-                     : "half a unit in each number's last printed decimal; a printed integer is exact; never under 4 float32 ulps";
+                     : "half a unit in each number's last printed decimal; a printed integer is exact; in float32 never under 4 ulps, "
+                       "plus 3 × |float32 − float64|";
+}
+
+// A step's judge in the text report, after the header's "judged:" line has said what each means.
+std::string_view judge_tag(Judge j) { return j == Judge::Either ? "either" : judge_name(j); }
+
+// How the report judged: the arithmetic a document may have used.
+std::string judged_text(const CheckReport& r) {
+  const bool beyond = std::any_of(r.steps.begin(), r.steps.end(), [](const CheckStep& s) { return s.judge != Judge::Either; });
+  if (!beyond) return "each number against float32 and float64 arithmetic: a match in either counts (either)";
+  if (r.float32_digits) {
+    return "the digits printed beyond float32's precision are float32 numbers' (a float32 document): a match in float32 or "
+           "float64 counts (float32); a step printed within it: the same (either)";
+  }
+  return "a step printed beyond float32's precision against float64 alone (float64); the others against float32 and float64: "
+         "a match in either counts (either)";
 }
 
 }  // namespace
@@ -118,6 +196,7 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   out << "attn check";
   if (!r.title.empty()) out << " · " << r.title;
   out << "\n" << "tolerance: " << tolerance_text(r) << "\n";
+  out << "judged: " << judged_text(r) << "\n";
   if (!r.differing.empty()) {
     std::size_t w_step = 4, w_pos = 8, w_printed = 7, w_computed = 8, w_diff = 10;
     for (const auto& e : r.differing) {
@@ -153,8 +232,11 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   }
   out << "\n";
   for (const auto& s : r.steps) {
-    if (s.differ == 0) out << fmt::format("{}: {} printed, all match\n", s.id, s.checked);
-    else out << fmt::format("{}: {} printed, {} differ (largest difference {:.4g})\n", s.id, s.checked, s.differ, s.max_abs_difference);
+    if (s.differ == 0) out << fmt::format("{}: {} printed, all match · {}\n", s.id, s.checked, judge_tag(s.judge));
+    else {
+      out << fmt::format("{}: {} printed, {} differ (largest difference {:.4g}) · {}\n", s.id, s.checked, s.differ, s.max_abs_difference,
+                         judge_tag(s.judge));
+    }
   }
   out << fmt::format("summary: {} printed values checked: {} match, {} differ\n", r.checked, r.matches, r.differences);
 }
@@ -167,30 +249,42 @@ void render_check_json(const CheckReport& r, std::ostream& out) {
   const auto quote = json_quote;
   out << "{\n  \"format\": \"attn-check\",\n";
   out << "  \"title\": " << quote(r.title) << ",\n";
-  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal; a printed integer is exact; never under 4 float32 ulps\"") << ",\n";
+  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal; a printed integer is exact; in float32 never under 4 ulps, plus 3 × |float32 − float64|\"") << ",\n";
+  out << "  \"judged\": " << quote(judged_text(r)) << ",\n";
+  out << "  \"float32_digits\": " << (r.float32_digits ? "true" : "false") << ",\n";
   out << fmt::format("  \"checked\": {}, \"matches\": {}, \"differences\": {},\n", r.checked, r.matches, r.differences);
   out << "  \"steps\": [";
   for (std::size_t i = 0; i < r.steps.size(); ++i) {
     const auto& s = r.steps[i];
-    out << (i ? ",\n" : "\n") << fmt::format("    {{\"id\": {}, \"checked\": {}, \"differ\": {}, \"max_abs_difference\": {}}}",
-                                             quote(s.id), s.checked, s.differ, num(s.max_abs_difference));
+    out << (i ? ",\n" : "\n") << fmt::format("    {{\"id\": {}, \"judged\": {}, \"checked\": {}, \"differ\": {}, \"max_abs_difference\": {}}}",
+                                             quote(s.id), quote(judge_name(s.judge)), s.checked, s.differ, num(s.max_abs_difference));
   }
   out << "\n  ],\n  \"differing\": [";
   for (std::size_t i = 0; i < r.differing.size(); ++i) {
     const auto& e = r.differing[i];
     out << (i ? ",\n" : "\n")
-        << fmt::format("    {{\"step\": {}, \"position\": {}, \"printed\": {}, \"computed\": {}, \"difference\": {}, \"tolerance\": {}}}",
+        << fmt::format("    {{\"step\": {}, \"position\": {}, \"printed\": {}, \"computed\": {}, \"difference\": {}, \"tolerance\": {}, "
+                       "\"judged\": {}, \"float32\": {}, \"float64\": {}}}",
                        quote(e.step), quote(e.position),
                        // the document's number literal itself (valid JSON: it came from JSON), not its double re-printed
                        !e.literal.empty() && std::isfinite(e.printed) ? e.literal : num(e.printed), num(e.computed), num(e.difference),
-                       num(e.tolerance));
+                       num(e.tolerance), quote(judge_name(e.judge)), num(e.computed32), num(e.computed64));
   }
   out << "\n  ]\n}\n";
 }
 
-Trace trace_to_check(const Spec& spec, Backend& backend) {
+CheckTraces traces_to_check(const Spec& spec, Backend& backend) {
   const bool backward = std::any_of(spec.expect.begin(), spec.expect.end(), [](const Expectation& e) { return e.id.starts_with("grad.") || e.id == "loss"; });
-  return backward ? run_backward(spec, backend) : run_pipeline(spec, backend);
+  auto run = [&](Backend& be) { return backward ? run_backward(spec, be) : run_pipeline(spec, be); };
+  auto float64 = make_float64_backend();
+  Trace shown = run(backend);
+  return {std::move(shown), run(*float64)};
+}
+
+CheckReport check_spec(const Spec& spec, Backend& backend) {
+  if (spec.expect.empty()) check_trace(spec, Trace{});  // refused before anything is computed
+  const CheckTraces t = traces_to_check(spec, backend);
+  return check_trace(spec, t.shown, &t.wide);
 }
 
 }  // namespace attn

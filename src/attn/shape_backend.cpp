@@ -34,7 +34,7 @@ class ShapeBackend final : public Backend {
     flops_ += 6.0 * static_cast<double>(a.shape[0] * a.shape[1] * cos.shape[1]);  // per pair: 4 products, 2 sums
     return {a.shape, nullptr};
   }
-  BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
+  BackendTensor soft_cap(const BackendTensor& a, double cap) override {
     check::soft_cap(kName, a, cap);
     flops_ += 3.0 * static_cast<double>(element_count(a.shape));  // divide, tanh, multiply
     return {a.shape, nullptr};
@@ -66,11 +66,11 @@ class ShapeBackend final : public Backend {
     check::slice_columns(kName, a, offset, width);
     return {{a.shape[0], width}, nullptr};
   }
-  BackendTensor scale(const BackendTensor& a, Scalar) override {
+  BackendTensor scale(const BackendTensor& a, double) override {
     flops_ += static_cast<double>(element_count(a.shape));
     return {a.shape, nullptr};
   }
-  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar) override {
+  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, double) override {
     check::masked_fill(kName, scores, keep);
     return {scores.shape, nullptr};
   }
@@ -107,7 +107,7 @@ class ShapeBackend final : public Backend {
     check::empty_rows(kName, a);
     return {};
   }
-  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar, const FusedMask& mask,
+  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, double, const FusedMask& mask,
                                 EmptyRow) override {
     check::fused_attention(kName, q, k, v, mask);
     // per query row and key: a dot product of hs, a scale, exp and sum, and a product of hv

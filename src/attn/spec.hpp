@@ -50,7 +50,7 @@ struct Spec {
   std::int64_t Hkv = 1;  // key/value heads (kv_heads, grouped-query attention): query head h reads kv head h / (H / Hkv); H when not grouped
   Layout layout = Layout::XW;
   ScaleKind scale_kind = ScaleKind::SqrtDk;
-  Scalar scale_number = 1;
+  double scale_number = 1;  // as given (a float64 run multiplies by it; float32 ones by its rounding)
   bool scale_given = false;  // false: the default for the entry point was used
   std::string scale_source;  // where a Number scale comes from ("Gemma's query_pre_attn_scalar = 256"); empty: given
   Entry entry = Entry::Embeddings;
@@ -124,7 +124,7 @@ struct Spec {
   };
   std::optional<RelativeBias> relative_bias;
   bool cached = false;  // attn decode: the keys and values are the KV cache's (k.cache, v.cache)
-  std::optional<Scalar> softcap;  // Gemma 2's logit soft-capping: c · tanh(logits / c) before masking
+  std::optional<double> softcap;  // Gemma 2's logit soft-capping: c · tanh(logits / c) before masking
 
   Positions positions = Positions::None;
   Tensor position_table;  // (T, C): added to x before the projections (positions 0 .. T − 1)

@@ -176,7 +176,29 @@ Tensor Tensor::reshaped(Shape shape) const {
   t.shape_ = std::move(shape);
   t.storage_ = storage_;
   t.deferred_ = deferred_;
+  t.wide_ = wide_;
   return t;
+}
+
+Tensor Tensor::with_wide(Wide wide) const {
+  if (static_cast<std::int64_t>(wide.size()) != size()) {
+    throw InternalError(fmt::format("tensor of shape {} given {} float64 values", shape_string(shape_), wide.size()));
+  }
+  Tensor t = *this;
+  t.wide_ = std::make_shared<const Wide>(std::move(wide));
+  return t;
+}
+
+Tensor Tensor::gathered(Shape shape, const std::function<std::int64_t(std::int64_t)>& from) const {
+  Tensor t = uninitialized(std::move(shape));
+  const Scalar* in = data();
+  Scalar* out = t.mutable_data();
+  const std::int64_t n = t.size();
+  for (std::int64_t i = 0; i < n; ++i) out[i] = in[from(i)];
+  if (!wide_) return t;
+  Wide w(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) w[static_cast<std::size_t>(i)] = (*wide_)[static_cast<std::size_t>(from(i))];
+  return t.with_wide(std::move(w));
 }
 
 }  // namespace attn

@@ -116,6 +116,19 @@ class Tensor {
   // The same values under another shape with the same element count: a view, no copy.
   Tensor reshaped(Shape shape) const;
 
+  // The values in float64, where they are known beyond float32: an input as its JSON text wrote it,
+  // a NumPy draw before its float32 rounding, a table computed in double, a float64 run's step. What
+  // attn check's float64 judge computes from; null where only the float32 values are known.
+  using Wide = std::vector<double>;
+  const Wide* wide() const { return wide_.get(); }
+  // This tensor (the same float32 values, shared) with its float64 values; wide.size() == size().
+  Tensor with_wide(Wide wide) const;
+  // Value i in float64: the wide one where known, else the float32 one widened.
+  double wide_at(std::int64_t flat) const { return wide_ ? (*wide_)[static_cast<std::size_t>(flat)] : static_cast<double>(at(flat)); }
+  // A tensor of `shape` whose value i is this one's value from(i) (a transpose, a slice, a
+  // reordering), the float64 values, where known, moved the same way.
+  Tensor gathered(Shape shape, const std::function<std::int64_t(std::int64_t)>& from) const;
+
  private:
   struct Deferred {
     std::once_flag once;
@@ -131,6 +144,7 @@ class Tensor {
   Shape shape_;
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<Deferred> deferred_;  // shared by reshaped views, so one fill serves all
+  std::shared_ptr<const Wide> wide_;    // see wide()
 };
 
 }  // namespace attn

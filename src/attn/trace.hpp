@@ -43,6 +43,7 @@ struct TraceConfig {
   Layout layout = Layout::XW;
   std::string scale;       // "1/√hs = 1/√64 = 0.125", "none", "0.25 (given)"
   Scalar scale_factor = 1;
+  double scale_exact = 1;  // the same factor in float64 (1/√hs, or as given): what a float64 run multiplies by
   Entry entry = Entry::Embeddings;
   bool causal = false;
   std::int64_t window = 0;  // a sliding window's width, with causal; 0 = none

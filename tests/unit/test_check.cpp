@@ -82,7 +82,7 @@ TEST_CASE("a differing entry is reported with its position, labels, printed and 
 TEST_CASE("a printed 0 against a small computed weight shows digits that differ", "[check]") {
   attn::CheckReport r;
   r.checked = 1, r.differences = 1;
-  r.differing.push_back({"weights", "[0, 3]", 0.0, attn::kExactInteger, 0.002334, 0.002334, 0});
+  r.differing.push_back({"weights", attn::Judge::Either, "[0, 3]", 0.0, attn::kExactInteger, 0.002334, 0.002334, 0.002334, 0.002334, 0});
   std::ostringstream text;
   render_check_text(r, text);
   // not "0.00 · +0.00": the computed value and the difference with two significant digits
@@ -92,7 +92,7 @@ TEST_CASE("a printed 0 against a small computed weight shows digits that differ"
 TEST_CASE("a check table wider than the width gives each entry two lines", "[check]") {
   attn::CheckReport r;
   r.checked = 1, r.differences = 1;
-  r.differing.push_back({"x", "[0, 0, 2] (batch 0, token \"a long token label\", C 2)", 0.7319, 4, 0.731994, 0.000094, 0.00005});
+  r.differing.push_back({"x", attn::Judge::Either, "[0, 0, 2] (batch 0, token \"a long token label\", C 2)", 0.7319, 4, 0.731994, 0.731994, 0.731994, 0.000094, 0.00005});
   std::ostringstream narrow, wide;
   render_check_text(r, narrow, 80);
   render_check_text(r, wide, 200);

@@ -120,7 +120,8 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
-  BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
+  BackendTensor soft_cap(const BackendTensor& a, double cap_given) override {
+    const Scalar cap = static_cast<Scalar>(cap_given);  // float32 arithmetic
     check::soft_cap(kName, a, cap);
     const auto n = element_count(a.shape);
     Tensor out = Tensor::uninitialized(a.shape);
@@ -262,7 +263,8 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
-  BackendTensor scale(const BackendTensor& a, Scalar factor) override {
+  BackendTensor scale(const BackendTensor& a, double factor_given) override {
+    const Scalar factor = static_cast<Scalar>(factor_given);  // float32 arithmetic
     const auto n = element_count(a.shape);
     // |factor| <= 1 keeps finite scores finite, so the deferred step needs no check of its own
     if (deferral() && n >= kDeferMin && std::fabs(factor) <= 1 && !buffer(a).lazy && !buffer(a).softmax) {
@@ -278,7 +280,8 @@ class CpuBackend final : public Backend {
     return wrap(std::move(out));
   }
 
-  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) override {
+  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, double fill_given) override {
+    const Scalar fill = static_cast<Scalar>(fill_given);  // float32 arithmetic
     // scores (B, G, T, S), keep (B, T, S)
     check::masked_fill(kName, scores, keep);
     const auto b_count = scores.shape[0], groups = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
@@ -481,8 +484,9 @@ class CpuBackend final : public Backend {
     return e;
   }
 
-  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale, const FusedMask& mask,
+  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, double scale_given, const FusedMask& mask,
                                 EmptyRow empty) override {
+    const Scalar scale = static_cast<Scalar>(scale_given);  // float32 arithmetic
     // One query row at a time, S scores in a row buffer: the materialised steps' own arithmetic
     // (the products' fma chains, one multiply by the scale, the mask's select, the softmax's max,
     // exp and double sum, weights · v as an fma chain over the keys), so the context has their bits.

@@ -216,7 +216,8 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  BackendTensor soft_cap(const BackendTensor& a, Scalar cap) override {
+  BackendTensor soft_cap(const BackendTensor& a, double cap_given) override {
+    const Scalar cap = static_cast<Scalar>(cap_given);  // float32 arithmetic
     checks::soft_cap(kName, a, cap);
     auto out = make(a.shape, "soft_cap");
     k_soft_cap<<<grid(element_count(a.shape)), kThreads, 0, stream()>>>(dev(a), dev(out), element_count(a.shape), cap);
@@ -281,7 +282,8 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  BackendTensor scale(const BackendTensor& a, Scalar factor) override {
+  BackendTensor scale(const BackendTensor& a, double factor_given) override {
+    const Scalar factor = static_cast<Scalar>(factor_given);  // float32 arithmetic
     auto [out, flags] = make_flagged(a.shape, "scale");
     const auto n = element_count(a.shape);
     if (n % 4 == 0) {
@@ -294,7 +296,8 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, Scalar fill) override {
+  BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, double fill_given) override {
+    const Scalar fill = static_cast<Scalar>(fill_given);  // float32 arithmetic
     checks::masked_fill(kName, scores, keep);
     auto [out, flags] = make_flagged(scores.shape, "masked_fill");
     const auto plane = scores.shape[2] * scores.shape[3];
@@ -397,8 +400,9 @@ class CudaBackend final : public Backend {
     return {static_cast<std::int64_t>(got[0]), got[0] == 0 ? -1 : static_cast<std::int64_t>(got[1])};
   }
 
-  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, Scalar scale, const FusedMask& mask,
+  BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, double scale_given, const FusedMask& mask,
                                 EmptyRow empty) override {
+    const Scalar scale = static_cast<Scalar>(scale_given);  // float32 arithmetic
     checks::fused_attention(kName, q, k, v, mask);
     FusedArgs a{};
     a.B = q.shape[0], a.H = q.shape[1], a.T = q.shape[2], a.hs = q.shape[3], a.Hkv = k.shape[1], a.S = k.shape[2], a.hv = v.shape[3];

@@ -140,10 +140,10 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
     }
     if (a.query_scalar) {
       s.scale_kind = ScaleKind::Number;
-      s.scale_number = static_cast<Scalar>(1.0 / std::sqrt(*a.query_scalar));
+      s.scale_number = 1.0 / std::sqrt(*a.query_scalar);
       s.scale_source = fmt::format("{}'s query_pre_attn_scalar = {}: 1/√{}", a.name(), *a.query_scalar, *a.query_scalar);
     }
-    if (a.softcap) s.softcap = static_cast<Scalar>(*a.softcap);
+    if (a.softcap) s.softcap = static_cast<double>(static_cast<Scalar>(*a.softcap));  // as the model computes it: a float32 cap
   }
   if (a.model_type == "t5") {
     s.scale_kind = ScaleKind::None;  // T5 adds no 1/√d: its initialisation of W_q absorbs it

@@ -99,7 +99,12 @@ BT side_by_side(Backend& be, const BT& a, const BT& b) {
 BT unrotate(Backend& be, const Spec& s, const BT& grad, std::int64_t first) {
   const auto& rope = *s.rope;
   Tensor minus_sin = Tensor::uninitialized(rope.sin.shape());  // (a Tensor copy would share rope.sin's values)
-  for (std::int64_t i = 0; i < minus_sin.size(); ++i) minus_sin.mutable_data()[i] = -rope.sin.data()[i];
+  Tensor::Wide minus_wide(static_cast<std::size_t>(minus_sin.size()));
+  for (std::int64_t i = 0; i < minus_sin.size(); ++i) {
+    minus_sin.mutable_data()[i] = -rope.sin.data()[i];
+    minus_wide[static_cast<std::size_t>(i)] = -rope.sin.wide_at(i);
+  }
+  minus_sin = minus_sin.with_wide(std::move(minus_wide));
   const auto& sh = grad.shape;
   return be.rotate_pairs(grad.view({sh[0] * sh[1], sh[2], sh[3]}), be.upload(rope.cos), be.upload(minus_sin), first,
                          rope.style == RopeStyle::Interleaved)
@@ -141,8 +146,8 @@ BT upstream(const Spec& s, Backend& be, Recorder& r, const Step& out_step, const
       const auto n = element_count(out.shape);
       const BT diff = be.add(out, be.scale(be.upload(bw.tensor).view(out.shape), -1));
       const BT squares = be.mul(diff, diff).view({1, n});
-      r.emit(StepId::Loss, be.scale(be.row_sums(squares), static_cast<Scalar>(1.0 / static_cast<double>(n))));
-      return be.scale(diff, static_cast<Scalar>(2.0 / static_cast<double>(n)));
+      r.emit(StepId::Loss, be.scale(be.row_sums(squares), 1.0 / static_cast<double>(n)));
+      return be.scale(diff, 2.0 / static_cast<double>(n));
     }
   }
   throw InternalError("attn backward: unknown upstream");
@@ -214,7 +219,7 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f,
   }
   if (biased) d = r.emit(next(), d, /*view=*/true);  // biased = scaled + alibi: the bias is a constant, the gradient passes
   // scaled = scores · factor
-  const BT d_scores = scaled ? r.emit(StepId::GradScores, be.scale(d, m == Mistake::BackwardScaleForgotten ? Scalar{1} : f.config.scale_factor)) : d;
+  const BT d_scores = scaled ? r.emit(StepId::GradScores, be.scale(d, m == Mistake::BackwardScaleForgotten ? 1.0 : f.config.scale_exact)) : d;
   if (s.entry == Entry::Scores) {  // the scores were given: they are where the pass ends, with v's
     if (values) r.emit(StepId::GradV, merge(be, d_v_heads));
     return;

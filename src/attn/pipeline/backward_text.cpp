@@ -171,10 +171,10 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
                 bhts};
       }
       if (prev == "capped") {
-        return {"", fmt::format("grad.{0} = grad.capped ⊙ (1 − (capped / {1})²)", self, *s.softcap),
+        return {"", fmt::format("grad.{0} = grad.capped ⊙ (1 − (capped / {1})²)", self, static_cast<Scalar>(*s.softcap)),
                 fmt::format("the derivative of {0} · tanh(x / {0}) is 1 − tanh²(x / {0}): near 1 for small scores, near 0 where the cap "
                             "flattens them",
-                            *s.softcap),
+                            static_cast<Scalar>(*s.softcap)),
                 bhts};
       }
       // the mask's backward: masked = masked_fill(logits, blocked, fill) (+ an additive mask)
@@ -306,7 +306,7 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
       if (self == logits(s)) return fmt::format("grad_{} = weights * (grad_weights - (grad_weights * weights).sum(-1, keepdim=True))", self);
       if (prev == "scaled") return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
       if (prev == "biased") return fmt::format("grad_{} = grad_biased", self);
-      if (prev == "capped") return fmt::format("grad_{0} = grad_capped * (1 - (capped / {1}) ** 2)", self, *s.softcap);
+      if (prev == "capped") return fmt::format("grad_{0} = grad_capped * (1 - (capped / {1}) ** 2)", self, static_cast<Scalar>(*s.softcap));
       if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask{} == 0, 0.0)", self, s.H > 1 && s.mask_per_batch() ? "[:, None]" : "");
       return fmt::format("grad_{} = grad_masked", self);
     }

@@ -139,7 +139,7 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
 
   // 2. scale: scores · 1/√hs (or the given factor)
   BT logits = scores;  // (B, H, T, S)
-  if (s.scale_kind != ScaleKind::None) logits = r.emit(StepId::Scaled, be.scale(scores, m.scale(s, r.config().scale_factor)));
+  if (s.scale_kind != ScaleKind::None) logits = r.emit(StepId::Scaled, be.scale(scores, m.scale(s, r.config().scale_exact)));
   if (!s.alibi_slopes.shape().empty()) {
     // ALiBi: a bias by distance, one slope per head, the same for every batch row
     const BT bias = r.emit(StepId::Alibi, be.distance_bias(m.slopes(be, be.upload(s.alibi_slopes)), T, S, s.causal_offset()));  // (H, T, S)
@@ -217,7 +217,7 @@ void attend_fused(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const
   Backend::FusedMask mask;
   if (s.blocking()) mask = {s.causal, s.causal_offset(), s.window, s.lengths};
   r.check_empty_rows(empty_rows_of(s, mask));
-  const Scalar scale = s.scale_kind == ScaleKind::None ? Scalar{1} : r.config().scale_factor;
+  const double scale = s.scale_kind == ScaleKind::None ? 1.0 : r.config().scale_exact;
   r.facts.fused = true;
   r.config().fused = true;
   merge_and_project(s, be, m, r, r.emit(StepId::Context, be.fused_attention(h.q, h.k, *h.v, scale, mask, empty_row_policy(s.masked_row))));

@@ -27,8 +27,8 @@ Hooks correct() {
   Hooks h;
   h.weight = [](Backend&, const BackendTensor& w, Projection) { return w; };
   h.scores = [](Backend& be, const BackendTensor& q, const BackendTensor&, const BackendTensor& kt) { return be.matmul(q, kt); };
-  h.scale = [](const Spec&, Scalar correct) { return correct; };
-  h.fill = [](Scalar correct) { return correct; };
+  h.scale = [](const Spec&, double correct) { return correct; };
+  h.fill = [](double correct) { return correct; };
   h.softmax = [](Backend& be, const BackendTensor& logits, Backend::EmptyRow empty) {
     const auto& s = logits.shape;  // (B, H, T, S)
     return be.softmax_rows(logits.view({s[0] * s[1] * s[2], s[3]}), empty).view(s);
@@ -119,9 +119,9 @@ Hooks hooks_for(Mistake m) {
         return p == Projection::Output ? transposed_square(be, w, "output-transposed") : w;
       };
       break;
-    case Mistake::ScaleMissing: h.scale = [](const Spec&, Scalar) { return Scalar{1}; }; break;
+    case Mistake::ScaleMissing: h.scale = [](const Spec&, double) { return 1.0; }; break;
     case Mistake::ScaleSqrtC:
-      h.scale = [](const Spec& s, Scalar) { return static_cast<Scalar>(1.0 / std::sqrt(static_cast<double>(s.C))); };
+      h.scale = [](const Spec& s, double) { return 1.0 / std::sqrt(static_cast<double>(s.C)); };
       break;
     case Mistake::SoftmaxWrongAxis:
       // softmax over the queries: transpose, softmax each row, transpose back
@@ -134,7 +134,7 @@ Hooks hooks_for(Mistake m) {
       break;
     case Mistake::MaskFlipped: h.flip_mask = true; break;
     case Mistake::MaskAfterSoftmax: h.mask_after_softmax = true; break;
-    case Mistake::Fill1e9: h.fill = [](Scalar) { return -1e9f; }; break;
+    case Mistake::Fill1e9: h.fill = [](double) { return -1e9; }; break;
     case Mistake::QKSwapped:
       h.scores = [](Backend& be, const BackendTensor& q, const BackendTensor& k, const BackendTensor&) {
         if (q.shape[1] != k.shape[1]) throw InputError("mistake qk-swapped: needs T = S (k · qᵀ is [S, T])");

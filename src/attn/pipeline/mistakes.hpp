@@ -61,9 +61,9 @@ struct Hooks {
   // q (B·H, T, hs), k (B·H, S, hs), kᵀ (B·H, hs, S) -> scores (B·H, T, S)
   std::function<BackendTensor(Backend&, const BackendTensor& q, const BackendTensor& k, const BackendTensor& kt)> scores;
   // the factor the scores are multiplied by, given the correct one
-  std::function<Scalar(const Spec&, Scalar correct)> scale;
+  std::function<double(const Spec&, double correct)> scale;
   // the value blocked scores get, given the correct one
-  std::function<Scalar(Scalar correct)> fill;
+  std::function<double(double correct)> fill;
   // the keep pattern (B, T, S) inverted
   bool flip_mask = false;
   // no masked step: softmax first, then blocked weights set to 0

@@ -383,7 +383,7 @@ std::string step_code(StepId step, const Spec& s, const TraceConfig& c, const Te
     case StepId::Biased:
       return fmt::format("biased = {} + {}", s.scale_kind != ScaleKind::None ? "scaled" : "scores", s.relative_bias ? "rel_bias" : "alibi");
     case StepId::Capped: {
-      const std::string cap = literal(*s.softcap);
+      const std::string cap = literal(static_cast<Scalar>(*s.softcap));
       const std::string in = !s.alibi_slopes.shape().empty() || s.relative_bias ? "biased" : s.scale_kind != ScaleKind::None ? "scaled" : "scores";
       return fmt::format("capped = {0} * torch.tanh({1} / {0})", cap, in);
     }

@@ -452,9 +452,9 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
                        : "no positions are added to x: a key's score moves by its distance from the query, down behind it, up after it",
               bhts};
     case StepId::Capped:
-      return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(*s.softcap), biased_name(s)),
+      return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(static_cast<Scalar>(*s.softcap)), biased_name(s)),
               fmt::format("Gemma 2's logit soft-capping: every score stays within (−{0}, {0}); small ones pass almost unchanged (tanh x ≈ x)",
-                          compact_number(*s.softcap)),
+                          compact_number(static_cast<Scalar>(*s.softcap))),
               bhts};
     case StepId::Mask: return mask_text(s);
     case StepId::MaskAdd:
@@ -531,7 +531,7 @@ TraceConfig make_config(const Spec& s) {
   c.lengths = s.lengths;
   c.window = s.window;
   c.learned_positions = s.positions == Positions::Learned;
-  c.softcap = s.softcap.value_or(0);
+  c.softcap = static_cast<Scalar>(s.softcap.value_or(0));
   c.scale_source = s.scale_source;
   if (!s.x_note.empty()) c.starts_from = "a checkpoint layer's input x";
   if (s.qk_norm) c.qk_norm = {s.qk_norm->family, s.qk_norm->whole_width, s.qk_norm->plus_one};
@@ -554,7 +554,8 @@ TraceConfig make_config(const Spec& s) {
   c.notes = s.notes;
   switch (s.scale_kind) {
     case ScaleKind::SqrtDk:
-      c.scale_factor = static_cast<Scalar>(1.0 / std::sqrt(static_cast<double>(s.hs())));
+      c.scale_exact = 1.0 / std::sqrt(static_cast<double>(s.hs()));
+      c.scale_factor = static_cast<Scalar>(c.scale_exact);
       c.scale = fmt::format("1/√{} = {}", s.hs(), short_number(c.scale_factor));
       break;
     case ScaleKind::None:
@@ -562,8 +563,9 @@ TraceConfig make_config(const Spec& s) {
       c.scale = s.entry == Entry::Scores && !s.scale_given ? "none (given scores are taken as already scaled)" : "none";
       break;
     case ScaleKind::Number:
-      c.scale_factor = s.scale_number;
-      c.scale = fmt::format("{} ({})", s.scale_number, s.scale_source.empty() ? "given" : s.scale_source);
+      c.scale_exact = s.scale_number;
+      c.scale_factor = static_cast<Scalar>(s.scale_number);
+      c.scale = fmt::format("{} ({})", c.scale_factor, s.scale_source.empty() ? "given" : s.scale_source);
       break;
   }
   return c;

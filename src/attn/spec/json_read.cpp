@@ -292,16 +292,19 @@ Tensor read_tensor(const ReadContext& ctx, const json& j, const std::string& pat
   if (!j.is_array()) fail(path, fmt::format("expected {} (or {{\"npy\": \"file.npy\"}}), got {}", expected, describe(j)));
   const NestedArray a(j, path, {fmt::format("expected {}, got an empty array", expected), true, false});
   std::vector<Scalar> values;
+  Tensor::Wide wide;  // each number as the text wrote it, for attn check's float64 judge
   values.reserve(static_cast<std::size_t>(element_count(a.shape())));
-  a.for_each_leaf([&values](const json& e, const LeafPath& at) {
+  wide.reserve(values.capacity());
+  a.for_each_leaf([&values, &wide](const json& e, const LeafPath& at) {
     if (!e.is_number()) fail(at.str(), fmt::format("expected a number, got {}", describe(e)));
     const double d = e.get<double>();
     if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) {
       fail(at.str(), fmt::format("{} does not fit in float32 (largest finite is about 3.4028e+38)", e.dump()));
     }
     values.push_back(static_cast<Scalar>(d));
+    wide.push_back(d);
   });
-  return Tensor(a.shape(), std::move(values));
+  return Tensor(a.shape(), values).with_wide(std::move(wide));
 }
 
 void expect_shape(const Tensor& t, const std::string& path, const Shape& want, std::string_view why) {

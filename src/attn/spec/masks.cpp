@@ -33,14 +33,17 @@ void read_attn_mask(const json& root, Spec& s) {
     fail(path, fmt::format("expected [T, S] = {} or [B, T, S] = {}, got {}", shape_string(ts), shape_string(bts), shape_string(shape)));
   }
   std::vector<Scalar> values;
+  Tensor::Wide wide;  // an additive mask's numbers as written, for attn check's float64 judge
   a.for_each_leaf([&](const json& e, const LeafPath& at) {
     if (kind == "add") {
       if (e.is_number()) {
         const double d = e.get<double>();
         if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) fail(at.str(), fmt::format("{} does not fit in float32", e.dump()));
         values.push_back(static_cast<Scalar>(d));
+        wide.push_back(d);
       } else if (e == "-inf") {
         values.push_back(-std::numeric_limits<Scalar>::infinity());
+        wide.push_back(-std::numeric_limits<double>::infinity());
       } else {
         fail(at.str(), fmt::format("expected a number or \"-inf\", got {}", describe(e)));
       }
@@ -55,7 +58,7 @@ void read_attn_mask(const json& root, Spec& s) {
   });
   Tensor t(shape.size() == 2 ? Shape{1, s.T, s.S} : bts, values);
   s.user_mask = kind == "add" ? UserMask::Add : kind == "keep" ? UserMask::Keep : UserMask::Block;
-  if (kind == "add") s.user_add = t;
+  if (kind == "add") s.user_add = t.with_wide(std::move(wide));
   else s.user_keep = t;
 }
 

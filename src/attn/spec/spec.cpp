@@ -59,7 +59,7 @@ void read_settings(const json& root, Spec& s) {
         fail("scale", fmt::format("expected a finite, non-zero number, got {}", j.dump()));
       }
       s.scale_kind = ScaleKind::Number;
-      s.scale_number = static_cast<Scalar>(d);
+      s.scale_number = d;
     } else if (j == "sqrt_dk" || j == "none") {
       s.scale_kind = j == "none" ? ScaleKind::None : ScaleKind::SqrtDk;
     } else {

@@ -48,8 +48,7 @@ void read_positions(const ReadContext& ctx, const json& root, Spec& s) {
                                           shape_string(table.shape())));
   }
   s.positions = Positions::Learned;
-  s.position_table = Tensor::uninitialized({s.T, s.C});
-  std::copy(table.data(), table.data() + s.T * s.C, s.position_table.mutable_data());
+  s.position_table = table.gathered({s.T, s.C}, [](std::int64_t i) { return i; });  // rows 0 .. T − 1
   if (table.dim(0) > s.T) s.notes.push_back(fmt::format("positions.learned: rows 0 .. {} of {} used", s.T - 1, table.dim(0)));
 }
 
@@ -138,6 +137,7 @@ void read_alibi(const json& root, Spec& s) {
   }
   s.alibi_slopes = Tensor::uninitialized({s.H});
   for (std::int64_t h = 0; h < s.H; ++h) s.alibi_slopes.mutable_data()[h] = static_cast<Scalar>(slopes[static_cast<std::size_t>(h)]);
+  s.alibi_slopes = s.alibi_slopes.with_wide(std::move(slopes));
 }
 
 void read_softcap(const json& root, Spec& s) {
@@ -145,7 +145,7 @@ void read_softcap(const json& root, Spec& s) {
   if (!c.is_number() || !(c.get<double>() > 0) || !std::isfinite(c.get<double>()) || c.get<double>() > 1e30) {
     fail("softcap", fmt::format("expected the cap, a positive number (Gemma 2 uses 50), got {}", describe(c)));
   }
-  s.softcap = static_cast<Scalar>(c.get<double>());
+  s.softcap = c.get<double>();
 }
 
 }  // namespace attn

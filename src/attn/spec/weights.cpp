@@ -21,22 +21,14 @@ Tensor identity(std::int64_t c) {
 
 Tensor transpose2(const Tensor& t) {
   const auto r = t.dim(0), c = t.dim(1);
-  Tensor out({c, r});
-  for (std::int64_t i = 0; i < r; ++i)
-    for (std::int64_t j = 0; j < c; ++j) out.mutable_data()[j * r + i] = t.data()[i * c + j];
-  return out;
+  return t.gathered({c, r}, [r, c](std::int64_t o) { return (o % r) * c + o / r; });  // out[j, i] = t[i, j]
 }
 
 // Columns [offset, offset + width) of a [rows, n] matrix, or entries of a vector.
 Tensor columns(const Tensor& t, std::int64_t offset, std::int64_t width) {
-  if (t.rank() == 1) {
-    return Tensor({width}, std::vector<Scalar>(t.data() + offset, t.data() + offset + width));
-  }
-  const auto rows = t.dim(0), n = t.dim(1);
-  Tensor out({rows, width});
-  for (std::int64_t i = 0; i < rows; ++i)
-    std::copy(t.data() + i * n + offset, t.data() + i * n + offset + width, out.mutable_data() + i * width);
-  return out;
+  if (t.rank() == 1) return t.gathered({width}, [offset](std::int64_t o) { return offset + o; });
+  const auto n = t.dim(1);
+  return t.gathered({t.dim(0), width}, [n, offset, width](std::int64_t o) { return o / width * n + offset + o % width; });
 }
 
 // How a [rows, cols] weight is written in this layout: x@W [in, out], torch [out, in].
@@ -88,13 +80,10 @@ struct WeightReader {
                    xw ? fmt::format(" (per-head weights are [H, {}, h] with H = {}, {} = {})", in_name, H, in_name, in)
                       : fmt::format(" (per-head torch weights are [H, h, {}] with H = {}, {} = {})", in_name, H, in_name, in));
       // Head k owns output columns k·h .. (k+1)·h of the stacked [in, H·h] (x@W) matrix.
-      Tensor out({in, H * h});
-      for (std::int64_t k = 0; k < H; ++k)
-        for (std::int64_t i = 0; i < in; ++i)
-          for (std::int64_t c = 0; c < h; ++c) {
-            const Scalar v = xw ? t.data()[(k * in + i) * h + c] : t.data()[(k * h + c) * in + i];
-            out.mutable_data()[i * H * h + k * h + c] = v;
-          }
+      const Tensor out = t.gathered({in, H * h}, [=](std::int64_t o) {
+        const auto i = o / (H * h), k = o % (H * h) / h, c = o % h;
+        return xw ? (k * in + i) * h + c : (k * h + c) * in + i;
+      });
       ctx.notes.push_back(fmt::format("{}: {} per-head matrices stacked into [{}, {}] = [{}, {}]", g.path, H, in_name, out_name, in, H * h));
       g.w = std::move(out);
       return g;
