@@ -107,3 +107,21 @@ TEST_CASE("attn check judges a step printed beyond float32's precision in float6
   CHECK(r3.differences == 0);
   CHECK(r3.steps[0].judge == Judge::Either);
 }
+
+TEST_CASE("a gradient printed 0 that is 0 in the math matches, though float32 leaves 8e-8", "[float64][check]") {
+  // every value row sums to 3, so the upstream gradient of sum(output) reaches the weights as 3s, and
+  // grad.scaled = w ⊙ (3 − 3·Σw) = 0; float32's Σw is not exactly 1
+  const Spec spec = parse_spec(R"({"mode": "self", "q": [[0.3, 0.7], [0.1, 0.9], [0.5, 0.2]], "k": [[0.2, 0.4], [0.9, 0.1], [0.3, 0.3]],
+      "v": [[1, 2], [2, 1], [0, 3]], "expect": {"grad.scaled": [[0, 0, 0], [0, 0, 0], [0, 0, 0]]}})", "t.json");
+  auto cpu = make_cpu_backend();
+  const Trace t32 = run_backward(spec, *cpu);
+  double largest = 0;
+  for (const Scalar v : step(t32, "grad.scaled").value.values()) largest = std::max(largest, std::fabs(static_cast<double>(v)));
+  CHECK(largest > 1e-8);  // float32 alone: not 0
+  const CheckReport r = check_spec(spec, *cpu);
+  CHECK(r.differences == 0);
+  // a printed 0 where the gradient is not 0 is still flagged
+  const Spec off = parse_spec(R"({"mode": "self", "q": [[0.3, 0.7], [0.1, 0.9], [0.5, 0.2]], "k": [[0.2, 0.4], [0.9, 0.1], [0.3, 0.3]],
+      "v": [[1, 2], [2, 1], [0, 4]], "expect": {"grad.scaled": [[0, 0, 0], [0, 0, 0], [0, 0, 0]]}})", "t.json");
+  CHECK(check_spec(off, *cpu).differences > 0);
+}
