@@ -87,6 +87,7 @@ CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide)
       other_seen = other_seen || d == Digits::NotFloat32;
     }
   r.float32_digits = float32_seen && !other_seen;
+  r.float64_digits = other_seen;
   // Steps in trace order, so the report reads like the walkthrough.
   for (const auto& step : trace.steps) {
     for (const auto& x : spec.expect) {
@@ -97,7 +98,7 @@ CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide)
       }
       CheckStep cs{step.id};
       for (std::size_t i = 0; i < x.values.size(); ++i) {
-        if (x.present[i] && beyond_float32(x.values[i], x.decimals[i])) cs.judge = r.float32_digits ? Judge::Float32 : Judge::Float64;
+        if (x.present[i] && beyond_float32(x.values[i], x.decimals[i])) cs.judge = r.float64_digits ? Judge::Float64 : Judge::Float32;
       }
       for (std::size_t i = 0; i < x.values.size(); ++i) {
         if (!x.present[i]) continue;
@@ -106,13 +107,21 @@ CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide)
         const double computed32 = step.value.at(static_cast<std::int64_t>(i));
         const double computed64 = step64 != nullptr ? step64->value.wide_at(static_cast<std::int64_t>(i)) : computed32;
         // float32: never under 4 ulps of the printed value (but as expect.tolerance says), so a right
-        // value printed to 8 or 9 significant digits is not flagged for float32 rounding; and float32
+        // value printed to 8 or 9 significant digits is not flagged for float32 rounding; float32
         // arithmetic other than ours (another order of sums, another exp) may land as far from the
-        // float64 value as ours did, on its other side: 3 × |ours − float64| more. float64: what was
-        // claimed, never under 4 float64 ulps. A hair of slack: printed 0.005 steps are not exactly
-        // representable.
+        // float64 value as ours did, on its other side: 3 × |ours − float64| more; and its rounding
+        // (below). float64: what was claimed, never under 4 float64 ulps. A hair of slack: printed
+        // 0.005 steps are not exactly representable.
         const double spread = step64 != nullptr && std::isfinite(computed32 - computed64) ? std::fabs(computed32 - computed64) : 0.0;
-        const double tol32 = spec.expect_tolerance ? *spec.expect_tolerance : std::max(claimed(decimals), floor32(printed)) + 3 * spread;
+        // The document's float32 value, before it was rounded to the printed decimals, may differ from
+        // ours by float32's rounding in another order: 2⁻²³ of the value (about an ulp) where printed
+        // within float32's precision; beyond it (its last digits are that rounding), 2⁻²³ of the terms
+        // that made the value, which is far more where a sum cancels.
+        const Tensor::Wide* terms = step64 != nullptr ? step64->value.wide_terms() : nullptr;
+        const double size = cs.judge == Judge::Float32 && terms != nullptr ? (*terms)[i] : std::fabs(printed);
+        const double rounding = step64 != nullptr && std::isfinite(size) ? std::ldexp(size, -23) : 0.0;
+        const double tol32 =
+            spec.expect_tolerance ? *spec.expect_tolerance : std::max(claimed(decimals), floor32(printed)) + 3 * spread + rounding;
         const double tol64 = std::max(claimed(decimals), floor64(printed));
         const bool match64 = values_match(printed, computed64, Tolerance{tol64 * (1 + 1e-9), 0});
         const bool match = match64 || (cs.judge != Judge::Float64 && values_match(printed, computed32, Tolerance{tol32 * (1 + 1e-9), 0}));
@@ -172,7 +181,7 @@ std::string difference_text(const CheckEntry& e) {
 std::string tolerance_text(const CheckReport& r) {
   return r.tolerance ? fmt::format("±{} (expect.tolerance)", *r.tolerance)
                      : "half a unit in each number's last printed decimal; a printed integer is exact; in float32 never under 4 ulps, "
-                       "plus 3 × |float32 − float64|";
+                       "plus float32's rounding (docs/check.md)";
 }
 
 // A step's judge in the text report, after the header's "judged:" line has said what each means.
@@ -180,14 +189,17 @@ std::string_view judge_tag(Judge j) { return j == Judge::Either ? "either" : jud
 
 // How the report judged: the arithmetic a document may have used.
 std::string judged_text(const CheckReport& r) {
-  const bool beyond = std::any_of(r.steps.begin(), r.steps.end(), [](const CheckStep& s) { return s.judge != Judge::Either; });
-  if (!beyond) return "each number against float32 and float64 arithmetic: a match in either counts (either)";
-  if (r.float32_digits) {
-    return "the digits printed beyond float32's precision are float32 numbers' (a float32 document): a match in float32 or "
-           "float64 counts (float32); a step printed within it: the same (either)";
+  auto any = [&](Judge j) { return std::any_of(r.steps.begin(), r.steps.end(), [j](const CheckStep& s) { return s.judge == j; }); };
+  const std::string either = "against float32 and float64 arithmetic: a match in either counts (either)";
+  if (any(Judge::Float32)) {
+    return std::string(r.float32_digits ? "its digits beyond float32's precision are float32 numbers' (a float32 document)"
+                                        : "no digit it printed beyond float32's precision tells float32 from float64") +
+           ": against float32, allowing for float32's rounding of the terms, or float64 (float32)" +
+           (any(Judge::Either) ? "; a step printed within float32's precision " + either : std::string());
   }
-  return "a step printed beyond float32's precision against float64 alone (float64); the others against float32 and float64: "
-         "a match in either counts (either)";
+  if (!any(Judge::Float64)) return "each number " + either;
+  const std::string alone = "printed beyond float32's precision: against float64 alone (float64)";
+  return any(Judge::Either) ? "a step " + alone + "; the others " + either : "every step " + alone;
 }
 
 }  // namespace
@@ -197,6 +209,14 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   if (!r.title.empty()) out << " · " << r.title;
   out << "\n" << "tolerance: " << tolerance_text(r) << "\n";
   out << "judged: " << judged_text(r) << "\n";
+  if (!r.differing.empty()) {
+    const bool both = std::any_of(r.differing.begin(), r.differing.end(), [](const CheckEntry& e) { return e.judge != Judge::Float64; });
+    const bool wide = std::any_of(r.differing.begin(), r.differing.end(), [](const CheckEntry& e) { return e.judge == Judge::Float64; });
+    out << "computed: " << (both && wide ? "attn's float32 value; in a float64 step, its float64 value"
+                            : wide        ? "attn's float64 value"
+                                          : "attn's float32 value")
+        << "\n";
+  }
   if (!r.differing.empty()) {
     std::size_t w_step = 4, w_pos = 8, w_printed = 7, w_computed = 8, w_diff = 10;
     for (const auto& e : r.differing) {
@@ -234,11 +254,13 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   for (const auto& s : r.steps) {
     if (s.differ == 0) out << fmt::format("{}: {} printed, all match · {}\n", s.id, s.checked, judge_tag(s.judge));
     else {
-      out << fmt::format("{}: {} printed, {} differ (largest difference {:.4g}) · {}\n", s.id, s.checked, s.differ, s.max_abs_difference,
+      out << fmt::format("{}: {} printed, {} {} (largest difference {:.4g}) · {}\n", s.id, s.checked, s.differ, s.differ == 1 ? "differs" : "differ",
+                         s.max_abs_difference,
                          judge_tag(s.judge));
     }
   }
-  out << fmt::format("summary: {} printed values checked: {} match, {} differ\n", r.checked, r.matches, r.differences);
+  out << fmt::format("summary: {} printed values checked: {} match{}, {} {}\n", r.checked, r.matches, r.matches == 1 ? "es" : "", r.differences,
+                     r.differences == 1 ? "differs" : "differ");
 }
 
 void render_check_json(const CheckReport& r, std::ostream& out) {
@@ -249,7 +271,7 @@ void render_check_json(const CheckReport& r, std::ostream& out) {
   const auto quote = json_quote;
   out << "{\n  \"format\": \"attn-check\",\n";
   out << "  \"title\": " << quote(r.title) << ",\n";
-  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal; a printed integer is exact; in float32 never under 4 ulps, plus 3 × |float32 − float64|\"") << ",\n";
+  out << "  \"tolerance\": " << (r.tolerance ? num(*r.tolerance) : "\"half a unit in the last printed decimal; a printed integer is exact; in float32 never under 4 ulps, plus float32's rounding (docs/check.md)\"") << ",\n";
   out << "  \"judged\": " << quote(judged_text(r)) << ",\n";
   out << "  \"float32_digits\": " << (r.float32_digits ? "true" : "false") << ",\n";
   out << fmt::format("  \"checked\": {}, \"matches\": {}, \"differences\": {},\n", r.checked, r.matches, r.differences);

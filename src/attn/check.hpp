@@ -22,8 +22,8 @@ class Backend;
 enum class Judge {
   Either,   // printed within float32's precision: a match in float32 or in float64 counts
   Float64,  // printed beyond float32's precision: float64 alone
-  Float32,  // printed beyond it, but every such digit is a float32 number's (a float32 document printed
-            // to 8 decimals): float32, never under 4 float32 ulps, or float64
+  Float32,  // printed beyond it, but no digit says float64 (a float32 document printed to 8 decimals,
+            // or digits that cannot tell): float32, allowing for its rounding of the terms, or float64
 };
 std::string_view judge_name(Judge j);  // "float32 or float64", "float64", "float32"
 
@@ -52,7 +52,9 @@ struct CheckReport {
   std::string title;
   std::optional<double> tolerance;  // expect.tolerance, when given
   int checked = 0, matches = 0, differences = 0;
-  bool float32_digits = false;  // every digit printed beyond float32's precision is a float32 number's
+  // Of the numbers printed beyond float32's precision whose last decimal is finer than float32's
+  // spacing: some are not float32 numbers (a float64 document), or all are (a float32 one).
+  bool float64_digits = false, float32_digits = false;
   std::vector<CheckStep> steps;         // in trace order
   std::vector<CheckEntry> differing;    // every printed entry outside its tolerance
 };

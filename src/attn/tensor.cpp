@@ -177,6 +177,7 @@ Tensor Tensor::reshaped(Shape shape) const {
   t.storage_ = storage_;
   t.deferred_ = deferred_;
   t.wide_ = wide_;
+  t.terms_ = terms_;
   return t;
 }
 
@@ -186,6 +187,14 @@ Tensor Tensor::with_wide(Wide wide) const {
   }
   Tensor t = *this;
   t.wide_ = std::make_shared<const Wide>(std::move(wide));
+  t.terms_.reset();
+  return t;
+}
+
+Tensor Tensor::with_wide(Wide wide, Wide terms) const {
+  if (terms.size() != wide.size()) throw InternalError("tensor given float64 values and terms of different counts");
+  Tensor t = with_wide(std::move(wide));
+  t.terms_ = std::make_shared<const Wide>(std::move(terms));
   return t;
 }
 

@@ -123,6 +123,11 @@ class Tensor {
   const Wide* wide() const { return wide_.get(); }
   // This tensor (the same float32 values, shared) with its float64 values; wide.size() == size().
   Tensor with_wide(Wide wide) const;
+  // A float64 run's step also says, per value, the size of the terms that made it (Σ|a|·|b| for a
+  // product's sum; |x| for an input): float32 arithmetic's rounding moves a value by a few 2⁻²⁴ of
+  // that, far more than of the value itself where a sum cancels. Null where not known.
+  const Wide* wide_terms() const { return terms_.get(); }
+  Tensor with_wide(Wide wide, Wide terms) const;
   // Value i in float64: the wide one where known, else the float32 one widened.
   double wide_at(std::int64_t flat) const { return wide_ ? (*wide_)[static_cast<std::size_t>(flat)] : static_cast<double>(at(flat)); }
   // A tensor of `shape` whose value i is this one's value from(i) (a transpose, a slice, a
@@ -145,6 +150,7 @@ class Tensor {
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<Deferred> deferred_;  // shared by reshaped views, so one fill serves all
   std::shared_ptr<const Wide> wide_;    // see wide()
+  std::shared_ptr<const Wide> terms_;   // see wide_terms()
 };
 
 }  // namespace attn

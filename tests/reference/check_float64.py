@@ -10,7 +10,10 @@ Each document is written here by NumPy in float64 (inputs as full-precision deci
 2. a document with one digit wrong in its 7th decimal fails on exactly that number, judged in
    float64, quoted as written, the computed value NumPy's float64 one;
 3. a float32 document printed to 8 decimals is recognised as one (its digits are float32 numbers'),
-   and a document printed to 4 decimals is judged by float32 or float64, either.
+   and a document printed to 4 decimals is judged by float32 or float64, either;
+4. 120 seeded documents (causal, two heads) computed by NumPy in float64, NumPy in float32 and
+   PyTorch in float32, printed to 4, 5, 6 and 8 decimals, all pass; 10 float64 ones with a 7th
+   decimal off by one all fail.
 
 Usage: check_float64.py PATH_TO_ATTN
 Exit 0: all as expected. 1: a failure. 77: skipped (NumPy not importable).
@@ -194,6 +197,58 @@ def main():
     # 3b. printed to 4 decimals: float32 or float64, either
     rc, r = check(attn, projected({"weights": printed(weights, 4), "context": printed(context, 4)}))
     expect(rc == 0 and all(s["judged"] == "float32 or float64" for s in r["steps"]), f"4 decimals: either judges (exit {rc})")
+
+    # 4. seeded documents: causal attention with two heads (T = 4, C = 6), computed by NumPy in float64,
+    #    by NumPy in float32 and by PyTorch in float32 (where importable), printed to 4, 5, 6 and 8
+    #    decimals: every right one passes; at 8 decimals a float64 one with a 7th decimal off by one fails
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    makers = ["numpy float64", "numpy float32"] + (["torch float32"] if torch is not None else [])
+    wrong_seen = right_flagged = errors_missed = 0
+    for seed in range(10):
+        rs = np.random.default_rng(100 + seed)
+        x0 = rs.standard_normal((4, 6))
+        W0 = [rs.standard_normal((6, 6)) for _ in range(3)]
+        for maker in makers:
+            if maker == "torch float32":
+                xt, Wt = torch.tensor(x0, dtype=torch.float32), [torch.tensor(w, dtype=torch.float32) for w in W0]
+                qt, kt, vt = (xt @ w for w in Wt)
+                split = lambda t: t.reshape(4, 2, 3).transpose(0, 1)
+                st = (split(qt) @ split(kt).transpose(1, 2)) / 3 ** 0.5
+                st = st.masked_fill(~torch.tril(torch.ones(4, 4, dtype=torch.bool)), float("-inf"))
+                wt = torch.softmax(st, dim=-1)
+                steps = {"q": qt.numpy(), "masked": st.numpy(), "weights": wt.numpy(), "merged": (wt @ split(vt)).transpose(0, 1).reshape(4, 6).numpy()}
+                xs, Ws = xt.numpy(), [w.numpy() for w in Wt]
+            else:
+                dt = np.float64 if maker == "numpy float64" else np.float32
+                xs, Ws = x0.astype(dt), [w.astype(dt) for w in W0]
+                qn, kn, vn = (xs @ w for w in Ws)
+                split = lambda t: t.reshape(4, 2, 3).transpose(1, 0, 2)
+                sn = (split(qn) @ split(kn).transpose(0, 2, 1)) / dt(np.sqrt(3))
+                sn = np.where(np.tril(np.ones((4, 4), bool)), sn, -np.inf).astype(dt)
+                wn = softmax(sn).astype(dt)
+                steps = {"q": qn, "masked": sn, "weights": wn, "merged": (wn @ split(vn)).transpose(1, 0, 2).reshape(4, 6)}
+            for decimals in (4, 5, 6, 8):
+                block = {k: printed(v, decimals).replace("-inf", '"-inf"') for k, v in steps.items()}
+                def document(b):
+                    return ('{"mode": "causal", "heads": 2, "embeddings": %s, "weights": {"W_q": %s, "W_k": %s, "W_v": %s}, "expect": {%s}}'
+                            % (full(xs), full(Ws[0]), full(Ws[1]), full(Ws[2]), ", ".join(f'"{k}": {v}' for k, v in b.items())))
+                rc, r = check(attn, document(block))
+                if rc != 0:
+                    right_flagged += 1
+                    print(f"      {maker}, seed {seed}, {decimals} decimals: {[(d['step'], d['position'], d['printed'], d['float32'], d['float64']) for d in r['differing']][:2]}")
+                if maker == "numpy float64" and decimals == 8:
+                    w8 = np.where(np.isfinite(steps["weights"]), steps["weights"], 0)
+                    at = np.unravel_index(np.argmax(w8), w8.shape)
+                    lit = f"{w8[at]:.8f}"
+                    bad = lit[:8] + str(int(lit[8]) + 1 if lit[8] != "9" else 8) + lit[9:]
+                    wrong_seen += 1
+                    rc, _ = check(attn, document(dict(block, weights=block["weights"].replace(lit, bad, 1))))
+                    errors_missed += rc != 1
+    expect(right_flagged == 0, f"{10 * len(makers) * 4} right documents ({', '.join(makers)}; 4, 5, 6 and 8 decimals): {right_flagged} flagged")
+    expect(errors_missed == 0, f"{wrong_seen} float64 documents with a 7th decimal off by one: {errors_missed} not flagged")
 
     if failures:
         print(f"FAILED: {len(failures)} check(s)")

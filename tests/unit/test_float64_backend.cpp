@@ -125,3 +125,21 @@ TEST_CASE("a gradient printed 0 that is 0 in the math matches, though float32 le
       "v": [[1, 2], [2, 1], [0, 4]], "expect": {"grad.scaled": [[0, 0, 0], [0, 0, 0], [0, 0, 0]]}})", "t.json");
   CHECK(check_spec(off, *cpu).differences > 0);
 }
+
+TEST_CASE("a float64 step carries the size of the terms that made it", "[float64]") {
+  // 1·1 + (−1)·0.999 = 0.001, from terms of size 1.999; the weights of a row move with its scores' terms
+  const Spec spec = parse_spec(R"({"mode": "self", "q": [[1, -1]], "k": [[1, 0.999], [0.5, 0]], "v": [[1], [2]], "scale": "none"})", "t.json");
+  auto wide = make_float64_backend();
+  const Trace t = run_pipeline(spec, *wide);
+  const Tensor& scores = step(t, "scores").value;
+  REQUIRE(scores.wide_terms() != nullptr);
+  CHECK(scores.wide_at(0) == Approx(0.001).epsilon(1e-12));
+  CHECK((*scores.wide_terms())[0] == Approx(1.999).epsilon(1e-12));
+  CHECK((*scores.wide_terms())[1] == Approx(0.5).epsilon(1e-12));
+  const Tensor& weights = step(t, "weights").value;
+  const double w0 = weights.wide_at(0), w1 = weights.wide_at(1);
+  const double spread = w0 * 1.999 + w1 * 0.5;  // Σ_i w_i·terms_i
+  CHECK((*weights.wide_terms())[0] == Approx(w0 * (1.999 + spread + 1)).epsilon(1e-12));
+  // inputs carry no terms: only a float64 run's steps do
+  CHECK(spec.q.wide_terms() == nullptr);
+}

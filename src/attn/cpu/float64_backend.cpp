@@ -3,7 +3,8 @@
 // -ffp-contract=off). It is attn check's judge: what a document that computed in float64 (NumPy's
 // default) could have printed. Inputs are taken as exact as the spec knows them (Tensor::wide: each
 // number as its JSON text wrote it); each fetched step holds its float64 values beside their float32
-// rounding. Nothing is deferred and nothing is fast: documents' problems are small.
+// rounding, and the size of the terms that made each value (how far float32's rounding can move it).
+// Nothing is deferred and nothing is fast: documents' problems are small.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -24,28 +25,45 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using Values = std::vector<double>;
 
+// Each value, and the size of the terms that made it (see Tensor::wide_terms): the sum of |a|·|b|
+// over a product's terms, carried through every primitive to first order, plus |value| for the
+// primitive's own rounding.
 struct WideBuffer final : BackendBuffer {
-  explicit WideBuffer(Values v) : values(std::move(v)) {}
-  Values values;
+  WideBuffer(Values v, Values t) : values(std::move(v)), terms(std::move(t)) {}
+  Values values, terms;
+};
+
+struct Wide {
+  Values v, t;
 };
 
 // e^x for x ≤ 0 (a softmax's shifted scores): 0 where e^x is below double's normal range, and for -inf.
 double exp_nonpositive(double x) { return x < -708 ? 0.0 : fixed::exp(x); }
+
+// |x|, and 0 for what is not finite (a blocked score carries no rounding)
+double size(double x) { return std::isfinite(x) ? std::fabs(x) : 0.0; }
 
 class Float64Backend final : public Backend {
  public:
   std::string_view name() const override { return kName; }
 
   BackendTensor upload(const Tensor& t) override {
-    if (const Tensor::Wide* w = t.wide()) return wrap(t.shape(), *w);
-    const Scalar* p = t.data();  // all at once (a generated tensor read value by value would seek each)
-    return wrap(t.shape(), Values(p, p + t.size()));
+    Values v;
+    if (const Tensor::Wide* w = t.wide()) {
+      v = *w;
+    } else {
+      const Scalar* p = t.data();  // all at once (a generated tensor read value by value would seek each)
+      v.assign(p, p + t.size());
+    }
+    Values terms(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) terms[i] = size(v[i]);
+    return wrap(t.shape(), {std::move(v), std::move(terms)});
   }
   Tensor fetch(const BackendTensor& t, Fetch) override {
-    const Values& v = values(t);
+    const WideBuffer& b = buffer(t);
     Tensor out = Tensor::uninitialized(t.shape);
-    for (std::size_t i = 0; i < v.size(); ++i) out.mutable_data()[i] = static_cast<Scalar>(v[i]);
-    return out.with_wide(v);
+    for (std::size_t i = 0; i < b.values.size(); ++i) out.mutable_data()[i] = static_cast<Scalar>(b.values[i]);
+    return out.with_wide(b.values, b.terms);
   }
 
   BackendTensor matmul(const BackendTensor& a, const BackendTensor& b) override {
@@ -53,16 +71,21 @@ class Float64Backend final : public Backend {
     check::matmul(kName, a, b);
     const auto N = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape.back();
     const bool shared = b.shape.size() == 2;
-    const Values& pa = values(a);
-    const Values& pb = values(b);
-    Values out(static_cast<std::size_t>(N * m * n), 0.0);
+    const WideBuffer& pa = buffer(a);
+    const WideBuffer& pb = buffer(b);
+    Wide out{Values(static_cast<std::size_t>(N * m * n), 0.0), Values(static_cast<std::size_t>(N * m * n), 0.0)};
     for (std::int64_t i = 0; i < N; ++i) {
-      const double* bi = pb.data() + (shared ? 0 : i * k * n);
+      const auto bi = static_cast<std::size_t>(shared ? 0 : i * k * n);
       for (std::int64_t r = 0; r < m; ++r) {
-        double* row = out.data() + (i * m + r) * n;
+        const auto row = static_cast<std::size_t>((i * m + r) * n);
         for (std::int64_t l = 0; l < k; ++l) {
-          const double x = pa[static_cast<std::size_t>((i * m + r) * k + l)];
-          for (std::int64_t c = 0; c < n; ++c) row[c] += x * bi[l * n + c];
+          const auto at = static_cast<std::size_t>((i * m + r) * k + l);
+          const double x = pa.values[at], tx = pa.terms[at];
+          for (std::int64_t c = 0; c < n; ++c) {
+            const auto bl = bi + static_cast<std::size_t>(l * n + c);
+            out.v[row + static_cast<std::size_t>(c)] += x * pb.values[bl];
+            out.t[row + static_cast<std::size_t>(c)] += tx * pb.terms[bl];
+          }
         }
       }
     }
@@ -71,8 +94,9 @@ class Float64Backend final : public Backend {
 
   BackendTensor add_bias(const BackendTensor& a, const BackendTensor& bias) override {
     check::add_bias(kName, a, bias);
-    const Values& pb = values(bias);
-    return map(a, [&](std::size_t i, double x) { return x + pb[i % pb.size()]; });
+    const WideBuffer& pb = buffer(bias);
+    const std::size_t n = pb.values.size();
+    return map(a, [&](std::size_t i, double x, double t) { return sum(x, t, pb.values[i % n], pb.terms[i % n]); });
   }
 
   BackendTensor transpose_last2(const BackendTensor& a) override {
@@ -100,26 +124,28 @@ class Float64Backend final : public Backend {
   }
 
   BackendTensor scale(const BackendTensor& a, double factor) override {
-    return map(a, [factor](std::size_t, double x) { return x * factor; });
+    return map(a, [factor](std::size_t, double x, double t) { return Term{x * factor, t * std::fabs(factor) + size(x * factor)}; });
   }
 
   BackendTensor masked_fill(const BackendTensor& scores, const BackendTensor& keep, double fill) override {
     // scores (B, G, T, S), keep (B, T, S)
     check::masked_fill(kName, scores, keep);
     const auto G = scores.shape[1], plane = scores.shape[2] * scores.shape[3];
-    const Values& k = values(keep);
-    return map(scores, [&](std::size_t i, double x) {
+    const Values& k = buffer(keep).values;
+    return map(scores, [&](std::size_t i, double x, double t) {
       const auto f = static_cast<std::int64_t>(i);
-      return k[static_cast<std::size_t>(f / (G * plane) * plane + f % plane)] != 0 ? x : fill;
+      return k[static_cast<std::size_t>(f / (G * plane) * plane + f % plane)] != 0 ? Term{x, t} : Term{fill, 0.0};
     });
   }
 
   BackendTensor softmax_rows(const BackendTensor& a, EmptyRow empty) override {
+    // w_j = e^(x_j − max) / Σ: an error δ in the x's moves w_j by w_j·(δ_j − Σ_i w_i δ_i)
     check::softmax_rows(kName, a);
     const auto rows = a.shape[0], n = a.shape[1];
-    Values out = values(a);
+    Wide out{buffer(a).values, buffer(a).terms};
     for (std::int64_t r = 0; r < rows; ++r) {
-      double* y = out.data() + r * n;
+      double* y = out.v.data() + r * n;
+      double* t = out.t.data() + r * n;
       double mx = -kInf;
       for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, y[j]);
       if (mx == -kInf) {
@@ -127,11 +153,14 @@ class Float64Backend final : public Backend {
                             : empty == EmptyRow::Uniform ? 1.0 / static_cast<double>(n)
                                                          : std::numeric_limits<double>::quiet_NaN();
         std::fill(y, y + n, fill);
+        std::fill(t, t + n, size(fill));
         continue;
       }
-      double sum = 0;
-      for (std::int64_t j = 0; j < n; ++j) sum += (y[j] = exp_nonpositive(y[j] - mx));
-      for (std::int64_t j = 0; j < n; ++j) y[j] /= sum;
+      double total = 0;
+      for (std::int64_t j = 0; j < n; ++j) total += (y[j] = exp_nonpositive(y[j] - mx));
+      double spread = 0;  // Σ_i w_i·terms_i
+      for (std::int64_t j = 0; j < n; ++j) spread += (y[j] /= total) * t[j];
+      for (std::int64_t j = 0; j < n; ++j) t[j] = y[j] * (t[j] + spread + 1);
     }
     return wrap(a.shape, std::move(out));
   }
@@ -139,26 +168,38 @@ class Float64Backend final : public Backend {
   BackendTensor row_sums(const BackendTensor& a) override {
     check::row_sums(kName, a);
     const auto rows = a.shape[0], n = a.shape[1];
-    const Values& x = values(a);
-    Values out(static_cast<std::size_t>(rows), 0.0);
+    const WideBuffer& x = buffer(a);
+    Wide out{Values(static_cast<std::size_t>(rows), 0.0), Values(static_cast<std::size_t>(rows), 0.0)};
     for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t j = 0; j < n; ++j) out[static_cast<std::size_t>(r)] += x[static_cast<std::size_t>(r * n + j)];
+      for (std::int64_t j = 0; j < n; ++j) {
+        out.v[static_cast<std::size_t>(r)] += x.values[static_cast<std::size_t>(r * n + j)];
+        out.t[static_cast<std::size_t>(r)] += x.terms[static_cast<std::size_t>(r * n + j)];
+      }
     return wrap({rows}, std::move(out));
   }
 
   BackendTensor rms_norm_rows(const BackendTensor& a, const BackendTensor& w, double eps) override {
+    // out_j = w_j·(x_j·inv), inv = 1/√(mean(x²) + eps): an error δ in the x's moves inv by
+    // inv·Σ_k x_k δ_k / (n·(mean + eps))
     check::rms_norm_rows(kName, a, w);
     const auto rows = a.shape[0], n = a.shape[1];
-    const Values& x = values(a);
-    const Values& wt = values(w);
-    Values out(x.size());
+    const WideBuffer& x = buffer(a);
+    const WideBuffer& wt = buffer(w);
+    Wide out{Values(x.values.size()), Values(x.values.size())};
     for (std::int64_t r = 0; r < rows; ++r) {
-      double sq = 0;
-      for (std::int64_t j = 0; j < n; ++j) sq += x[static_cast<std::size_t>(r * n + j)] * x[static_cast<std::size_t>(r * n + j)];
-      const double inv = 1.0 / std::sqrt((n > 0 ? sq / static_cast<double>(n) : 0.0) + eps);
-      for (std::int64_t j = 0; j < n; ++j) {
-        const auto f = static_cast<std::size_t>(r * n + j);
-        out[f] = wt[static_cast<std::size_t>(j)] * (x[f] * inv);
+      const auto row = static_cast<std::size_t>(r * n);
+      double sq = 0, moved = 0;
+      for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j) {
+        sq += x.values[row + j] * x.values[row + j];
+        moved += size(x.values[row + j]) * x.terms[row + j];
+      }
+      const double mean = (n > 0 ? sq / static_cast<double>(n) : 0.0) + eps;
+      const double inv = 1.0 / std::sqrt(mean);
+      const double inv_rel = n > 0 ? moved / (static_cast<double>(n) * mean) + 1 : 1;  // inv's relative error, in rounding units
+      for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j) {
+        const double xj = x.values[row + j], wj = wt.values[j];
+        out.v[row + j] = wj * (xj * inv);
+        out.t[row + j] = std::fabs(wj) * inv * (x.terms[row + j] + size(xj) * inv_rel) + size(xj * inv) * wt.terms[j] + size(out.v[row + j]);
       }
     }
     return wrap(a.shape, std::move(out));
@@ -167,7 +208,7 @@ class Float64Backend final : public Backend {
   EmptyRows empty_rows(const BackendTensor& a) override {
     check::empty_rows(kName, a);
     const auto rows = a.shape[0], n = a.shape[1];
-    const Values& x = values(a);
+    const Values& x = buffer(a).values;
     EmptyRows e;
     for (std::int64_t r = 0; r < rows && n > 0; ++r) {
       std::int64_t j = 0;
@@ -185,23 +226,26 @@ class Float64Backend final : public Backend {
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < S; ++j) out[static_cast<std::size_t>((b * T + i) * S + j)] = kept(causal, offset, window, lengths, b, i, j) != flipped;
-    return wrap({B, T, S}, std::move(out));
+    return wrap({B, T, S}, {out, Values(out.size(), 0.0)});
   }
 
   BackendTensor keep_and(const BackendTensor& keep, const BackendTensor& other) override {
     check::keep_and(kName, keep, other);
     const auto plane = static_cast<std::size_t>(keep.shape[1] * keep.shape[2]);
     const bool shared = other.shape[0] == 1;
-    const Values& o = values(other);
-    return map(keep, [&](std::size_t i, double x) { return x != 0 && o[shared ? i % plane : i] != 0 ? 1.0 : 0.0; });
+    const Values& o = buffer(other).values;
+    return map(keep, [&](std::size_t i, double x, double) { return Term{x != 0 && o[shared ? i % plane : i] != 0 ? 1.0 : 0.0, 0.0}; });
   }
 
   BackendTensor add_mask(const BackendTensor& scores, const BackendTensor& add) override {
     check::add_mask(kName, scores, add);
     const auto groups = static_cast<std::size_t>(scores.shape[1]), plane = static_cast<std::size_t>(scores.shape[2] * scores.shape[3]);
     const bool shared = add.shape[0] == 1;
-    const Values& m = values(add);
-    return map(scores, [&](std::size_t i, double x) { return x + m[(shared ? 0 : i / (groups * plane)) * plane + i % plane]; });
+    const WideBuffer& m = buffer(add);
+    return map(scores, [&](std::size_t i, double x, double t) {
+      const std::size_t at = (shared ? 0 : i / (groups * plane)) * plane + i % plane;
+      return sum(x, t, m.values[at], m.terms[at]);
+    });
   }
 
   BackendTensor rotate_pairs(const BackendTensor& a, const BackendTensor& cos, const BackendTensor& sin, std::int64_t first,
@@ -209,18 +253,23 @@ class Float64Backend final : public Backend {
     // a (N, L, h), cos and sin (P, R/2): pair i of row l turned by table row first + l
     check::rotate_pairs(kName, a, cos, sin, first);
     const auto N = a.shape[0], L = a.shape[1], h = a.shape[2], pairs = cos.shape[1];
-    const Values& x = values(a);
-    const Values& pc = values(cos);
-    const Values& ps = values(sin);
-    Values out = x;
+    const WideBuffer& x = buffer(a);
+    const WideBuffer& pc = buffer(cos);
+    const WideBuffer& ps = buffer(sin);
+    Wide out{x.values, x.terms};
     const std::int64_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : pairs;
     for (std::int64_t r = 0; r < N * L; ++r) {
-      const auto row = static_cast<std::size_t>(r * h), t = static_cast<std::size_t>((first + r % L) * pairs);
+      const auto row = static_cast<std::size_t>(r * h), at = static_cast<std::size_t>((first + r % L) * pairs);
       for (std::int64_t i = 0; i < pairs; ++i) {
         const auto u = row + static_cast<std::size_t>(i * stride), w = u + static_cast<std::size_t>(partner);
-        const double c = pc[t + static_cast<std::size_t>(i)], s = ps[t + static_cast<std::size_t>(i)];
-        out[u] = x[u] * c - x[w] * s;
-        out[w] = x[w] * c + x[u] * s;
+        const double c = pc.values[at + static_cast<std::size_t>(i)], s = ps.values[at + static_cast<std::size_t>(i)];
+        const double tc = pc.terms[at + static_cast<std::size_t>(i)], ts = ps.terms[at + static_cast<std::size_t>(i)];
+        const double xu = x.values[u], xw = x.values[w];
+        out.v[u] = xu * c - xw * s;
+        out.v[w] = xw * c + xu * s;
+        const double tu = x.terms[u] * std::fabs(c) + size(xu) * tc, tw = x.terms[w] * std::fabs(s) + size(xw) * ts;
+        out.t[u] = tu + tw + size(out.v[u]);
+        out.t[w] = x.terms[w] * std::fabs(c) + size(xw) * tc + x.terms[u] * std::fabs(s) + size(xu) * ts + size(out.v[w]);
       }
     }
     return wrap(a.shape, std::move(out));
@@ -232,16 +281,11 @@ class Float64Backend final : public Backend {
     const auto h = a.shape.back(), L = a.shape[r - 2], M = b.shape[r - 2];
     Shape shape = b.shape;
     shape[r - 2] = L + M;
-    const Values& pa = values(a);
-    const Values& pb = values(b);
-    const std::int64_t n = element_count(b.shape) / (M * h);
-    Values out;
-    out.reserve(static_cast<std::size_t>(n * (L + M) * h));
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (L > 0) out.insert(out.end(), pa.begin() + i * L * h, pa.begin() + (i + 1) * L * h);
-      out.insert(out.end(), pb.begin() + i * M * h, pb.begin() + (i + 1) * M * h);
-    }
-    return wrap(std::move(shape), std::move(out));
+    // row q of matrix i: a's row q while q < L, then b's
+    return gather2(a, b, std::move(shape), [=](std::int64_t o) {
+      const auto i = o / ((L + M) * h), q = o / h % (L + M), c = o % h;
+      return q < L ? std::pair{0, (i * L + q) * h + c} : std::pair{1, (i * M + q - L) * h + c};
+    });
   }
 
   BackendTensor repeat_heads(const BackendTensor& a, std::int64_t n, bool tiled) override {
@@ -255,19 +299,25 @@ class Float64Backend final : public Backend {
 
   BackendTensor soft_cap(const BackendTensor& a, double cap) override {
     check::soft_cap(kName, a, cap);
-    return map(a, [cap](std::size_t, double x) { return cap * fixed::tanh(x / cap); });
+    return map(a, [cap](std::size_t, double x, double t) {
+      const double th = fixed::tanh(x / cap);
+      return Term{cap * th, (1 - th * th) * t + size(cap * th)};
+    });
   }
 
   BackendTensor distance_bias(const BackendTensor& slopes, std::int64_t T, std::int64_t S, std::int64_t offset) override {
     check::distance_bias(kName, slopes);
     const auto H = slopes.shape[0];
-    const Values& m = values(slopes);
-    Values out(static_cast<std::size_t>(H * T * S));
+    const Values& m = buffer(slopes).values;
+    Values out(static_cast<std::size_t>(H * T * S)), terms(out.size());
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < S; ++j)
-          out[static_cast<std::size_t>((h * T + i) * S + j)] = -m[static_cast<std::size_t>(h)] * static_cast<double>(i + offset - j);
-    return wrap({H, T, S}, std::move(out));
+        for (std::int64_t j = 0; j < S; ++j) {
+          const auto at = static_cast<std::size_t>((h * T + i) * S + j);
+          out[at] = -m[static_cast<std::size_t>(h)] * static_cast<double>(i + offset - j);
+          terms[at] = size(out[at]);
+        }
+    return wrap({H, T, S}, {std::move(out), std::move(terms)});
   }
 
   BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, double scale, const FusedMask& mask,
@@ -285,50 +335,80 @@ class Float64Backend final : public Backend {
 
   BackendTensor add(const BackendTensor& a, const BackendTensor& b) override {
     same_shape(a, b, "add");
-    const Values& y = values(b);
-    return map(a, [&](std::size_t i, double x) { return x + y[i]; });
+    const WideBuffer& y = buffer(b);
+    return map(a, [&](std::size_t i, double x, double t) { return sum(x, t, y.values[i], y.terms[i]); });
   }
   BackendTensor mul(const BackendTensor& a, const BackendTensor& b) override {
     same_shape(a, b, "mul");
-    const Values& y = values(b);
-    return map(a, [&](std::size_t i, double x) { return x * y[i]; });
+    const WideBuffer& y = buffer(b);
+    return map(a, [&](std::size_t i, double x, double t) {
+      return Term{x * y.values[i], t * size(y.values[i]) + size(x) * y.terms[i] + size(x * y.values[i])};
+    });
   }
   BackendTensor softmax_backward_rows(const BackendTensor& w, const BackendTensor& dw) override {
+    // w ⊙ (dw − Σ_j dw_j·w_j) per row
     if (w.shape.size() != 2) throw InternalError(fmt::format("{} backend: softmax_backward_rows wants (N, n)", kName));
     same_shape(w, dw, "softmax_backward_rows");
-    const auto rows = w.shape[0], n = w.shape[1];
-    const Values& pw = values(w);
-    const Values& pd = values(dw);
-    Values out(pw.size());
-    for (std::int64_t r = 0; r < rows; ++r) {
-      double dot = 0;
-      for (std::int64_t j = 0; j < n; ++j) dot += pd[static_cast<std::size_t>(r * n + j)] * pw[static_cast<std::size_t>(r * n + j)];
-      for (std::int64_t j = 0; j < n; ++j) {
-        const auto f = static_cast<std::size_t>(r * n + j);
-        out[f] = pw[f] * (pd[f] - dot);
+    const auto rows = w.shape[0];
+    const auto n = static_cast<std::size_t>(w.shape[1]);
+    const WideBuffer& pw = buffer(w);
+    const WideBuffer& pd = buffer(dw);
+    Wide out{Values(pw.values.size()), Values(pw.values.size())};
+    for (std::size_t row = 0; row < static_cast<std::size_t>(rows) * n; row += n) {
+      double dot = 0, dot_terms = 0;
+      for (std::size_t j = row; j < row + n; ++j) {
+        dot += pd.values[j] * pw.values[j];
+        dot_terms += pd.terms[j] * size(pw.values[j]) + size(pd.values[j]) * pw.terms[j];
+      }
+      for (std::size_t j = row; j < row + n; ++j) {
+        out.v[j] = pw.values[j] * (pd.values[j] - dot);
+        out.t[j] = pw.terms[j] * size(pd.values[j] - dot) + size(pw.values[j]) * (pd.terms[j] + dot_terms) + size(out.v[j]);
       }
     }
     return wrap(w.shape, std::move(out));
   }
 
  private:
-  static const Values& values(const BackendTensor& t) {
+  struct Term {
+    double v, t;
+  };
+  // x + y, its terms both sides' and its own rounding's
+  static Term sum(double x, double tx, double y, double ty) { return {x + y, tx + ty + size(x + y)}; }
+
+  static const WideBuffer& buffer(const BackendTensor& t) {
     const auto* b = dynamic_cast<const WideBuffer*>(t.buffer.get());
     if (b == nullptr) throw InternalError("float64 backend: a tensor from another backend");
-    return b->values;
+    return *b;
   }
-  static BackendTensor wrap(Shape shape, Values v) { return BackendTensor{std::move(shape), std::make_shared<const WideBuffer>(std::move(v))}; }
+  static BackendTensor wrap(Shape shape, Wide w) {
+    return BackendTensor{std::move(shape), std::make_shared<const WideBuffer>(std::move(w.v), std::move(w.t))};
+  }
+  // f(i, value, terms) -> Term, element by element
   template <class F>
   static BackendTensor map(const BackendTensor& a, F f) {
-    Values out = values(a);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = f(i, out[i]);
+    const WideBuffer& x = buffer(a);
+    Wide out{Values(x.values.size()), Values(x.values.size())};
+    for (std::size_t i = 0; i < out.v.size(); ++i) {
+      const Term r = f(i, x.values[i], x.terms[i]);
+      out.v[i] = r.v, out.t[i] = r.t;
+    }
     return wrap(a.shape, std::move(out));
   }
+  // out[o] = a[from(o)], values and terms moved alike
   template <class F>
   static BackendTensor gather(const BackendTensor& a, Shape shape, F from) {
-    const Values& x = values(a);
-    Values out(static_cast<std::size_t>(element_count(shape)));
-    for (std::size_t o = 0; o < out.size(); ++o) out[o] = x[static_cast<std::size_t>(from(static_cast<std::int64_t>(o)))];
+    return gather2(a, a, std::move(shape), [&](std::int64_t o) { return std::pair{0, from(o)}; });
+  }
+  // out[o] = (a or b)[index], from(o) = {0 for a or 1 for b, index}
+  template <class F>
+  static BackendTensor gather2(const BackendTensor& a, const BackendTensor& b, Shape shape, F from) {
+    const WideBuffer* src[] = {&buffer(a), &buffer(b)};
+    Wide out{Values(static_cast<std::size_t>(element_count(shape))), Values(static_cast<std::size_t>(element_count(shape)))};
+    for (std::size_t o = 0; o < out.v.size(); ++o) {
+      const auto [which, at] = from(static_cast<std::int64_t>(o));
+      out.v[o] = src[which]->values[static_cast<std::size_t>(at)];
+      out.t[o] = src[which]->terms[static_cast<std::size_t>(at)];
+    }
     return wrap(std::move(shape), std::move(out));
   }
   static void same_shape(const BackendTensor& a, const BackendTensor& b, std::string_view what) {
