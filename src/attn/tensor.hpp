@@ -131,7 +131,7 @@ class Tensor {
   // Value i in float64: the wide one where known, else the float32 one widened.
   double wide_at(std::int64_t flat) const { return wide_ ? (*wide_)[static_cast<std::size_t>(flat)] : static_cast<double>(at(flat)); }
   // A tensor of `shape` whose value i is this one's value from(i) (a transpose, a slice, a
-  // reordering), the float64 values, where known, moved the same way.
+  // reordering), the float64 values, where known, moved the same way (not the terms: inputs have none).
   Tensor gathered(Shape shape, const std::function<std::int64_t(std::int64_t)>& from) const;
 
  private:

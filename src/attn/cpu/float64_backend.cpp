@@ -55,8 +55,10 @@ class Float64Backend final : public Backend {
       const Scalar* p = t.data();  // all at once (a generated tensor read value by value would seek each)
       v.assign(p, p + t.size());
     }
-    Values terms(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) terms[i] = size(v[i]);
+    // a float64 step uploaded again (the backward pass's saved forward steps) keeps its terms
+    Values terms = t.wide_terms() != nullptr ? *t.wide_terms() : Values(v.size());
+    if (t.wide_terms() == nullptr)
+      for (std::size_t i = 0; i < v.size(); ++i) terms[i] = size(v[i]);
     return wrap(t.shape(), {std::move(v), std::move(terms)});
   }
   Tensor fetch(const BackendTensor& t, Fetch) override {
@@ -147,7 +149,7 @@ class Float64Backend final : public Backend {
       double* y = out.v.data() + r * n;
       double* t = out.t.data() + r * n;
       double mx = -kInf;
-      for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, y[j]);
+      for (std::int64_t j = 0; j < n; ++j) mx = std::isnan(y[j]) || std::isnan(mx) ? std::numeric_limits<double>::quiet_NaN() : std::max(mx, y[j]);  // NaN spreads to the row, as on the CPU
       if (mx == -kInf) {
         const double fill = empty == EmptyRow::Zeros     ? 0.0
                             : empty == EmptyRow::Uniform ? 1.0 / static_cast<double>(n)
