@@ -48,11 +48,17 @@ std::string_view judge_name(Judge j) {
   return "float32 or float64";
 }
 
-CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide) {
+namespace {
+void require_expect(const Spec& spec) {
   if (spec.expect.empty()) {
     throw InputError("expect: required by attn check: the numbers a document printed, keyed by step id, e.g. "
                      "\"expect\": {\"weights\": [[1, 0], [0.4, 0.6]]}");
   }
+}
+}  // namespace
+
+CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide) {
+  require_expect(spec);
   CheckReport r;
   r.title = trace.config.title;
   r.tolerance = spec.expect_tolerance;
@@ -304,7 +310,7 @@ CheckTraces traces_to_check(const Spec& spec, Backend& backend) {
 }
 
 CheckReport check_spec(const Spec& spec, Backend& backend) {
-  if (spec.expect.empty()) check_trace(spec, Trace{});  // refused before anything is computed
+  require_expect(spec);  // before anything is computed
   const CheckTraces t = traces_to_check(spec, backend);
   return check_trace(spec, t.shown, &t.wide);
 }

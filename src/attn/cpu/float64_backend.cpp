@@ -13,6 +13,7 @@
 
 #include "attn/backend.hpp"
 #include "attn/backend_checks.hpp"
+#include "attn/cpu/deferred.hpp"
 #include "attn/error.hpp"
 #include "attn/fixed_math.hpp"
 
@@ -224,10 +225,11 @@ class Float64Backend final : public Backend {
   BackendTensor mask_keep(std::int64_t B, std::int64_t T, std::int64_t S, bool causal, std::int64_t offset, std::int64_t window,
                           const std::vector<std::int64_t>& lengths, bool flipped) override {
     check::mask_keep(kName, B, T, S, lengths);
+    const cpu::KeepRule rule{causal, offset, window, lengths, flipped};  // the CPU backend's rule
     Values out(static_cast<std::size_t>(B * T * S));
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < S; ++j) out[static_cast<std::size_t>((b * T + i) * S + j)] = kept(causal, offset, window, lengths, b, i, j) != flipped;
+        for (std::int64_t j = 0; j < S; ++j) out[static_cast<std::size_t>((b * T + i) * S + j)] = rule.kept(b, i, j);
     return wrap({B, T, S}, {out, Values(out.size(), 0.0)});
   }
 
@@ -269,9 +271,10 @@ class Float64Backend final : public Backend {
         const double xu = x.values[u], xw = x.values[w];
         out.v[u] = xu * c - xw * s;
         out.v[w] = xw * c + xu * s;
-        const double tu = x.terms[u] * std::fabs(c) + size(xu) * tc, tw = x.terms[w] * std::fabs(s) + size(xw) * ts;
-        out.t[u] = tu + tw + size(out.v[u]);
-        out.t[w] = x.terms[w] * std::fabs(c) + size(xw) * tc + x.terms[u] * std::fabs(s) + size(xu) * ts + size(out.v[w]);
+        // each output: two products (a feature and a table entry) and their sum's own rounding
+        const auto product = [](double tx, double x, double tt, double t) { return tx * std::fabs(t) + size(x) * tt; };
+        out.t[u] = product(x.terms[u], xu, tc, c) + product(x.terms[w], xw, ts, s) + size(out.v[u]);
+        out.t[w] = product(x.terms[w], xw, tc, c) + product(x.terms[u], xu, ts, s) + size(out.v[w]);
       }
     }
     return wrap(a.shape, std::move(out));
@@ -415,11 +418,6 @@ class Float64Backend final : public Backend {
   }
   static void same_shape(const BackendTensor& a, const BackendTensor& b, std::string_view what) {
     if (a.shape != b.shape) throw InternalError(fmt::format("{} backend: {} wants two tensors of one shape", kName, what));
-  }
-  // mask_keep's rule (backend.hpp)
-  static bool kept(bool causal, std::int64_t offset, std::int64_t window, const std::vector<std::int64_t>& lengths, std::int64_t b, std::int64_t i,
-                   std::int64_t j) {
-    return !(causal && j > i + offset) && !(window > 0 && j <= i + offset - window) && !(!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]);
   }
 };
 
