@@ -83,7 +83,7 @@ fi
 
 # ---- the man page: found from PATH as `man attn` finds it, rendered without a warning ----
 if command -v man >/dev/null && command -v groff >/dev/null; then
-  page=$(PATH="$prefix/bin:$PATH" man -w attn 2>&1)
+  page=$(env -u MANPATH PATH="$prefix/bin:$PATH" man -w attn 2>&1)
   [[ $page == "$prefix/share/man/man1/attn.1" ]] || fail "man -w attn with PREFIX/bin on PATH: '$page', expected PREFIX/share/man/man1/attn.1"
   warnings=$(MANWIDTH=80 man -l "$prefix/share/man/man1/attn.1" 2>&1 >"$tmp/man.txt"; groff -ww -man -Tutf8 "$prefix/share/man/man1/attn.1" 2>&1 >/dev/null)
   [[ -z $warnings ]] || fail "man -l / groff -ww warn on attn.1: $warnings"
@@ -124,7 +124,8 @@ done
 cat >"$tmp/complete.zsh" <<'EOF'
 zmodload zsh/zpty || exit 1
 zpty z 'zsh -f -i'
-zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D; attn() { print -r -- \"words:\$*:\" }; print ready"
+# (the markers are split in the typed line, so that only the command's output matches them)
+zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D; attn() { print -r -- \"wor\"\"ds:\$*:\" }; print rea\"\"dy"
 zpty -r z out '*ready*'
 zpty -n -w z $'attn run spec --format \t'
 zpty -r z out '*text*' && print -r -- "listed: ${out//$'\n'/ }"
