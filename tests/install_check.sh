@@ -4,7 +4,7 @@
 # attn_tracer imported from the prefix with the build tree on no path, `man attn` rendered, and the bash
 # and zsh completions completing. Parts whose tool is missing (man, zsh) are named and the test exits
 # 77; a failure anywhere exits 1. Nothing outside the temporary prefix is written.
-# Usage: install_check.sh CMAKE BUILD_DIR SOURCE_DIR PYTHON PYTHON_MODULE(ON|OFF) CUDA(ON|OFF)
+# Usage: install_check.sh CMAKE BUILD_DIR SOURCE_DIR PYTHON PYTHON_MODULE(1|0) CUDA(1|0)
 set -u
 cmake=$1 build=$(cd "$2" && pwd) src=$(cd "$3" && pwd) python=$4 python_module=$5 cuda=$6
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
@@ -46,7 +46,7 @@ elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q "^G
 LD_DEBUG=files "$attn" run "$src/examples/cat_sat.json" --backend cuda >/dev/null 2>"$tmp/ld"
 rc=$?
 err=$(grep -v '^ *[0-9]*:' "$tmp/ld")
-if [[ $cuda == ON ]]; then
+if [[ $cuda == 1 ]]; then
   cuda_module=$(cd "$build" && ls libattn_cuda.so attn_cuda.so 2>/dev/null | head -1)
   grep -q "file=$prefix/lib/attn/$cuda_module \[0\];  dynamically loaded" "$tmp/ld" ||
     fail "--backend cuda: the CUDA module was not loaded from PREFIX/lib/attn: $err"
@@ -61,7 +61,7 @@ elif [[ $rc -ne 2 ]] || ! grep -Eq "^attn: --backend cuda: ($expected)" <<<"$err
 fi
 
 # ---- attn_tracer from the prefix: python3 -I (no PYTHONPATH, no user site, no current directory) ----
-if [[ $python_module == ON ]]; then
+if [[ $python_module == 1 ]]; then
   site_dir=$prefix/$("$python" "$src/scripts/python_site_dir.py" "$prefix")
   LD_DEBUG=files "$python" -I - "$site_dir" "$prefix" "$src" >"$tmp/py" 2>"$tmp/ld" <<'EOF'
 import site, sys
