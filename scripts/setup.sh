@@ -26,7 +26,7 @@ done
 pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libeigen3-dev libpcre2-dev libsentencepiece-dev libicu-dev
       python3 python3-dev python3-numpy pybind11-dev)
 if [[ $tests -eq 1 ]]; then
-  pkgs+=(python3-torch python3-sentencepiece tmux librsvg2-bin chromium python3-websocket clang libclang-rt-14-dev libomp-dev
+  pkgs+=(python3-torch python3-sentencepiece tmux librsvg2-bin chromium python3-websocket clang libclang-rt-14-dev libomp-dev man-db zsh
          python3-nbclient python3-nbconvert python3-ipykernel)
 fi
 if [[ $bench -eq 1 ]]; then
