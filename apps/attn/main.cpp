@@ -23,15 +23,19 @@ constexpr const char* kExamples = R"(Worked example ("cat sat" from Self-Attenti
         sat  0.3595  0.6405  │ 1.0000
 
 More:
-  attn run examples/masked_4x4.json              causal mask on given scores
+  attn run examples/masked_4x4.json              # causal mask on given scores
   attn run examples/shape_flow_2x4x512.json --shapes-only
   attn run examples/the_cat_sat.json --format json
-  attn run examples/tiny_gpt2.json               a layer of a (tiny) GPT-2 checkpoint on a sentence
-  attn heads examples/tiny_llama.json            every layer and head of a checkpoint at a glance
-  attn decode examples/llama_like.json --prefill 3   generation with a KV cache, a token at a time
-  attn backward examples/cat_sat.json            the backward pass: every gradient, from the output back
-  echo '{"sentence": "cat sat", "embeddings": [[1,0,1],[0,1,1]],
-         "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}' | attn run -
+  attn run examples/tiny_gpt2.json               # a layer of a (tiny) GPT-2 checkpoint on a sentence
+  attn heads examples/tiny_llama.json            # every layer and head of a checkpoint at a glance
+  attn decode examples/llama_like.json --prefill 3   # generation with a KV cache, a token at a time
+  attn backward examples/cat_sat.json            # the backward pass: every gradient, from the output back
+
+Standard input (- as the file): the JSON from another program
+  echo '{"sentence": "cat sat",' \
+       '"embeddings": [[1,0,1], [0,1,1]],' \
+       '"weights": {"W_q": "identity",' \
+       '"W_k": "identity", "W_v": "identity"}}' | attn run -
 
 Checking a document's printed numbers (the input's "expect" block):
   attn check examples/masked_4x4.json
