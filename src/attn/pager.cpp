@@ -108,12 +108,13 @@ std::vector<std::string> lines_of(const std::string& text) {
 // formula and shape), and the body under it, which scrolls when the step is taller than the screen.
 struct StepScreen {
   std::vector<std::string> heading, body;
+  std::size_t step_lines = 0;  // the heading's last lines that are the step's
 };
 
 StepScreen step_screen(const Trace& trace, const TextOptions& options, std::size_t index, bool whole_header) {
   std::ostringstream head, step;
   if (whole_header) render_text_header(trace, head, options);
-  else head << (trace.config.title.empty() ? "Attention Tracer" : "Attention Tracer · " + trace.config.title) << "\n";
+  else head << wrap(trace.config.title.empty() ? "Attention Tracer" : "Attention Tracer · " + trace.config.title, static_cast<std::size_t>(std::max(options.width, 20)), "", "  ");
   render_text_step(trace, index, step, options);
   StepScreen s{lines_of(head.str()), {}};
   const auto lines = lines_of(step.str());
@@ -122,6 +123,7 @@ StepScreen step_screen(const Trace& trace, const TextOptions& options, std::size
   auto end = title == lines.end() ? lines.begin() : std::find_if(title + 1, lines.end(), [](const std::string& l) { return l.starts_with("    ["); });
   end = end == lines.end() ? (title == lines.end() ? lines.begin() : title + 1) : end + 1;
   s.heading.insert(s.heading.end(), lines.begin(), end);
+  s.step_lines = static_cast<std::size_t>(end - lines.begin());
   s.body.assign(end, lines.end());
   return s;
 }
@@ -259,9 +261,15 @@ class Pager {
     }
     avail_ = rows_ - 1 - std::min(rows_ - 1, rows_of(screen_.heading, cols_));
     if (avail_ < std::max<std::size_t>(5, rows_ / 3) && at_ == 0) {  // the whole header leaves too little: only its title stays
-      const auto title = step_screen(trace_, options_, shown_[at_], false).heading;
-      screen_.body.insert(screen_.body.begin(), screen_.heading.begin(), screen_.heading.end() - static_cast<std::ptrdiff_t>(title.size() - 1));
-      screen_.heading = title;
+      // (the rest of the header, after its title's lines, scrolls above the step's body)
+      const auto header_end = screen_.heading.end() - static_cast<std::ptrdiff_t>(screen_.step_lines);
+      auto rest = screen_.heading.begin() + 1;
+      while (rest != header_end && rest->starts_with("  ")) ++rest;  // (the title's wrapped lines)
+      std::vector<std::string> body(rest, header_end);
+      body.emplace_back();
+      body.insert(body.end(), screen_.body.begin(), screen_.body.end());
+      screen_.body = std::move(body);
+      screen_.heading = step_screen(trace_, options_, shown_[at_], false).heading;
       avail_ = rows_ - 1 - std::min(rows_ - 1, rows_of(screen_.heading, cols_));
     }
     if (avail_ < 3) {  // a screen too small to keep a heading: all of it scrolls
