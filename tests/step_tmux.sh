@@ -28,6 +28,15 @@ wait_for() {
   done
   return 1
 }
+# The same for the visible screen alone (a screen cleared by a redraw goes into tmux's history).
+wait_visible() {
+  local pane=$1 text=$2
+  for _ in $(seq 100); do
+    tmx capture-pane -p -t "$pane" | grep -qF -- "$text" && return 0
+    sleep 0.1
+  done
+  return 1
+}
 last_prompt() { tmx capture-pane -p -t "$1" -S -200 | grep -F "── step" | tail -1; }
 screen() { tmx capture-pane -p -t "$1"; }  # the visible screen only
 
@@ -99,6 +108,56 @@ wait_for l "── step 4/9" || fail "line mode: b did not go back" l
 tmx send-keys -t l q Enter
 wait_for l "EXITED 0" || fail "line mode: q did not quit" l
 
+# a step taller than the screen (80 × 24): its heading (the title, formula and shape) stays at the top,
+# the body scrolls under it: ↑/↓ a line, PgUp/PgDn a page; the prompt says which lines are in view
+last=$("$attn" run examples/induction.json --steps weights --color never --width 80 | tail -1 | sed 's/ *$//')
+tmx new-session -d -s s -x 80 -y 24 "$attn run examples/induction.json --step --steps scores,weights --color never; echo EXITED \$?; sleep 30"
+wait_visible s "── step 1/2 · lines 1–" || fail "a tall step: the prompt does not say which lines are in view" s
+[[ $(screen s | head -1) == "Attention Tracer · GPT-2"* ]] || fail "a tall step scrolled the screen (its first line is not the walkthrough's title)" s
+[[ $(screen s | tail -1) == "── step 1/2 · lines 1–"*"↑/↓ PgUp/PgDn scroll"* ]] || fail "a tall step: the prompt is not on the last row" s
+screen s | grep -qF "[13] scores · Attention scores" || fail "a tall step: its title is not shown" s
+screen s | grep -qF "scores[i, j] = q_i · k_j" || fail "a tall step: its body's first line is not shown" s
+tmx send-keys -t s Down
+wait_visible s "── step 1/2 · lines 2–" || fail "↓ did not scroll a line" s
+screen s | grep -qF "scores[i, j] = q_i · k_j" && fail "↓ did not scroll the body (its first line is still shown)" s
+screen s | grep -qF "[13] scores · Attention scores" || fail "↓ scrolled the step's title away" s
+tmx send-keys -t s Up
+wait_visible s "── step 1/2 · lines 1–" || fail "↑ did not scroll back" s
+screen s | grep -qF "scores[i, j] = q_i · k_j" || fail "↑ did not bring the body's first line back" s
+tmx send-keys -t s Right
+wait_visible s "── step 2/2 · lines 1–" || fail "→ on a tall step did not go to the next step, at its top" s
+for line in "[17] weights · Attention weights" "    weights = softmax(masked, dim=-1)" "    [H, T, T] = [4, 16, 16]"; do
+  screen s | grep -qF -- "$line" || fail "a tall step: '$line' not shown at the top" s
+done
+[[ $(screen s | tail -1) =~ lines\ 1–([0-9]+)\ of\ ([0-9]+) && ${BASH_REMATCH[1]} -lt ${BASH_REMATCH[2]} ]] || fail "the tall step's last line is in view before scrolling" s
+for _ in $(seq 10); do  # PgDn until the prompt says the last line is in view
+  prompt=$(screen s | tail -1)
+  [[ $prompt =~ lines\ [0-9]+–([0-9]+)\ of\ ([0-9]+) && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] && break
+  tmx send-keys -t s NPage
+  sleep 0.3
+done
+[[ $prompt =~ lines\ [0-9]+–([0-9]+)\ of\ ([0-9]+) && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] || fail "PgDn did not reach the step's last line ($prompt)" s
+[[ $(screen s | tail -2 | head -1) == "$last" ]] || fail "PgDn: the step's last line '$last' is not above the prompt" s
+for line in "[17] weights · Attention weights" "    weights = softmax(masked, dim=-1)" "    [H, T, T] = [4, 16, 16]"; do
+  screen s | grep -qF -- "$line" || fail "at the bottom of a tall step, '$line' is not shown at the top" s
+done
+[[ $(screen s | head -1) == "Attention Tracer · GPT-2"* ]] || fail "PgDn scrolled the screen" s
+first=$(sed -E 's/.*lines ([0-9]+)–.*/\1/' <<<"$prompt")
+tmx send-keys -t s PPage
+sleep 0.3
+now=$(screen s | tail -1)
+[[ $now =~ lines\ [0-9]+–([0-9]+)\  && ${BASH_REMATCH[1]} -eq $((first - 1)) ]] || fail "PgUp did not go back a page, to the lines just above line $first ($now)" s
+tmx send-keys -t s Left
+wait_visible s "── step 1/2 · lines 1–" || fail "← from a tall step did not go back to step 1, at its top" s
+tmx send-keys -t s q
+wait_visible s "EXITED 0" || fail "q did not quit a tall step with exit 0" s
+# resized taller than the step: drawn whole again, the plain keys in the prompt
+tmx new-session -d -s r -x 80 -y 24 "$attn run examples/induction.json --step --steps scores,weights --color never; echo EXITED \$?; sleep 30"
+wait_visible r "── step 1/2 · lines 1–" || fail "no tall-step prompt (resize session)" r
+tmx resize-window -t r -y 80
+wait_visible r "── step 1/2 · → next · ← back" || fail "after the terminal grew, the step was not redrawn whole" r
+tmx send-keys -t r q
+
 # --color auto on a terminal: colour; with NO_COLOR set: the shade ramp instead.
 tmx new-session -d -s c -x 140 -y 60 "COLORTERM=truecolor $attn run examples/masked_4x4.json --steps weights; sleep 30"
 wait_for c "heatmap of weights" || fail "no heatmap on a terminal" c
@@ -112,4 +171,4 @@ tmx new-session -d -s m -x 140 -y 60 "TERM=dumb $attn run examples/masked_4x4.js
 wait_for m "heatmap of weights" || fail "no heatmap with TERM=dumb" m
 tmx capture-pane -e -p -t m | grep -q $'\e\\[[0-9;]*48;' && fail "TERM=dumb got colour codes" m
 tmx capture-pane -p -t m | grep -qF "t0  ██ ·· ·· ··" || fail "no shaded heatmap with TERM=dumb" m
-echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ ignored, q, Ctrl-D; line mode) and --color auto / NO_COLOR checked in a tmux terminal"
+echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ on a short step ignored, q, Ctrl-D; line mode; a tall step at 80 × 24: heading kept, ↑/↓ PgUp/PgDn, resize) and --color auto / NO_COLOR checked in a tmux terminal"

@@ -38,11 +38,115 @@ std::string fitted(const std::string& text, int width) { return attn::fit_lines(
 
 void print_fitted(const std::string& text, int width) { std::cout << fitted(text, width); }
 
+namespace {
+
+// An example command of a footer, as a shell reads it: the indent, a transcript's "$ " prompt, the
+// words (split at blanks outside quotes, a quoted part kept whole), and a trailing "# comment" with
+// the column it starts at.
+struct ShellLine {
+  std::string indent, prompt;
+  std::vector<std::string> words;
+  std::string comment;
+  std::size_t comment_col = 0;
+  bool continues = false;  // the line ended in " \": the command goes on on the next line
+};
+
+ShellLine split_shell(const std::string& line) {
+  ShellLine s;
+  const auto start = line.find_first_not_of(' ');
+  s.indent = line.substr(0, start);
+  std::size_t i = start;
+  if (line.compare(i, 2, "$ ") == 0) s.prompt = "$ ", i += 2;
+  std::string word;
+  char quote = 0;
+  for (; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == 0 && c == '#' && word.empty()) {  // a comment starts a word
+      s.comment_col = attn::cells(line.substr(0, i));
+      const auto text = line.find_first_not_of(' ', i + 1);
+      s.comment = text == std::string::npos ? "" : line.substr(text);
+      break;
+    }
+    if (quote == 0 && c == ' ') {
+      if (!word.empty()) s.words.push_back(word), word.clear();
+      continue;
+    }
+    if (quote == 0 && (c == '\'' || c == '"')) quote = c;
+    else if (c == quote) quote = 0;
+    word += c;
+  }
+  if (!word.empty()) s.words.push_back(word);
+  if (!s.words.empty() && s.words.back() == "\\") s.words.pop_back(), s.continues = true;
+  return s;
+}
+
+// The words laid out within `width`, breaking between words: a line ends in " \" where it breaks,
+// or in the pipe when it breaks after one (a pipe never starts a line); the next lines are indented
+// 4 more. A word longer than a line stays whole (a line may pass the width rather than not paste).
+std::vector<std::string> command_lines(const ShellLine& s, std::size_t width) {
+  std::vector<std::string> out;
+  const std::string more = s.indent + std::string(s.prompt.size() + 4, ' ');
+  std::string cur = s.indent + s.prompt;
+  bool fresh = true;  // nothing on `cur` yet but its indent
+  for (std::size_t k = 0; k < s.words.size(); ++k) {
+    const auto& word = s.words[k];
+    const std::size_t reserve = k + 1 < s.words.size() || s.continues ? 2 : 0;  // room for " \"
+    if (fresh || word == "|" || attn::cells(cur) + 1 + attn::cells(word) + reserve <= width) {
+      cur += (fresh ? "" : " ") + word;
+      fresh = false;
+      continue;
+    }
+    out.push_back(cur.ends_with(" |") ? cur : cur + " \\");
+    cur = more + word;
+  }
+  out.push_back(s.continues ? cur + " \\" : cur);
+  return out;
+}
+
+// An example command fitted to the width so that it still pastes into a shell (command_lines); its
+// comment wrapped under its own column with a "# " a line, or above the command where there is no
+// room beside it.
+std::string fit_command(const std::string& line, std::size_t width) {
+  const ShellLine s = split_shell(line);
+  const auto code = command_lines(s, width);
+  std::ostringstream os;
+  if (s.comment.empty()) {
+    for (const auto& l : code) os << l << "\n";
+    return os.str();
+  }
+  if (code.size() == 1 && attn::cells(code[0]) < s.comment_col && s.comment_col + 20 < width) {
+    os << attn::wrap(s.comment, width, attn::pad_right(code[0], s.comment_col) + "# ", std::string(s.comment_col, ' ') + "# ");
+    return os.str();
+  }
+  os << attn::wrap(s.comment, width, s.indent + "# ", s.indent + "# ");
+  for (const auto& l : code) os << l << "\n";
+  return os.str();
+}
+
+// A footer's example command: "attn …", "$ attn …" or "echo …" under an indent, or the line after one
+// that ended in "\" or "|" (the shell reads on).
+bool is_command(const std::string& line, bool continued) {
+  const auto start = line.find_first_not_of(' ');
+  if (start == std::string::npos) return false;
+  if (continued) return true;
+  const std::string_view text = std::string_view(line).substr(start);
+  return start >= 2 && (text.starts_with("attn ") || text.starts_with("$ attn ") || text.starts_with("echo "));
+}
+
+}  // namespace
+
 std::string FittedFormatter::make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const {
   const auto w = static_cast<std::size_t>(width_);
   std::istringstream in(CLI::Formatter::make_help(app, std::move(name), mode));
   std::ostringstream os;
+  bool continued = false;  // the last line was a command that the shell reads on from
   for (std::string line; std::getline(in, line);) {
+    const bool command = is_command(line, continued);
+    continued = command && (line.ends_with("\\") || line.ends_with("|"));
+    if (command && attn::cells(line) > w) {
+      os << fit_command(line, w);
+      continue;
+    }
     if (attn::cells(line) <= w) {
       os << line << "\n";
       continue;

@@ -3,6 +3,12 @@
 // Exit codes: 0 ok, 1 a check/diff found differences, 2 bad input or usage, 3 internal error.
 #include "cli.hpp"
 
+#include <algorithm>
+
+#include <fmt/ranges.h>
+
+#include "attn/suggest.hpp"
+
 namespace {
 
 constexpr const char* kExamples = R"(Worked example ("cat sat" from Self-Attention: Complete Deep Dive; identity weights, d = 3):
@@ -17,21 +23,81 @@ constexpr const char* kExamples = R"(Worked example ("cat sat" from Self-Attenti
         sat  0.3595  0.6405  │ 1.0000
 
 More:
-  attn run examples/masked_4x4.json              causal mask on given scores
+  attn run examples/masked_4x4.json              # causal mask on given scores
   attn run examples/shape_flow_2x4x512.json --shapes-only
   attn run examples/the_cat_sat.json --format json
-  attn run examples/tiny_gpt2.json               a layer of a (tiny) GPT-2 checkpoint on a sentence
-  attn heads examples/tiny_llama.json            every layer and head of a checkpoint at a glance
-  attn decode examples/llama_like.json --prefill 3   generation with a KV cache, a token at a time
-  attn backward examples/cat_sat.json            the backward pass: every gradient, from the output back
-  echo '{"sentence": "cat sat", "embeddings": [[1,0,1],[0,1,1]],
-         "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}' | attn run -
+  attn run examples/tiny_gpt2.json               # a layer of a (tiny) GPT-2 checkpoint on a sentence
+  attn heads examples/tiny_llama.json            # every layer and head of a checkpoint at a glance
+  attn decode examples/llama_like.json --prefill 3   # generation with a KV cache, a token at a time
+  attn backward examples/cat_sat.json            # the backward pass: every gradient, from the output back
+
+Standard input (- as the file): the JSON from another program
+  echo '{"sentence": "cat sat",' \
+       '"embeddings": [[1,0,1], [0,1,1]],' \
+       '"weights": {"W_q": "identity",' \
+       '"W_k": "identity", "W_v": "identity"}}' | attn run -
 
 Checking a document's printed numbers (the input's "expect" block):
   attn check examples/masked_4x4.json
 
 Input format: docs/input-format.md; every option: docs/usage.md; the manual: docs/README.md.
 Exit codes: 0 ok, 1 a check or diff found differences, 2 bad input or usage, 3 internal error.)";
+
+// A command's long option names as typed ("--explain"), and the subcommands' names, in --help's order.
+std::vector<std::string> option_names(const CLI::App& cmd) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : cmd.get_options())
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  return names;
+}
+std::vector<const CLI::App*> subcommands(const CLI::App& app) { return app.get_subcommands([](const CLI::App*) { return true; }); }
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : subcommands(app)) names.push_back(sub->get_name());
+  return names;
+}
+
+// " (did you mean --explain?)" for an unknown option of `cmd` ("--explian", "--explian=1", "-explain");
+// for one that only another subcommand has, " (--step is an option of attn run)"; else "".
+std::string option_hint(const CLI::App& app, const CLI::App& cmd, const std::string& arg) {
+  const std::string name = arg.substr(0, arg.find('='));
+  const std::string bare = name.substr(std::min(name.find_first_not_of('-'), name.size()));
+  const auto names = option_names(cmd);
+  std::vector<std::string_view> bare_names;
+  for (const auto& n : names) bare_names.push_back(std::string_view(n).substr(2));
+  const auto best = bare.size() >= 2 ? attn::closest(bare, bare_names) : std::nullopt;  // (one letter is close to every short name)
+  if (best) return fmt::format(" (did you mean --{}?)", *best);
+  std::vector<std::string> owners;
+  for (const CLI::App* sub : subcommands(app)) {
+    const auto theirs = option_names(*sub);
+    if (sub != &cmd && std::find(theirs.begin(), theirs.end(), name) != theirs.end()) owners.push_back("attn " + sub->get_name());
+  }
+  return owners.empty() ? "" : fmt::format(" ({} is an option of {})", name, fmt::join(owners, ", "));
+}
+
+// A usage error's message: CLI11's, but a mistyped subcommand or option gets the closest name (among
+// the subcommands, or among the options of the subcommand given), and a missing subcommand the list.
+std::string usage_message(CLI::App& app, const CLI::ParseError& e) {
+  const auto parsed = app.get_subcommands();
+  const CLI::App& cmd = parsed.empty() ? app : *parsed.front();
+  const auto extras = app.remaining(true);
+  const auto subs = subcommand_names(app);
+  const std::string more = parsed.empty() ? "Run attn --help for more information." : fmt::format("Run attn {} --help for its options.", cmd.get_name());
+  const bool no_subcommand = parsed.empty() && std::string_view(e.what()).starts_with("A subcommand is required");
+  const auto word = std::find_if(extras.begin(), extras.end(), [](const std::string& a) { return !a.starts_with("-"); });
+  if (no_subcommand && word != extras.end()) {
+    const std::vector<std::string_view> candidates(subs.begin(), subs.end());
+    const auto best = attn::closest(*word, candidates);
+    return fmt::format("\"{}\" is not a subcommand{}; the subcommands: {}\n{}\n", *word, best ? fmt::format(" (did you mean \"{}\"?)", *best) : "",
+                       fmt::join(subs, ", "), more);
+  }
+  if (no_subcommand && extras.empty()) return fmt::format("A subcommand is required: one of {}\n{}\n", fmt::join(subs, ", "), more);
+  // (an ExtrasError's get_name() is its command's name: the type tells)
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr && !no_subcommand) return fmt::format("{}\n{}\n", e.what(), more);
+  std::vector<std::string> shown;
+  for (const auto& a : extras) shown.push_back(a.starts_with("-") ? a + option_hint(app, cmd, a) : a);
+  return fmt::format("The following argument{} not expected: {}\n{}\n", extras.size() > 1 ? "s were" : " was", fmt::join(shown, " "), more);
+}
 
 }  // namespace
 
@@ -50,8 +116,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, version, or the usage error
-    return code == 0 ? kExitOk : kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << usage_message(app, e) << std::flush;
+    return kExitBadInput;
   }
   try {
     for (const auto& [name, runner] : commands)

@@ -11,15 +11,16 @@
 
 namespace attn {
 
-// What a key (or a typed number) asks for.
+// What a key (or a typed number) asks for. LineUp … PageDown scroll a step taller than the screen.
 struct PagerAction {
-  enum Kind { None, Next, Back, First, Last, Jump, Quit } kind = None;
+  enum Kind { None, Next, Back, First, Last, Jump, Quit, LineUp, LineDown, PageUp, PageDown } kind = None;
   std::size_t step = 0;  // Jump: 1-based step number
 };
 
 // Turns the bytes a terminal sends in raw mode into actions: → Space Enter n: next; ← b p: back;
 // Home/End: first/last; digits then Enter: jump; Backspace edits the digits, Esc drops them;
-// q, Ctrl-D: quit. Escape sequences (arrows) may arrive split across reads.
+// q, Ctrl-D: quit; ↑/↓: a line up/down, PgUp/PgDn: a page. Escape sequences (arrows) may arrive
+// split across reads.
 class KeyDecoder {
  public:
   PagerAction feed(char byte);
@@ -35,7 +36,10 @@ class KeyDecoder {
 PagerAction line_action(const std::string& line);
 
 // Pages through `trace`'s selected steps. raw: single keys and redrawing (in and out are a
-// terminal); otherwise lines. Returns when the reader quits or steps past the last step.
+// terminal, standard output the one whose size is read); otherwise lines. In raw mode a step taller
+// than the terminal keeps its heading (the walkthrough's title, the step's title, formula and shape)
+// at the top and the rest scrolls under it; the prompt says which lines are in view. Returns when
+// the reader quits.
 void page_steps(const Trace& trace, const TextOptions& options, int in_fd, std::ostream& out, bool raw);
 
 }  // namespace attn

@@ -29,7 +29,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::string did_you_mean(std::string_view given, const std::vector<std::string_view>& candidates) {
+std::optional<std::string_view> closest(std::string_view given, const std::vector<std::string_view>& candidates) {
   std::string_view best;
   std::size_t best_d = std::numeric_limits<std::size_t>::max();
   for (auto c : candidates) {
@@ -38,7 +38,13 @@ std::string did_you_mean(std::string_view given, const std::vector<std::string_v
     if (d < best_d) best_d = d, best = c;
   }
   const std::size_t limit = std::max<std::size_t>(2, given.size() / 3);
-  return best_d <= limit ? fmt::format(" (did you mean \"{}\"?)", best) : "";
+  if (best_d > limit) return std::nullopt;
+  return best;
+}
+
+std::string did_you_mean(std::string_view given, const std::vector<std::string_view>& candidates) {
+  const auto best = closest(given, candidates);
+  return best ? fmt::format(" (did you mean \"{}\"?)", *best) : "";
 }
 
 }  // namespace attn

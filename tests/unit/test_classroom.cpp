@@ -310,7 +310,7 @@ TEST_CASE("heat range \"fit\": a near-uniform head's colours span its own values
 
 #include "attn/pager.hpp"
 
-TEST_CASE("step keys: arrows (even split across reads), Space, Enter, b, numbers, q and Ctrl-D", "[classroom]") {
+TEST_CASE("step keys: arrows (even split across reads), PgUp/PgDn, Space, Enter, b, numbers, q and Ctrl-D", "[classroom]") {
   using A = attn::PagerAction;
   auto kinds = [](const std::string& bytes) {
     attn::KeyDecoder d;
@@ -325,7 +325,9 @@ TEST_CASE("step keys: arrows (even split across reads), Space, Enter, b, numbers
   CHECK(kinds("\x1b[C \r\n") == std::vector<int>{A::Next, A::Next, A::Next, A::Next});
   CHECK(kinds("\x1b[Db") == std::vector<int>{A::Back, A::Back});
   CHECK(kinds("\x1bOC\x1bOD") == std::vector<int>{A::Next, A::Back});  // application cursor mode
-  CHECK(kinds("\x1b[A\x1b[B") == std::vector<int>{});                 // ↑ and ↓: nothing, nothing echoed
+  CHECK(kinds("\x1b[A\x1b[B\x1bOA\x1bOB") == std::vector<int>{A::LineUp, A::LineDown, A::LineUp, A::LineDown});  // ↑ ↓ scroll a tall step
+  CHECK(kinds("\x1b[5~\x1b[6~") == std::vector<int>{A::PageUp, A::PageDown});
+  CHECK(kinds("\x1b[2~\x1bOP") == std::vector<int>{});  // Insert, F1: nothing, nothing echoed
   CHECK(kinds("\x1b[H\x1b[F\x1b[1~\x1b[4~") == std::vector<int>{A::First, A::Last, A::First, A::Last});
   CHECK(kinds("12\r") == std::vector<int>{112});
   CHECK(kinds("13\x7f" "5\r") == std::vector<int>{115});  // Backspace edits the number

@@ -167,15 +167,17 @@ TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
       "  note: hand-made weights",
       "tokens (3): 0 The  1 cat  2 sat",
       "",
-      "    queries ↓ keys →",
-      "    h0      h1",
-      "L0  ██····  ██····",
-      "    ██  ··  ██  ··",
-      "      ██    ██",
+      "      queries ↓ keys →",
+      "      h0      h1",
+      "L0    0 1 2   0 1 2",  // each layer's line: the keys' positions above each head
+      "0 The ██····  ██····",  // each row: its query, as the tokens line names it
+      "1 cat ██  ··  ██  ··",
+      "2 sat   ██    ██",
       "",
-      "L1  ██····  ██····",
-      "      ██··  ▓▓▓▓··",
-      "        ██  ▒▒▒▒▒▒",
+      "L1    0 1 2   0 1 2",
+      "0 The ██····  ██····",
+      "1 cat   ██··  ▓▓▓▓··",
+      "2 sat     ██  ▒▒▒▒▒▒",
       "",
       "weight:  ' ' < 0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ ≥ 0.75",
       "· above the diagonal: masked (a query sees only itself and earlier tokens)",
@@ -214,16 +216,22 @@ TEST_CASE("heads text: colour cells and downsampling say what they show", "[head
   std::ostringstream narrow;
   render_heads_text(wide, narrow, ColorMode::None, 40);
   const auto nl = lines_of(narrow.str());
-  CHECK(std::find(nl.begin(), nl.end(), "each cell shows the largest weight of a 3 × 3 block of tokens (tokens 0–2, 3–5, …; the last block has 1)") !=
-        nl.end());
-  // 14 cells a side, one character each, the heads one column apart, within the 40 columns
-  const auto top = std::find(nl.begin(), nl.end(), "    h0             h1");
+  // said under the grid, wrapped to the 40 columns
+  const auto said = std::find(nl.begin(), nl.end(), "each cell shows the largest weight of a");
+  REQUIRE(nl.end() - said > 2);
+  CHECK(said[1] == "  3 × 3 block of tokens (tokens 0–2,");
+  CHECK(said[2] == "  3–5, …; the last block has 1)");
+  // 14 cells a side, one character each, the heads one column apart, within the 40 columns; each row
+  // labelled with its block's positions, the layer's line with every 5th column's first position
+  const auto top = std::find(nl.begin(), nl.end(), "      h0             h1");
   REQUIRE(top != nl.end());
-  REQUIRE(nl.end() - top > 15);
-  CHECK(top[1] == "L0  █············· █·············");  // masked cells dotted, a weight near 0 blank
-  CHECK(top[14] == "                 █              █");
-  CHECK(top[15].empty());
-  for (int r = 1; r <= 14; ++r) CHECK(attn::cells(top[r]) <= 40);
+  REQUIRE(nl.end() - top > 16);
+  CHECK(top[1] == "L0    0    15   30   0    15   30");
+  CHECK(top[2] == "  0–2 █············· █·············");  // masked cells dotted, a weight near 0 blank
+  CHECK(top[4] == "  6–8   █···········   █···········");
+  CHECK(top[15] == "   39              █              █");  // the last block: one token
+  CHECK(top[16].empty());
+  for (const auto& line : nl) CHECK(attn::cells(line) <= 40);
   const auto f = heads_detail::fit_text_grid(64, 64, 12, 5, 120);
   CHECK(f.block == 8);
   CHECK(f.n == 8);

@@ -1,15 +1,21 @@
 // attn heads in the terminal: the model and the tokens, a grid of layers (rows) × heads (columns)
 // of small heatmaps (queries down, keys across, one fixed 0..1 scale for every head), its legend,
 // then one summary line per head. Deterministic bytes for a given width: no locale, fixed decimals.
+// Every line fits the width (a word longer than a line aside).
 //
 // Fitting the width: two characters a key when every head fits side by side (about square in a
 // terminal), else one; else each head drawn smaller, one character a block × block square of tokens
 // showing the block's largest weight (so a lone strong weight is never averaged away), the smallest
 // block that fits with at least 4 cells a side, said in a line under the grid; if even that is too
-// wide, the heads wrap onto several bands of the grid.
+// wide, the heads wrap onto several bands of the grid. Each grid row is labelled with its query
+// ("10 ␣milk₂", as the tokens line names it; "8–9" for a block of tokens), the token cut short
+// where a full label would make the grid smaller; each layer's first line gives the keys' positions
+// ("0    5    10") above every head.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "attn/model/heads.hpp"
 #include "attn/render/heads_layout.hpp"
@@ -25,27 +31,30 @@ void rtrim(std::string& s) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
 }
 
-// The tokens, "0 The  1 cat  2 sat …", wrapped to the width.
-void token_lines(std::ostream& out, const std::vector<std::string>& labels, int width, const std::string& what = "tokens") {
-  std::string line = fmt::format("{} ({}):", what, labels.size());
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const std::string item = fmt::format("{} {}", i, labels[i]);
-    if (cells(line) + 2 + cells(item) > static_cast<std::size_t>(width) && cells(line) > 2) {
+// `lead` then the items, `first` between the lead and the first item, two spaces between the others,
+// wrapped between items to the width (the next lines indented two spaces).
+void item_lines(std::ostream& out, std::string line, const std::vector<std::string>& items, int width, const std::string& first = " ") {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string sep = i == 0 ? first : "  ";
+    if (cells(line) + sep.size() + cells(items[i]) > static_cast<std::size_t>(width) && cells(line) > 2) {
       out << line << "\n";
-      line = "  " + item;
+      line = "  " + items[i];
     } else {
-      line += (line.back() == ':' ? " " : "  ") + item;
+      line += sep + items[i];
     }
   }
   out << line << "\n";
 }
 
-// One view: its header (the model, once for all views), its tokens, the grid, the legend, a line a head.
-void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color, int width, bool first) {
-  check_view(view);
-  width = std::max(width, 20);
-  const auto labels = token_labels(view);
-  const auto key_labels = token_labels(view.key_labels());
+// The tokens, "0 The  1 cat  2 sat …", wrapped to the width.
+void token_lines(std::ostream& out, const std::vector<std::string>& labels, int width, const std::string& what = "tokens") {
+  std::vector<std::string> items;
+  for (std::size_t i = 0; i < labels.size(); ++i) items.push_back(fmt::format("{} {}", i, labels[i]));
+  item_lines(out, fmt::format("{} ({}):", what, labels.size()), items, width);
+}
+
+// The model (once for all views), the part's title, the sizes, the notes and the tokens.
+void view_heading(const HeadsView& view, std::ostream& out, int width, bool first) {
   const auto w = static_cast<std::size_t>(width);
   if (first) out << wrap("attn heads · " + view.model, w, "", "  ");
   if (!view.part.empty()) {  // the notes (the first view's, about the whole input) before the first part's heading
@@ -59,46 +68,127 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
               w, "", "  ");
   if (view.part.empty())
     for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
-  token_lines(out, labels, width, view.cross || view.part == "decoder" ? "decoder tokens" : view.part == "encoder" ? "source tokens" : "tokens");
-  if (view.cross) token_lines(out, key_labels, width, "source tokens");
-  if (view.layers == 0 || view.heads == 0 || view.T == 0 || view.keys() == 0) return;
+  token_lines(out, token_labels(view), width, view.cross || view.part == "decoder" ? "decoder tokens" : view.part == "encoder" ? "source tokens" : "tokens");
+  if (view.cross) token_lines(out, token_labels(view.key_labels()), width, "source tokens");
+}
 
-  const std::size_t label_w = cells(fmt::format("L{}", view.layers - 1)) + 2;
-  const TextFit f = fit_text_grid(view.T, view.keys(), view.heads, label_w, width);
+// The grid's fit and its label column: each row's query label (padded to the column) and the
+// column's width, the space after it included.
+struct LabelledFit {
+  TextFit fit;
+  std::vector<std::string> rows;
+  std::size_t label_w = 0;
+};
+
+// A token's label cut to `width` cells, ending in "…" but keeping its occurrence's subscript
+// ("␣milk₂" in 5: "␣mi…₂"), which tells repeated tokens apart.
+std::string cut_label(const std::string& label, std::size_t width) {
+  if (cells(label) <= width) return label;
+  std::size_t base = label.size();
+  while (base >= 3 && label.compare(base - 3, 2, "\xe2\x82") == 0 && static_cast<unsigned char>(label[base - 1]) >= 0x80 &&
+         static_cast<unsigned char>(label[base - 1]) <= 0x89)
+    base -= 3;  // ₀ … ₉ are E2 82 80 … E2 82 89
+  const std::string sub = label.substr(base);
+  return cells(sub) + 2 <= width ? clip(label.substr(0, base), width - cells(sub)) + sub : clip(label, width);
+}
+
+// The largest grid that labels of the query's position alone allow; then, for whole tokens, the
+// widest token labels (the longest, else cut, at least 3 cells) that keep it; for blocks, the
+// blocks' ranges of positions.
+LabelledFit fit_labelled(const HeadsView& view, const std::vector<std::string>& labels, int width) {
+  const std::size_t idx_w = std::to_string(std::max<std::int64_t>(view.T - 1, 0)).size();
+  const std::size_t layer_w = cells(fmt::format("L{}", view.layers - 1));
+  auto column = [&](std::size_t label) { return std::max(layer_w, label) + 1; };
+  auto fit = [&](std::size_t label) { return fit_text_grid(view.T, view.keys(), view.heads, column(label), width); };
+  LabelledFit out{fit(idx_w), {}, column(idx_w)};
+  if (out.fit.block > 1) {
+    const std::size_t range_w = 2 * idx_w + 1;  // "12–15"
+    out.fit = fit(range_w), out.label_w = column(range_w);
+    for (std::int64_t r = 0; r < out.fit.n; ++r) {
+      const std::int64_t i0 = r * out.fit.block, i1 = std::min(view.T, i0 + out.fit.block) - 1;
+      out.rows.push_back(pad_left(i0 == i1 ? std::to_string(i0) : fmt::format("{}–{}", i0, i1), range_w));
+    }
+    return out;
+  }
+  std::size_t longest = 0, tw = 0;
+  for (const auto& l : labels) longest = std::max(longest, cells(l));
+  for (std::size_t t = longest; t >= 3 && tw == 0; --t) {
+    const TextFit f = fit(idx_w + 1 + t);
+    if (f.block == out.fit.block && f.cell_w == out.fit.cell_w && f.per_band == out.fit.per_band) tw = t, out.fit = f, out.label_w = column(idx_w + 1 + t);
+  }
+  for (std::int64_t i = 0; i < view.T; ++i)
+    out.rows.push_back(pad_left(std::to_string(i), idx_w) + (tw == 0 ? "" : " " + pad_right(cut_label(labels[static_cast<std::size_t>(i)], tw), tw)));
+  return out;
+}
+
+// The keys' positions above a head's cells: every k-th key's at its column ("0    5    10"), k the
+// smallest of 1, 2, 5, 10, 20, 50, … that leaves a space after each; one that would pass the head's
+// right edge left out.
+std::string key_ticks(const TextFit& f) {
   const std::size_t head_w = static_cast<std::size_t>(f.m * f.cell_w);
-  out << "\n" << pad_right("", label_w) << "queries ↓ keys →\n";
+  const std::size_t widest = std::to_string((f.m - 1) * f.block).size();
+  std::int64_t k = 1;
+  for (std::int64_t p = 1; k * f.cell_w < static_cast<std::int64_t>(widest) + 1; p *= 10)
+    for (std::int64_t m : {1, 2, 5})
+      if (k * f.cell_w < static_cast<std::int64_t>(widest) + 1) k = m * p;
+  std::string line(head_w, ' ');
+  for (std::int64_t c = 0; c < f.m; c += k) {
+    const std::string label = std::to_string(c * f.block);
+    const auto at = static_cast<std::size_t>(c * f.cell_w);
+    if (at + label.size() > head_w) break;
+    line.replace(at, label.size(), label);
+  }
+  return line;
+}
+
+// Row r of head h's cells in layer l: shades (no colour), or coloured blanks.
+std::string grid_cells(const HeadsView& view, const TextFit& f, std::int64_t l, std::int64_t h, std::int64_t r, ColorMode color) {
+  std::string line;
+  bool painted = false;
+  for (std::int64_t c = 0; c < f.m; ++c) {
+    const BlockCell b = block_cell(view, l, h, r, c, f.block);
+    if (color == ColorMode::None) {
+      const std::string s = b.masked ? "·" : shade(b.value);  // masked apart from a weight near 0, which is blank
+      for (int k = 0; k < f.cell_w; ++k) line += s;
+    } else if (b.masked) {
+      if (painted) line += kAnsiReset, painted = false;
+      line.append(static_cast<std::size_t>(f.cell_w), ' ');
+    } else {
+      line += heat_background(color, b.value);
+      line.append(static_cast<std::size_t>(f.cell_w), ' ');
+      painted = true;
+    }
+  }
+  if (painted) line += kAnsiReset;
+  return line;
+}
+
+// The grid: per band of heads, the heads' names, then per layer its name with the keys' positions
+// and a labelled line per row of cells.
+void grid(const HeadsView& view, const LabelledFit& lf, std::ostream& out, ColorMode color, int width) {
+  const TextFit& f = lf.fit;
+  const std::size_t head_w = static_cast<std::size_t>(f.m * f.cell_w);
+  const std::string ticks = key_ticks(f), axes = "queries ↓ keys →";
+  out << "\n" << std::string(std::min(lf.label_w, static_cast<std::size_t>(width) - cells(axes)), ' ') << axes << "\n";
   for (std::int64_t h0 = 0; h0 < view.heads; h0 += f.per_band) {
     const std::int64_t h1 = std::min(view.heads, h0 + f.per_band);
-    std::string top = pad_right("", label_w);
+    std::string top = pad_right("", lf.label_w), keys = top;
     for (std::int64_t h = h0; h < h1; ++h) {
       std::string name = fmt::format("h{}", h);
       if (cells(name) > head_w) name = clip(fmt::format("{}", h), head_w);
-      top += pad_right(name, head_w + (h + 1 < h1 ? static_cast<std::size_t>(f.gap) : 0));
+      const std::size_t gap = h + 1 < h1 ? static_cast<std::size_t>(f.gap) : 0;
+      top += pad_right(name, head_w + gap);
+      keys += ticks + std::string(gap, ' ');
     }
     rtrim(top);
     out << top << "\n";
     for (std::int64_t l = 0; l < view.layers; ++l) {
+      std::string layer = pad_right(fmt::format("L{}", l), lf.label_w) + keys.substr(lf.label_w);
+      rtrim(layer);
+      out << layer << "\n";
       for (std::int64_t r = 0; r < f.n; ++r) {
-        std::string line = pad_right(r == 0 ? fmt::format("L{}", l) : "", label_w);
-        for (std::int64_t h = h0; h < h1; ++h) {
-          bool painted = false;
-          for (std::int64_t c = 0; c < f.m; ++c) {
-            const BlockCell b = block_cell(view, l, h, r, c, f.block);
-            if (color == ColorMode::None) {
-              const std::string s = b.masked ? "·" : shade(b.value);  // masked apart from a weight near 0, which is blank
-              for (int k = 0; k < f.cell_w; ++k) line += s;
-            } else if (b.masked) {
-              if (painted) line += kAnsiReset, painted = false;
-              line.append(static_cast<std::size_t>(f.cell_w), ' ');
-            } else {
-              line += heat_background(color, b.value);
-              line.append(static_cast<std::size_t>(f.cell_w), ' ');
-              painted = true;
-            }
-          }
-          if (painted) line += kAnsiReset;
-          if (h + 1 < h1) line.append(static_cast<std::size_t>(f.gap), ' ');
-        }
+        std::string line = pad_right(lf.rows[static_cast<std::size_t>(r)], lf.label_w);
+        for (std::int64_t h = h0; h < h1; ++h) line += grid_cells(view, f, l, h, r, color) + (h + 1 < h1 ? std::string(static_cast<std::size_t>(f.gap), ' ') : "");
         rtrim(line);
         out << line << "\n";
       }
@@ -106,30 +196,38 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
     }
     if (h1 < view.heads) out << "\n";
   }
+}
 
+void pattern_legend(const HeadsView& view, std::ostream& out, std::size_t w);
+
+// Under the grid: how it was shrunk or wrapped, the shades' or colours' scale, what is masked, and
+// what the summaries' numbers mean; each wrapped to the width.
+void legend(const HeadsView& view, const TextFit& f, std::ostream& out, ColorMode color, int width) {
+  const auto w = static_cast<std::size_t>(width);
   out << "\n";
   if (f.block > 1) {
     const std::int64_t last = std::max(view.T - (f.n - 1) * f.block, view.keys() - (f.m - 1) * f.block);
-    out << fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …", f.block, f.block - 1,
-                       2 * f.block - 1);
-    if (last != f.block) out << fmt::format("; the last block has {}", last);
-    out << ")\n";
+    out << wrap(fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …{3})", f.block, f.block - 1,
+                            2 * f.block - 1, last != f.block ? fmt::format("; the last block has {}", last) : ""),
+                w, "", "  ");
   }
-  if (f.per_band < view.heads) out << fmt::format("the heads wrap onto {} bands of at most {} heads to fit {} columns\n",
-                                                  (view.heads + f.per_band - 1) / f.per_band, f.per_band, width);
+  if (f.per_band < view.heads)
+    out << wrap(fmt::format("the heads wrap onto {} bands of at most {} heads to fit {} columns", (view.heads + f.per_band - 1) / f.per_band, f.per_band, width), w,
+                "", "  ");
   if (color == ColorMode::None) {
-    out << "weight:";
     static const char* kGlyph[5] = {"' '", "░", "▒", "▓", "█"};
+    std::vector<std::string> items;
     double lo = 0;
     for (int k = 0; k < 5; ++k) {
-      out << fmt::format("  {} {}", kGlyph[k], k == 0 ? fmt::format("< {:.2f}", kShadeBands[0]) : k == 4 ? fmt::format("≥ {:.2f}", lo)
-                                                                                                             : fmt::format("{:.2f}–{:.2f}", lo, kShadeBands[k]));
+      items.push_back(fmt::format("{} {}", kGlyph[k], k == 0 ? fmt::format("< {:.2f}", kShadeBands[0]) : k == 4 ? fmt::format("≥ {:.2f}", lo)
+                                                                                                            : fmt::format("{:.2f}–{:.2f}", lo, kShadeBands[k])));
       lo = kShadeBands[k];
     }
-    out << "\n";
+    item_lines(out, "weight:", items, width, "  ");
   } else {
+    const int swatches = std::clamp((width - 12) / 2, 1, 16);  // "weight: 0 " and " 1" around them
     out << "weight: 0 ";
-    for (int k = 0; k < 16; ++k) out << heat_background(color, (k + 0.5) / 16.0) << "  ";
+    for (int k = 0; k < swatches; ++k) out << heat_background(color, (k + 0.5) / swatches) << "  ";
     out << kAnsiReset << " 1\n";
   }
   const bool windowed = std::any_of(view.windows.begin(), view.windows.end(), [](std::int64_t v) { return v > 0; });
@@ -138,6 +236,11 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
   else out << wrap(std::string(color == ColorMode::None ? "· above the diagonal" : "blank above the diagonal") + (windowed ? " and left of the window" : "") +
                        ": " + view.masked_text(),
                    w, "", "  ");
+  pattern_legend(view, out, w);
+}
+
+// What the numbers after each pattern and the entropy mean.
+void pattern_legend(const HeadsView& view, std::ostream& out, std::size_t w) {
   out << wrap(view.cross ? "after each pattern: the mean weight on that key (diagonal: the source token as far through the source as "
                            "the query is through the decoder's tokens; the start or end token), or for broad its entropy ÷ a uniform "
                            "head's, or for mixed the largest of the means (under 0.5)"
@@ -145,22 +248,41 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
                                    "token), or for broad its entropy ÷ a uniform head's, or for mixed the largest of the means (under 0.5)"
                                  : "after each pattern: the mean weight on that key (previous, first or same token), or for broad its entropy ÷ a "
                                    "uniform head's, or for mixed the largest of the three means (under 0.5)",
-              w, "", "  ")
-      << (std::any_of(view.summaries.begin(), view.summaries.end(), [](const HeadSummary& s) { return s.pattern == HeadPattern::Induction; })
-              ? wrap("induction: over the queries whose token occurred before, the mean weight on the key right after that earlier "
-                     "occurrence (the head copies what followed it last time: a repeated sequence continued)",
-                     w, "", "  ")
-              : std::string())
-      << wrap("entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a "
+              w, "", "  ");
+  if (std::any_of(view.summaries.begin(), view.summaries.end(), [](const HeadSummary& s) { return s.pattern == HeadPattern::Induction; }))
+    out << wrap("induction: over the queries whose token occurred before, the mean weight on the key right after that earlier "
+                "occurrence (the head copies what followed it last time: a repeated sequence continued)",
+                w, "", "  ");
+  out << wrap("entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a "
               "uniform head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
-              w, "", "  ")
-      << "\n";
-  // a line that would pass the width goes on below, indented: the largest off-diagonal weight
-  for (const auto& line : summary_lines(view, labels, key_labels)) {
+              w, "", "  ");
+}
+
+// A line a head; one that would pass the width goes on below, indented, from its largest
+// off-diagonal weight (and wraps at words where even its first part is too long).
+void summaries(const HeadsView& view, std::ostream& out, std::size_t w) {
+  out << "\n";
+  for (const auto& line : summary_lines(view, token_labels(view), token_labels(view.key_labels()))) {
     const auto at = line.find(view.cross ? "   max weight" : "   max off-diagonal");
-    if (cells(line) <= w || at == std::string::npos) out << line << "\n";
-    else out << line.substr(0, at) << "\n" << wrap(line.substr(at + 3), w, "       ", "         ");
+    if (cells(line) <= w || at == std::string::npos) {
+      out << (cells(line) <= w ? line + "\n" : wrap(line, w, "", "         "));
+      continue;
+    }
+    const std::string head = line.substr(0, at);
+    out << (cells(head) <= w ? head + "\n" : wrap(head, w, "", "       ")) << wrap(line.substr(at + 3), w, "       ", "         ");
   }
+}
+
+// One view: its heading, the grid, the legend, a line a head.
+void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color, int width, bool first) {
+  check_view(view);
+  width = std::max(width, 20);
+  view_heading(view, out, width, first);
+  if (view.layers == 0 || view.heads == 0 || view.T == 0 || view.keys() == 0) return;
+  const LabelledFit lf = fit_labelled(view, token_labels(view), width);
+  grid(view, lf, out, color, width);
+  legend(view, lf.fit, out, color, width);
+  summaries(view, out, static_cast<std::size_t>(width));
 }
 
 }  // namespace
