@@ -99,6 +99,7 @@ std::string repeated(const Spec& s, const TextFacts& f, bool key, const std::str
 std::string scale_code(const Spec& s, const TraceConfig& c, const TextFacts& f) {
   if (f.mistake == Mistake::ScaleMissing) return "";
   if (f.mistake == Mistake::ScaleSqrtC) return " / math.sqrt(C)";
+  if (f.mistake == Mistake::ScaleDk) return s.H > 1 ? " / hs" : s.general() ? " / dk" : " / C";  // d_k itself, not its root
   switch (s.scale_kind) {
     case ScaleKind::SqrtDk: return s.H > 1 ? " / math.sqrt(hs)" : s.general() ? " / math.sqrt(dk)" : " / math.sqrt(C)";  // as the note names d_k
     case ScaleKind::Number: return fmt::format(" * {}", literal(c.scale_factor));
