@@ -268,7 +268,7 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
   auto bgrad = [](std::string_view b, std::string_view g) { return fmt::format("grad_{} = grad_{}.flatten(0, -2).sum(0)", b, g); };
   const std::string x = s.positions != Positions::None ? "x_pos" : "x";
   switch (step) {
-    case StepId::Loss: return fmt::format("loss = (({} - target.reshape({}.shape)) ** 2).mean().reshape(1)", o, o);
+    case StepId::Loss: return fmt::format("loss = (({} - target.reshape({}.shape)) ** 2).mean()", o, o);  // a scalar, as shown
     case StepId::GradOutput:
       switch (s.backward.upstream) {
         case U::Sum: return fmt::format("grad_output = torch.ones_like({})", o);
