@@ -307,7 +307,9 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
       if (prev == "scaled") return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
       if (prev == "biased") return fmt::format("grad_{} = grad_biased", self);
       if (prev == "capped") return fmt::format("grad_{0} = grad_capped * (1 - (capped / {1}) ** 2)", self, static_cast<Scalar>(*s.softcap));
-      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask{} == 0, 0.0)", self, s.H > 1 && s.mask_per_batch() ? "[:, None]" : "");
+      if (s.blocking()) {
+        return fmt::format("grad_{} = grad_masked.masked_fill(mask{} == 0, 0.0)", self, s.H > 1 && s.batched && s.mask_per_batch() ? "[:, None]" : "");
+      }
       return fmt::format("grad_{} = grad_masked", self);
     }
     case StepId::GradQRope: return fmt::format("grad_q_rope = grad_scores @ {}", s.grouped() ? "k_repeat" : "k_rope");

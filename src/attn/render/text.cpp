@@ -103,9 +103,10 @@ class TextRenderer {
     out_ << join_fitting(parts, width());
     for (const auto& n : c_.notes) out_ << wrap(n, width(), "  note: ", "        ");
     if (o_.code) {
-      out_ << wrap("the >>> lines are PyTorch (import math, numpy as np, torch); B, T, S, C, H, hs are the sizes above, each step's "
-                   "variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: attn run --dump DIR writes "
-                   "them to DIR/inputs/, with DIR/steps.py, which runs every step",
+      out_ << wrap(fmt::format("the >>> lines are PyTorch (import math, numpy as np, torch); B, T, S, C, H, hs{} are the sizes above, "
+                               "each step's variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: attn run "
+                               "--dump DIR writes them to DIR/inputs/, with DIR/steps.py, which runs every step",
+                               c_.Hkv != c_.H ? " and kv_heads (Hkv above, as the trace's JSON names it)" : ""),
                    width(), "  code: ", "        ");
     }
   }
