@@ -103,6 +103,11 @@ std::string explain_softmax_backward(const Trace& t, const Step& s, const Explai
   }
   const auto shown = shown_keys(S);
   const std::size_t first = static_cast<std::size_t>(std::find_if(w.begin(), w.end(), [](double x) { return x != 0; }) - w.begin());
+  if (first == w.size()) {  // an empty row (attn backward refuses masked_row today; kept so a row of 0s never indexes past the keys)
+    return fmt::format("{}For query {}, every key is masked and the weights are all 0, so the softmax's Jacobian J = diag(w) − w wᵀ is "
+                       "0 and so is the row's gradient.",
+                       block_prefix(*ws, b), tok(t, b, r.query));
+  }
   std::vector<std::string> entries;
   for (std::size_t j = 0; j < w.size() && entries.size() < 5; ++j) {
     if (w[j] == 0) continue;
