@@ -1,6 +1,7 @@
 # One student fixture made by the tool's own mistake switch (attn run --mistake M --dump DIR, trace.json
 # removed so only the .npy files a student would have remain), then attn diagnose must name M.
-# MISTAKE "none" makes a correct student, which must be reported correct (exit 0).
+# MISTAKE "none" makes a correct student, which must be reported correct (exit 0). VERDICT, where given,
+# is the verdict expected instead of MISTAKE's name (a tie: "scale-sqrt-c or scale-dk (a tie)").
 set(dir "${WORK_DIR}/student-${MISTAKE}")
 file(REMOVE_RECURSE "${dir}")
 set(extra)
@@ -17,6 +18,12 @@ if(MISTAKE STREQUAL "none")
   if(NOT rc EQUAL 0 OR NOT out MATCHES "\ncorrect: the student's [0-9]+ steps all match the reference\n")
     message(FATAL_ERROR "a correct student was not reported correct (exit ${rc}):\n${out}${err}")
   endif()
-elseif(NOT rc EQUAL 1 OR NOT out MATCHES "\nverdict: ${MISTAKE}\n")
-  message(FATAL_ERROR "mistake ${MISTAKE} not diagnosed (exit ${rc}):\n${out}${err}")
+else()
+  if(NOT DEFINED VERDICT)
+    set(VERDICT "${MISTAKE}")
+  endif()
+  string(FIND "${out}" "\nverdict: ${VERDICT}\n" at)
+  if(NOT rc EQUAL 1 OR at EQUAL -1)
+    message(FATAL_ERROR "mistake ${MISTAKE} not diagnosed as \"verdict: ${VERDICT}\" (exit ${rc}):\n${out}${err}")
+  endif()
 endif()

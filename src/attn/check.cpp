@@ -184,14 +184,30 @@ std::string difference_text(const CheckEntry& e) {
   return fmt::format("{:+.{}f}", e.difference, d);
 }
 
-std::string tolerance_text(const CheckReport& r) {
-  return r.tolerance ? fmt::format("±{} (expect.tolerance)", *r.tolerance)
-                     : "half a unit in each number's last printed decimal; a printed integer is exact; in float32 never under 4 ulps, "
-                       "plus float32's rounding (docs/check.md)";
+// The text report's header in plain words: when a printed number matches, and in which arithmetic.
+// The details (4 ulps, the allowance for float32's rounding of the terms) are docs/check.md's.
+std::string plain_header(const CheckReport& r) {
+  auto any = [&](Judge j) { return std::any_of(r.steps.begin(), r.steps.end(), [j](const CheckStep& s) { return s.judge == j; }); };
+  std::string text = r.tolerance ? fmt::format("A printed number matches when attn's value is within ±{} of it (the document's "
+                                               "expect.tolerance).",
+                                               *r.tolerance)
+                                 : "A printed number matches when attn's value, rounded to the decimals the document printed, gives "
+                                   "it (0.73 stands for 0.725 to 0.735; a printed integer must be exact).";
+  text += " attn computes each value in float32 (PyTorch's default) and in float64 (NumPy's)";
+  if (!any(Judge::Float64) && !any(Judge::Float32)) {
+    return text + "; a match in either counts, with a small allowance for float32's rounding: docs/check.md says how.";
+  }
+  text += "; a match in either counts (a step's line says \"float32 or float64\")";
+  if (any(Judge::Float64)) {
+    text += ", but a step printed with more digits than float32 holds, not all of them a float32 number's, is a float64 "
+            "document's and is checked in float64 alone (\"float64\")";
+  }
+  if (any(Judge::Float32)) {
+    text += ", and a step printed with more digits than float32 holds, each a float32 number's, allows for float32's rounding of "
+            "every term that made its values (\"float32\")";
+  }
+  return text + ". docs/check.md says how.";
 }
-
-// A step's judge in the text report, after the header's "judged:" line has said what each means.
-std::string_view judge_tag(Judge j) { return j == Judge::Either ? "either" : judge_name(j); }
 
 // How the report judged: the arithmetic a document may have used.
 std::string judged_text(const CheckReport& r) {
@@ -213,8 +229,7 @@ std::string judged_text(const CheckReport& r) {
 void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   out << "attn check";
   if (!r.title.empty()) out << " · " << r.title;
-  out << "\n" << "tolerance: " << tolerance_text(r) << "\n";
-  out << "judged: " << judged_text(r) << "\n";
+  out << "\n" << plain_header(r) << "\n";
   if (!r.differing.empty()) {
     const bool both = std::any_of(r.differing.begin(), r.differing.end(), [](const CheckEntry& e) { return e.judge != Judge::Float64; });
     const bool wide = std::any_of(r.differing.begin(), r.differing.end(), [](const CheckEntry& e) { return e.judge == Judge::Float64; });
@@ -258,11 +273,11 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   }
   out << "\n";
   for (const auto& s : r.steps) {
-    if (s.differ == 0) out << fmt::format("{}: {} printed, all match · {}\n", s.id, s.checked, judge_tag(s.judge));
+    if (s.differ == 0) out << fmt::format("{}: {} printed, all match · {}\n", s.id, s.checked, judge_name(s.judge));
     else {
       out << fmt::format("{}: {} printed, {} {} (largest difference {:.4g}) · {}\n", s.id, s.checked, s.differ, s.differ == 1 ? "differs" : "differ",
                          s.max_abs_difference,
-                         judge_tag(s.judge));
+                         judge_name(s.judge));
     }
   }
   out << fmt::format("summary: {} printed values checked: {} match{}, {} {}\n", r.checked, r.matches, r.matches == 1 ? "es" : "", r.differences,

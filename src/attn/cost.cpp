@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "attn/backend.hpp"
@@ -93,11 +94,15 @@ Spec spec_from_sizes(const SizeArgs& a) {
 
 namespace {
 
-std::string human_flops(double f) {
-  const char* units[] = {"", "k", "M", "G", "T", "P", "E"};
-  int u = 0;
-  while (f >= 1000 && u < 6) f /= 1000, ++u;
-  return fmt::format("{:.1f} {}FLOP", f, units[u]);
+// A count as an integer with its thousands grouped: 1048576 -> "1,048,576".
+std::string grouped(double count) {
+  const std::string digits = fmt::format("{:.0f}", count);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 bool quadratic(const Step& s) {
@@ -105,53 +110,65 @@ bool quadratic(const Step& s) {
   return n >= 2 && is_token_axis(s.dims[n - 1]) && is_token_axis(s.dims[n - 2]);
 }
 
-}  // namespace
+double elements(const Shape& shape) { return static_cast<double>(element_count(shape)); }
 
-void render_cost(const Spec& spec, std::ostream& out) {
-  const Trace plan = plan_trace(spec);
-  const auto& c = plan.config;
-  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · {}\n", mode_name(c.mode), c.B, c.T, c.S, widths_text(c, " · "));
-  out << "(every intermediate kept, float32; FLOPs count multiply and add as two)\n\n";
-  std::size_t w_id = 4, w_shape = 5;
-  for (const auto& s : plan.steps) {
-    w_id = std::max(w_id, s.id.size());
-    w_shape = std::max(w_shape, shape_string(s.value.shape()).size());
-  }
-  out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}\n", "step", w_id, "shape", w_shape, "FLOPs", "bytes");
-  double flops = 0;
+// A step's elements: "12", or "12 + 4" where it keeps row sums beside its values.
+std::string elements_text(const Step& s) {
+  const std::string values = grouped(elements(s.value.shape()));
+  return s.row_sums ? fmt::format("{} + {}", values, grouped(elements(s.row_sums->shape()))) : values;
+}
+
+// Every step's shape, elements, FLOPs and the bytes the trace keeps of it, then the totals, and
+// what a step with row sums keeps beyond its values.
+void step_table(const Trace& plan, std::ostream& out) {
+  std::size_t w_id = 5, w_shape = 5, w_elements = 8, w_flops = 5, w_bytes = 5;
+  double flops = 0, kept = 0;
   for (const auto& s : plan.steps) {
     flops += s.flops;
-    const std::string bytes = s.view ? "(view)" : human_bytes(step_bytes(s));
-    out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}{}\n", s.id, w_id, shape_string(s.value.shape()), w_shape, human_flops(s.flops), bytes,
-                       quadratic(s) ? "  ← grows with T·S" : "");
+    kept += step_bytes(s) / sizeof(Scalar);
+    w_id = std::max(w_id, s.id.size());
+    w_shape = std::max(w_shape, shape_string(s.value.shape()).size());
+    w_elements = std::max(w_elements, elements_text(s).size());
+    w_flops = std::max(w_flops, grouped(s.flops).size());
+    w_bytes = std::max(w_bytes, human_bytes(step_bytes(s)).size());
   }
-  out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>10}\n", "total", w_id, "", w_shape, human_flops(flops), human_bytes(kept_bytes(plan)));
-  out << fmt::format("\none [T, S] attention matrix: {} × {} × 4 bytes = {}\n", c.T, c.S,
-                     human_bytes(static_cast<double>(c.T) * static_cast<double>(c.S) * 4));
-  if (spec.entry != Entry::Scores && spec.hs() > 0) {
-    // generation keeps every earlier token's k and v (attn decode): this layer's share per token
-    const std::int64_t per_token = spec.Hkv * (spec.hs() + spec.hv()) * static_cast<std::int64_t>(sizeof(Scalar));
-    out << fmt::format("KV cache: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} per token per batch row{}; {} for S = {} keys{}\n",
-                       spec.Hkv, spec.hs(), spec.hv(), human_bytes(static_cast<double>(per_token)),
-                       spec.grouped() ? fmt::format(" ({}× less than H = {} kv heads would keep)", spec.H / spec.Hkv, spec.H) : "",
-                       human_bytes(static_cast<double>(per_token * c.S * c.B)), c.S, c.B > 1 ? fmt::format(" × B = {}", c.B) : "");
+  w_elements = std::max(w_elements, grouped(kept).size());
+  w_flops = std::max(w_flops, grouped(flops).size());
+  w_bytes = std::max(w_bytes, human_bytes(kept_bytes(plan)).size());
+  const auto row = [&](const std::string& id, const std::string& shape, const std::string& n, const std::string& f, const std::string& b) {
+    return fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}", id, w_id, shape, w_shape, n, w_elements, f, w_flops, b, w_bytes);
+  };
+  out << row("step", "shape", "elements", "FLOPs", "bytes") << "\n";
+  for (const auto& s : plan.steps) {
+    out << row(s.id, shape_string(s.value.shape()), elements_text(s), grouped(s.flops), s.view ? "(view)" : human_bytes(step_bytes(s)))
+        << (quadratic(s) ? "  ← grows with T·S" : "") << "\n";
   }
+  out << row("total", "", grouped(kept), grouped(flops), human_bytes(kept_bytes(plan))) << "\n";
+  for (const auto& s : plan.steps) {
+    if (!s.row_sums || s.view) continue;
+    const double sums = elements(s.row_sums->shape());
+    out << fmt::format("\n{}' {}: its {} values ({}) and its {} row sums ({}; {}, each row's sum: the \"sum\" column the walkthrough "
+                       "shows beside the {})\n",
+                       s.id, human_bytes(step_bytes(s)), grouped(elements(s.value.shape())), human_bytes(elements(s.value.shape()) * sizeof(Scalar)),
+                       grouped(sums), human_bytes(sums * sizeof(Scalar)), shape_string(s.row_sums->shape()), s.id);
+  }
+}
 
-  // Growth: the same problem at T·2^k, six rows from T/4 where that is a whole number (S follows T
-  // unless cross-attention fixed it).
+// The same problem at T·2^k, six rows from T/4 where that is a whole number (S follows T unless
+// cross-attention fixed it): FLOPs, bytes kept, one attention matrix.
+void growth_table(const Spec& spec, const TraceConfig& c, std::ostream& out) {
   if (spec.cross()) {
     out << fmt::format("\nas T grows (S held at {}; each doubling of T: every step with a T axis × 2):\n", c.S);
   } else {
     out << "\nas T grows (S = T; each doubling of T: [T, C] steps × 2, [T, S] steps × 4):\n";
   }
-  out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}\n", "T", "FLOPs", "bytes kept", "one attention matrix");
   std::vector<std::int64_t> sizes;
   for (int k = -2; sizes.size() < 6; ++k) {
     if (k < 0 && c.T % (std::int64_t{1} << -k) != 0) continue;  // T / 2^-k only when whole
     sizes.push_back(k < 0 ? c.T >> -k : c.T << k);
   }
+  std::vector<std::array<std::string, 4>> rows;
   for (const std::int64_t t : sizes) {
-    const bool here = t == c.T;
     Spec g = spec;
     g.T = t;
     if (!g.cross()) g.S = t;
@@ -170,9 +187,40 @@ void render_cost(const Spec& spec, std::ostream& out) {
     const Trace p = plan_trace(g);
     double pf = 0;
     for (const auto& s : p.steps) pf += s.flops;
-    out << fmt::format("{:>10}  {:>14}  {:>12}  {:>22}{}\n", t, human_flops(pf), human_bytes(kept_bytes(p)),
-                       human_bytes(static_cast<double>(t) * static_cast<double>(g.S) * 4), here ? "  ← this problem" : "");
+    rows.push_back({fmt::format("{}", t), grouped(pf), human_bytes(kept_bytes(p)), human_bytes(static_cast<double>(t) * static_cast<double>(g.S) * 4)});
   }
+  std::array<std::size_t, 4> w = {10, 14, 12, 22};
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < 4; ++i) w[i] = std::max(w[i], r[i].size());
+  out << fmt::format("{:>{}}  {:>{}}  {:>{}}  {:>{}}\n", "T", w[0], "FLOPs", w[1], "bytes kept", w[2], "one attention matrix", w[3]);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const auto& r = rows[k];
+    out << fmt::format("{:>{}}  {:>{}}  {:>{}}  {:>{}}{}\n", r[0], w[0], r[1], w[1], r[2], w[2], r[3], w[3],
+                       sizes[k] == c.T ? "  ← this problem" : "");
+  }
+}
+
+}  // namespace
+
+void render_cost(const Spec& spec, std::ostream& out) {
+  const Trace plan = plan_trace(spec);
+  const auto& c = plan.config;
+  out << fmt::format("attn cost · mode {} · B = {} · T = {} · S = {} · {}\n", mode_name(c.mode), c.B, c.T, c.S, widths_text(c, " · "));
+  out << "bytes: what the trace keeps of each step, its elements × 4 (float32); a view shares the bytes of the step it views, and "
+         "the weights keep each row's sum too\n"
+      << "FLOPs: floating-point operations, a multiply and an add counting as two\n\n";
+  step_table(plan, out);
+  out << fmt::format("\none [T, S] attention matrix: {} × {} × 4 bytes = {}\n", c.T, c.S,
+                     human_bytes(static_cast<double>(c.T) * static_cast<double>(c.S) * 4));
+  if (spec.entry != Entry::Scores && spec.hs() > 0) {
+    // generation keeps every earlier token's k and v (attn decode): this layer's share per token
+    const std::int64_t per_token = spec.Hkv * (spec.hs() + spec.hv()) * static_cast<std::int64_t>(sizeof(Scalar));
+    out << fmt::format("KV cache: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} per token per batch row{}; {} for S = {} keys{}\n",
+                       spec.Hkv, spec.hs(), spec.hv(), human_bytes(static_cast<double>(per_token)),
+                       spec.grouped() ? fmt::format(" ({}× less than H = {} kv heads would keep)", spec.H / spec.Hkv, spec.H) : "",
+                       human_bytes(static_cast<double>(per_token * c.S * c.B)), c.S, c.B > 1 ? fmt::format(" × B = {}", c.B) : "");
+  }
+  growth_table(spec, c, out);
 }
 
 }  // namespace attn

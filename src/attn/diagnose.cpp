@@ -60,6 +60,128 @@ void add_hints(const Trace& ref, const Tensor& student, const Tolerance& tol, Di
   }
 }
 
+// ---- the scale factor the student used ----
+
+// b ≈ f · a by least squares, Σab / Σa², over the entries finite in both (and in `only_finite`: the
+// reference's masked step, whose blocked entries carry no factor).
+std::optional<double> ratio_factor(const Tensor& a, const Tensor& b, const Tensor* only_finite) {
+  if (a.size() != b.size()) return std::nullopt;
+  double ab = 0, aa = 0;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double x = a.data()[i], y = b.data()[i];
+    if (!std::isfinite(x) || !std::isfinite(y) || (only_finite != nullptr && !std::isfinite(only_finite->data()[i]))) continue;
+    ab += x * y, aa += x * x;
+  }
+  return aa > 0 ? std::optional<double>(ab / aa) : std::nullopt;
+}
+
+// From the weights alone: within a row, log w = f · score + the row's constant over the keys both the
+// student and the reference weigh (w > 0); f by least squares of the centred logs on the centred scores.
+std::optional<double> weights_factor(const Tensor& scores, const Tensor& reference, const Tensor& student) {
+  if (scores.size() != student.size() || reference.size() != student.size() || scores.shape().empty()) return std::nullopt;
+  const std::int64_t S = scores.shape().back();
+  double num = 0, den = 0;
+  for (std::int64_t row = 0; row < scores.size() / S; ++row) {
+    std::vector<std::pair<double, double>> kept;  // (score, log w)
+    for (std::int64_t i = row * S; i < (row + 1) * S; ++i) {
+      const double w = student.data()[i], x = scores.data()[i];
+      if (w > 0 && std::isfinite(w) && reference.data()[i] > 0 && std::isfinite(x)) kept.emplace_back(x, std::log(w));
+    }
+    if (kept.size() < 2) continue;
+    double ms = 0, ml = 0;
+    for (const auto& [x, l] : kept) ms += x, ml += l;
+    ms /= static_cast<double>(kept.size()), ml /= static_cast<double>(kept.size());
+    for (const auto& [x, l] : kept) num += (x - ms) * (l - ml), den += (x - ms) * (x - ms);
+  }
+  return den > 0 ? std::optional<double>(num / den) : std::nullopt;
+}
+
+// The factor a scale mistake uses, as a formula of the problem's sizes ("" for the other mistakes).
+std::string factor_formula(Mistake m, const Spec& s) {
+  switch (m) {
+    case Mistake::ScaleMissing: return "no scale at all";
+    case Mistake::ScaleSqrtC: return fmt::format("1/√C = 1/√{}", s.C);
+    case Mistake::ScaleDk: return fmt::format("1/d_k = 1/{}", s.hs());
+    default: return "";
+  }
+}
+
+// Where the student's first difference is the scaled, masked or weights step: the factor their scores
+// were multiplied by, read from that step and kept only when the one pipeline, re-run with it as
+// the scale, reproduces the step.
+std::optional<ScaleEstimate> estimate_scale(const Spec& spec, const Trace& ref, const Tensor& student, const Diagnosis& d, const Tolerance& tol) {
+  const Step* scores = ref.find("scores");
+  const std::string& id = d.first.id;
+  if (scores == nullptr || ref.find("scaled") == nullptr || d.first.status != StepStatus::Differ) return std::nullopt;
+  std::optional<double> f;
+  std::string from;
+  if (id == "scaled") f = ratio_factor(scores->value, student, nullptr), from = "the student's scaled ÷ the scores";
+  else if (id == "masked") f = ratio_factor(scores->value, student, &ref.find("masked")->value), from = "the student's masked ÷ the scores";
+  else if (id == "weights") f = weights_factor(scores->value, ref.find("weights")->value, student), from = "the student's weights, from the log-ratios of a row's weights against its scores";
+  if (!f || !std::isfinite(*f)) return std::nullopt;
+  Spec scaled = spec;
+  scaled.scale_kind = ScaleKind::Number;
+  scaled.scale_number = *f;
+  auto backend = make_cpu_backend();
+  Trace t;
+  try {
+    t = run_pipeline(scaled, *backend);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  const Step* at = t.find(id);
+  if (at == nullptr || compare_step(id, at->value, student, tol, t.config, at->dims).status != StepStatus::Same) return std::nullopt;
+  ScaleEstimate e{*f, from, ref.config.scale, {}};
+  for (const auto& m : d.matches)
+    if (const auto formula = factor_formula(m.mistake->mistake, spec); !formula.empty()) e.named.push_back(fmt::format("{} ({})", formula, m.mistake->name));
+  return e;
+}
+
+// ---- the mistakes ----
+
+// Each mistake the input allows, run: those that reproduce the student's first differing step
+// (ordered[first]), with how many of the student's later steps they reproduce too. Best first.
+std::vector<MistakeMatch> try_mistakes(const Spec& spec, Backend& backend, const std::vector<const LoadedStep*>& ordered, std::size_t first,
+                                       bool backward, const Tolerance& tol) {
+  std::vector<MistakeMatch> matches;
+  for (const auto& m : all_mistakes()) {
+    if (is_backward(m.mistake) && !backward) continue;  // no gradient to compare
+    Trace t;
+    try {
+      PipelineOptions options;
+      options.mistake = m.mistake;
+      t = is_backward(m.mistake) ? run_backward(spec, backend, options) : run_pipeline(spec, backend, options);
+    } catch (const InputError&) {
+      continue;  // the mistake cannot happen on this input (say, qk-swapped with T != S)
+    }
+    const Step* at = t.find(ordered[first]->id);
+    if (at == nullptr) continue;
+    if (compare_step(at->id, at->value, ordered[first]->value, tol, t.config, at->dims).status != StepStatus::Same) continue;
+    MistakeMatch match{&m};
+    for (std::size_t i = first + 1; i < ordered.size(); ++i) {
+      const Step* later = t.find(ordered[i]->id);
+      if (later == nullptr) continue;
+      ++match.later_total;
+      if (compare_step(later->id, later->value, ordered[i]->value, tol, t.config, later->dims).status == StepStatus::Same) {
+        ++match.later_consistent;
+      }
+    }
+    matches.push_back(match);
+  }
+  // The best explanation reproduces the most of what the student did after the divergence.
+  const auto misses = [](const MistakeMatch& a) { return a.later_total - a.later_consistent; };
+  std::stable_sort(matches.begin(), matches.end(), [&](const MistakeMatch& a, const MistakeMatch& b) { return misses(a) < misses(b); });
+  return matches;
+}
+
+// How many of the first matches explain the student as well as the first: the same later steps
+// reproduced of the same number. Two or more are a tie the student's tensors cannot settle.
+std::size_t tied_matches(const std::vector<MistakeMatch>& matches) {
+  std::size_t n = 0;
+  while (n < matches.size() && matches[n].later_total == matches[0].later_total && matches[n].later_consistent == matches[0].later_consistent) ++n;
+  return n;
+}
+
 }  // namespace
 
 Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const LoadedTrace& student, const Tolerance& tol) {
@@ -110,37 +232,12 @@ Diagnosis diagnose(const Spec& spec, const std::string& spec_origin, const Loade
       }
     }
   }
-  for (const auto& m : all_mistakes()) {
-    Trace t;
-    try {
-      PipelineOptions options;
-      options.mistake = m.mistake;
-      if (is_backward(m.mistake) && !backward) continue;  // no gradient to compare
-      t = is_backward(m.mistake) ? run_backward(spec, *backend, options) : run_pipeline(spec, *backend, options);
-    } catch (const InputError&) {
-      continue;  // the mistake cannot happen on this input (say, qk-swapped with T != S)
-    }
-    const Step* at = t.find(ordered[first]->id);
-    if (at == nullptr) continue;
-    if (compare_step(at->id, at->value, ordered[first]->value, tol, t.config, at->dims).status != StepStatus::Same) continue;
-    MistakeMatch match{&m};
-    for (std::size_t i = first + 1; i < ordered.size(); ++i) {
-      const Step* later = t.find(ordered[i]->id);
-      if (later == nullptr) continue;
-      ++match.later_total;
-      if (compare_step(later->id, later->value, ordered[i]->value, tol, t.config, later->dims).status == StepStatus::Same) {
-        ++match.later_consistent;
-      }
-    }
-    d.matches.push_back(match);
-  }
-  // The best explanation reproduces the most of what the student did after the divergence.
-  std::stable_sort(d.matches.begin(), d.matches.end(), [](const MistakeMatch& a, const MistakeMatch& b) {
-    return a.later_total - a.later_consistent < b.later_total - b.later_consistent;
-  });
+  d.matches = try_mistakes(spec, *backend, ordered, first, backward, tol);
+  d.tied = tied_matches(d.matches);
   // No mistake explains it, and every differing file is another reference step: the work is right,
   // saved under other names.
   if (d.matches.empty() && d.misnamed.size() == differing.size()) d.correct = true;
+  d.scale = estimate_scale(spec, ref, ordered[first]->value, d, tol);
   add_hints(ref, ordered[first]->value, tol, d);
   return d;
 }
@@ -161,6 +258,42 @@ void render_misnamed(const Diagnosis& d, std::ostream& out) {
   for (const auto& m : d.misnamed) {
     out << fmt::format("  your {}.npy equals the reference's {}: {}\n", m.student, m.reference, misnamed_hint(m));
   }
+}
+
+// "a", "a and b", "a, b and c" (or with "or").
+std::string listed(const std::vector<std::string>& names, std::string_view last) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? fmt::format(" {} ", last) : ", ") + names[i];
+  return out;
+}
+
+void render_scale(const ScaleEstimate& e, std::ostream& out) {
+  out << fmt::format("\nthe student's scale factor: {:.4g} ({}), where the right one is {}\n", e.factor, e.from, e.right);
+  if (!e.named.empty()) out << fmt::format("  {:.4g} is {}\n", e.factor, listed(e.named, "and also"));
+}
+
+// The mistakes that reproduce the first differing step, and the verdict: one mistake, or a tie.
+void render_matches(const Diagnosis& d, std::ostream& out) {
+  const auto& f = d.first;
+  out << fmt::format("\nmistakes that reproduce the student's {}:\n", f.id);
+  for (const auto& m : d.matches) {
+    out << fmt::format("  {}: {}\n", m.mistake->name, m.mistake->description);
+    if (m.later_total > 0) {
+      out << fmt::format("    and {} of the student's {} later steps\n", m.later_consistent, m.later_total);
+    }
+  }
+  if (d.tied < 2) {
+    out << fmt::format("verdict: {}\n", d.matches.front().mistake->name);
+    return;
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < d.tied; ++i) names.emplace_back(d.matches[i].mistake->name);
+  const auto& best = d.matches.front();
+  const std::string reproduced = best.later_total == 0 ? f.id : fmt::format("{} and {} of the {} later steps", f.id, best.later_consistent, best.later_total);
+  out << fmt::format("{} {} here (each reproduces the student's {}): from these tensors attn cannot tell which the student made\n",
+                     listed(names, "and"), best.later_consistent == best.later_total ? "give the same numbers" : "fit the student equally well",
+                     reproduced);
+  out << fmt::format("verdict: {} (a tie)\n", listed(names, "or"));
 }
 
 }  // namespace
@@ -193,6 +326,7 @@ void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
     out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", "position", w, "reference", "student");
     for (const auto& e : f.worst) out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", e.position, w, value_text(e.a), value_text(e.b));
   }
+  if (d.scale) render_scale(*d.scale, out);
   for (const auto& h : d.hints) out << "\nhint: " << h << "\n";
   if (d.matches.empty()) {
     out << fmt::format("\nno common mistake reproduces the student's {}; compare every step with attn diff\n", f.id);
@@ -200,14 +334,7 @@ void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
     out << "verdict: differs, cause not diagnosed\n";
     return;
   }
-  out << fmt::format("\nmistakes that reproduce the student's {}:\n", f.id);
-  for (const auto& m : d.matches) {
-    out << fmt::format("  {}: {}\n", m.mistake->name, m.mistake->description);
-    if (m.later_total > 0) {
-      out << fmt::format("    and {} of the student's {} later steps\n", m.later_consistent, m.later_total);
-    }
-  }
-  out << fmt::format("verdict: {}\n", d.matches.front().mistake->name);
+  render_matches(d, out);
 }
 
 }  // namespace attn

@@ -1,7 +1,9 @@
 // attn diagnose: which common mistake reproduces a student's tensors? Finds the first step where the
-// student differs from the reference, then re-runs the one pipeline under each mistake switch.
+// student differs from the reference, then re-runs the one pipeline under each mistake switch. Says
+// when two mistakes give the student's numbers equally (a tie), and the scale factor the student used.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,6 +26,15 @@ struct Misnamed {
   std::string reference;  // the reference step it equals: "scaled"
 };
 
+// The factor a student's scores were scaled by, estimated from their tensors and confirmed: the one
+// pipeline re-run with that factor reproduces their first differing step.
+struct ScaleEstimate {
+  double factor = 0;
+  std::string from;   // how it was read: "scaled ÷ scores", "the weights' log-ratios against the scores"
+  std::string right;  // the reference's factor as the trace writes it: "1/√2 = 0.7071"
+  std::vector<std::string> named;  // the matching mistakes whose factor it is: "1/√C = 1/√4 (scale-sqrt-c)"
+};
+
 struct Diagnosis {
   std::string reference, student;
   std::vector<std::string> compared;  // student steps with a reference counterpart, in pipeline order
@@ -31,6 +42,8 @@ struct Diagnosis {
   bool correct = false;
   StepDiff first;                     // reference (A) vs student (B) at the first differing step
   std::vector<MistakeMatch> matches;  // best explanation first
+  std::size_t tied = 0;               // how many of the first matches explain the student equally (a tie when 2 or more)
+  std::optional<ScaleEstimate> scale; // where the first difference is the scale's
   std::vector<std::string> matching;  // student steps equal to the reference's, in pipeline order
   std::vector<Misnamed> misnamed;     // differing files that hold another reference step
   std::vector<std::string> hints;     // where the fix is known: "the head average nn.MultiheadAttention returns"

@@ -493,6 +493,21 @@ const std::map<std::string_view, Explainer>& explainers() {
 
 }  // namespace
 
+std::vector<ExplainPart> explain_parts(const std::string& text) {
+  std::vector<ExplainPart> parts;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const bool pre = line.starts_with("  ");
+    if (line.empty()) continue;
+    if (!pre || parts.empty() || !parts.back().preformatted) parts.push_back({pre, {}});
+    parts.back().lines.push_back(pre ? line.substr(2) : line);
+  }
+  return parts;
+}
+
 std::string explain_step(const Trace& t, const Step& s, ExplainBlock block) {
   for (const auto* table : {&explainers(), &backward_explainers()}) {
     const auto it = table->find(s.id);

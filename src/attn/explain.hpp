@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "attn/trace.hpp"
 
@@ -14,6 +15,14 @@ struct ExplainBlock {
 };
 
 std::string explain_step(const Trace& trace, const Step& step, ExplainBlock block = {});
+
+// An explanation's parts: its lines are paragraphs (to be wrapped), except those that start with
+// two spaces, which are preformatted (a matrix written out) and shown as written, in monospace.
+struct ExplainPart {
+  bool preformatted = false;
+  std::vector<std::string> lines;  // a paragraph: one line; preformatted: the block's lines, the two spaces removed
+};
+std::vector<ExplainPart> explain_parts(const std::string& text);
 
 // How one entry (flat index into step.value) was computed, with this run's numbers: the terms of a
 // dot product, exp(·)/Σexp(·) of a softmax, the entry another step moved here. For the HTML

@@ -3,12 +3,26 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "attn/explain_detail.hpp"
 
 namespace attn::explain_detail {
 
 std::string q(const std::string& s) { return fmt::format("\"{}\"", s); }
+
+std::string signed_num(double v, int decimals) {
+  if (std::isinf(v)) return v < 0 ? "−∞" : "+∞";
+  if (std::isnan(v)) return "nan";
+  std::string t = fmt::format("{:.{}f}", std::fabs(v), decimals);
+  // a negative that rounds to zero prints as 0, with no sign
+  return v < 0 && t.find_first_not_of("0.") != std::string::npos ? "−" + t : t;
+}
+
+std::string signed_operand(double v, int decimals) {
+  const std::string t = signed_num(v, decimals);
+  return t.starts_with("−") ? "(" + t + ")" : t;
+}
 
 // The step holding the heads-first rows of q or k ("q.heads"), or the flat one when H = 1.
 const Step* rows_step(const Trace& t, const char* heads, const char* flat) {

@@ -15,6 +15,10 @@ namespace attn::explain_detail {
 
 // s in double quotes: a token as the sentences quote it.
 std::string q(const std::string& s);
+// A number as the sentences write it: fixed decimals, one minus sign (U+2212) for negatives ("−0.1198"),
+// ±∞. signed_operand puts a negative in parentheses, as an operand after a sign: "0.6405 · (−0.1198)".
+std::string signed_num(double v, int decimals = 4);
+std::string signed_operand(double v, int decimals = 4);
 // The step holding the heads-first rows of q or k ("q.heads"), or the flat one when H = 1.
 const Step* rows_step(const Trace& t, const char* heads, const char* flat);
 // One head row x (h features) turned by table row p of rope.cos and rope.sin, in double: what

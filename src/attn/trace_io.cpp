@@ -170,7 +170,7 @@ void write_steps_py(const Trace& t, const std::vector<std::string>& inputs, std:
   for (const auto& [name, v] : {std::pair{"C", c.C}, {"Cs", c.Cs}, {"dk", c.dk}, {"dv", c.dv}, {"Co", c.Co}})
     if (v > 0) sizes.push_back(fmt::format("{} = {}", name, v));
   sizes.push_back(fmt::format("H = {}", c.H));
-  sizes.push_back(fmt::format("Hkv = {}", c.Hkv));
+  sizes.push_back(fmt::format("kv_heads = {}", c.Hkv));  // Hkv, by the trace JSON's name for it
   if (c.hs > 0) sizes.push_back(fmt::format("hs = {}", c.hs));
   if (c.hv > 0) sizes.push_back(fmt::format("hv = {}", c.hv));
   out << fmt::format("{}\n\n", fmt::join(sizes, "\n"));

@@ -23,9 +23,22 @@ from diagnose_students import diagnose_students  # noqa: E402
 
 T, C, H = 4, 4, 2
 HS = C // H
-MISTAKES = ["w-transposed", "scale-missing", "scale-sqrt-c", "softmax-wrong-axis", "mask-flipped",
+MISTAKES = ["w-transposed", "scale-missing", "scale-sqrt-c", "scale-dk", "softmax-wrong-axis", "mask-flipped",
             "mask-after-softmax", "fill-1e9", "qk-swapped", "heads-interleaved", "merge-no-transpose",
-            "output-missing", "output-transposed"]
+            "output-missing", "output-transposed", "scale-third"]
+# With C = 4 and hs = 2, 1/√C = 1/d_k = 0.5: a student who divided by √C and one who divided by d_k
+# give the same numbers, and diagnose must say so rather than name one; each report shows the factor
+# the student used against the right one. scale-third is no catalogue mistake (a factor of 1/3): no
+# mistake is named, but the factor is.
+SAME_AS_SQRT_C = ("scale-sqrt-c or scale-dk (a tie)",
+                  ["\nthe student's scale factor: 0.5 (the student's scaled ÷ the scores), where the right one is 1/√2 = 0.7071\n",
+                   "\n  0.5 is 1/√C = 1/√4 (scale-sqrt-c) and also 1/d_k = 1/2 (scale-dk)\n",
+                   "\nscale-sqrt-c and scale-dk give the same numbers here (each reproduces the student's scaled and 5 of the 5 later "
+                   "steps): from these tensors attn cannot tell which the student made\n"])
+EXPECT = {"scale-sqrt-c": SAME_AS_SQRT_C, "scale-dk": SAME_AS_SQRT_C,
+          "scale-missing": ("scale-missing", ["\nthe student's scale factor: 1 (the student's scaled ÷ the scores), where the right one "
+                                              "is 1/√2 = 0.7071\n  1 is no scale at all (scale-missing)\n"]),
+          "scale-third": ("differs, cause not diagnosed", ["\nthe student's scale factor: 0.3333 (the student's scaled ÷ the scores)"])}
 
 
 def tensors():
@@ -48,7 +61,7 @@ def student(mistake):
 
     qh, kh, vh = split(q), split(k), split(v)
     scores = kh @ qh.transpose(0, 2, 1) if mistake == "qk-swapped" else qh @ kh.transpose(0, 2, 1)
-    factor = {"scale-missing": 1.0, "scale-sqrt-c": 1 / np.sqrt(C)}.get(mistake, 1 / np.sqrt(HS))
+    factor = {"scale-missing": 1.0, "scale-sqrt-c": 1 / np.sqrt(C), "scale-dk": 1 / HS, "scale-third": 1 / 3}.get(mistake, 1 / np.sqrt(HS))
     scaled = scores * factor
     tril = np.tril(np.ones((T, T)))
     blocked = (tril == 1) if mistake == "mask-flipped" else (tril == 0)
@@ -83,7 +96,7 @@ def student(mistake):
 
 def main():
     attn, spec = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    return 1 if diagnose_students(attn, spec, student, MISTAKES, "numpy students") else 0
+    return 1 if diagnose_students(attn, spec, student, MISTAKES, "numpy students", width=20, expect=EXPECT) else 0
 
 
 if __name__ == "__main__":

@@ -4,11 +4,12 @@
 For each problem, `attn run FILE --dump DIR` writes the steps (DIR/<id>.npy), the trace
 (DIR/trace.json, each step's "code") and the inputs the code names (DIR/inputs/<name>.npy). This
 script puts those inputs in one Python scope under their names, with torch, numpy as np, math and the
-trace's integers (B, T, S, C, H, hs, Hkv, hv, dk, dv, Cs, Co), then runs each step's code in order, in
-DIR, as a student would paste it, and compares the variable it defines (the step id with dots as
-underscores) with the step's .npy: at most 1e-4 of the step's largest magnitude apart, with the same
-NaN and infinities. The code's tensors may keep a batch axis of 1 that the trace leaves out. Every
-sixth problem's DIR/steps.py (the same code as one script) is run as a student would run it, too.
+trace's integers (B, T, S, C, H, hs, hv, dk, dv, Cs, Co, and kv_heads, the config's name for Hkv), then
+runs each step's code in order, in DIR, as a student would paste it, and compares the variable it
+defines (the step id with dots as underscores) with the step's .npy: the same shape (no batch axis
+where the trace has none), at most 1e-4 of the step's largest magnitude apart, with the same NaN and
+infinities. Every sixth problem's DIR/steps.py (the same code as one script) is run as a student
+would run it, too.
 
 Problems: every example (examples/*.json, the checkpoint ones included), each again with --fused where
 attn fuses it, a list of variants written here (layouts, biases, cross, general widths, given q/k/v
@@ -57,9 +58,8 @@ def compare(got, want):
         return f"the code made a {type(got).__name__}, not a tensor"
     g = got.detach().to(torch.float64).numpy()
     w = want.astype(np.float64)
-    if [d for d in g.shape if d != 1] != [d for d in w.shape if d != 1]:
+    if list(g.shape) != list(w.shape):  # the code's shape is the one printed: no batch axis where the trace has none
         return f"shape {list(g.shape)}, the trace's {list(w.shape)}"
-    g = g.reshape(w.shape)
     if not np.array_equal(np.isnan(g), np.isnan(w)):
         return "NaN in other places"
     fin = np.isfinite(w)
@@ -85,7 +85,7 @@ def run_steps(directory, mutate=None):
         if cfg.get(n) is not None:
             scope[n] = int(cfg[n])
     if "H" in scope:
-        scope["Hkv"] = int(cfg.get("kv_heads", scope["H"]))  # written only when it differs from H
+        scope["kv_heads"] = int(cfg.get("kv_heads", scope["H"]))  # written only when it differs from H
     for path in sorted(glob.glob(os.path.join(directory, "inputs", "*.npy"))):
         scope[os.path.basename(path)[:-4]] = torch.from_numpy(np.load(path))
     failures, ran = [], 0

@@ -79,6 +79,31 @@ TEST_CASE("a differing entry is reported with its position, labels, printed and 
   CHECK_THAT(text.str(), Catch::Contains("summary: 4 printed values checked: 2 match, 2 differ\n"));
 }
 
+TEST_CASE("the text report's header says in plain words when a printed number matches", "[check]") {
+  const auto text_of = [](const CheckReport& r) {
+    std::ostringstream out;
+    render_check_text(r, out, 1000);  // one line a sentence
+    return out.str();
+  };
+  const std::string plain = text_of(check_of(kHead + "[0.57, 0.43]]}}"));
+  CHECK_THAT(plain, Catch::StartsWith("attn check\nA printed number matches when attn's value, rounded to the decimals the document printed, "
+                                      "gives it (0.73 stands for 0.725 to 0.735; a printed integer must be exact). attn computes each value "
+                                      "in float32 (PyTorch's default) and in float64 (NumPy's); a match in either counts, with a small "
+                                      "allowance for float32's rounding: docs/check.md says how.\n\n"));
+  CHECK_THAT(plain, Catch::Contains("\nweights: 4 printed, all match · float32 or float64\n"));
+  for (const char* jargon : {"ulps", "(either)", "judged:", "tolerance:"}) CHECK_THAT(plain, !Catch::Contains(jargon));
+  const std::string given = text_of(check_of(R"({"scores": [[2, 4, 1, 3]], "expect": {"weights": [[0.1, 0.6, null, 0.2]], "tolerance": 0.05}})"));
+  CHECK_THAT(given, Catch::Contains("\nA printed number matches when attn's value is within ±0.05 of it (the document's expect.tolerance). "));
+  // a float64 document's step: its line and the header say float64
+  CheckReport wide;
+  wide.steps.push_back({"weights", Judge::Float64, 2, 0, 0});
+  const std::string f64 = text_of(wide);
+  CHECK_THAT(f64, Catch::Contains("; a match in either counts (a step's line says \"float32 or float64\"), but a step printed with more digits "
+                                  "than float32 holds, not all of them a float32 number's, is a float64 document's and is checked in "
+                                  "float64 alone (\"float64\"). docs/check.md says how.\n"));
+  CHECK_THAT(f64, Catch::Contains("\nweights: 2 printed, all match · float64\n"));
+}
+
 TEST_CASE("a printed 0 against a small computed weight shows digits that differ", "[check]") {
   attn::CheckReport r;
   r.checked = 1, r.differences = 1;

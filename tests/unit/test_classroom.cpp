@@ -405,3 +405,50 @@ TEST_CASE("hover texts: batch rows in operand names, keys on the step's own axis
   CHECK_THAT(explain_cell(empty, w, 0), !Catch::Contains("exp(−∞)"));
   CHECK_THAT(explain_cell(empty, w, 5), Catch::Contains("key \"s1\""));  // keys are s0, s1, not queries' t labels
 }
+
+TEST_CASE("backward --explain: the softmax's Jacobian of the row, one minus sign, one precision, ties as ties", "[classroom][explain]") {
+  auto backend = make_cpu_backend();
+  const Trace t = run_backward(parse_spec(R"({"tokens": ["cat", "sat"], "embeddings": [[1, 0, 1], [0, 1, 1]],
+    "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}, "backward": {"target": [[1, 0, 1], [0, 1, 1]]}})", "t.json"),
+                                  *backend);
+  const std::string jac = explain_step(t, step(t, "grad.scaled"));
+  // J = diag(w) − w wᵀ for w = [0.6405, 0.3595], written out as a matrix (preformatted lines), then J · g
+  CHECK_THAT(jac, Catch::Contains("J = diag(w) − w wᵀ; with this row's weights, w = [0.6405, 0.3595], it is:\n"
+                                  "           cat      sat\n"
+                                  "  cat   0.2303  −0.2303\n"
+                                  "  sat  −0.2303   0.2303\n"));
+  CHECK_THAT(jac, Catch::Contains("g = [−0.1198, 0.1198]: J · g = [−0.0552, 0.0552], the row of grad.scaled above."));
+  CHECK_THAT(jac, Catch::Contains("\"cat\": 0.6405 · (−0.1198 − (−0.0337)) = −0.0552"));
+  // the paragraphs and the matrix as the renderers take them
+  const auto parts = explain_parts(jac);
+  REQUIRE(parts.size() == 4);
+  CHECK(parts[1].preformatted);
+  CHECK(parts[1].lines == std::vector<std::string>{"         cat      sat", "cat   0.2303  −0.2303", "sat  −0.2303   0.2303"});
+  // every explanation of the backward pass: minus signs are U+2212 and every decimal number has 4 decimals
+  const std::regex hyphen_minus("(^|[^A-Za-z0-9_])-[0-9]"), decimals("[0-9]+\\.([0-9]+)");
+  for (const auto& s : t.steps) {
+    if (!s.id.starts_with("grad.")) continue;
+    const std::string e = explain_step(t, s);
+    CHECK_FALSE(std::regex_search(e, hyphen_minus));
+    for (auto it = std::sregex_iterator(e.begin(), e.end(), decimals); it != std::sregex_iterator(); ++it) CHECK((*it)[1].length() == 4);
+  }
+  // grad.weights' row "cat" is [−0.1198, 0.1198]: a tie, not "the largest"
+  CHECK_THAT(explain_step(t, step(t, "grad.weights")),
+             Catch::Contains("For query \"cat\", keys \"cat\" and \"sat\" tie for the largest in size at ±0.1198: more weight on \"cat\" "
+                             "would lower the loss, on \"sat\" raise it."));
+  // the loss is one number: "loss = 0.0862", not a 1×1 table labelled 0
+  TextOptions o;
+  o.steps = {0};
+  for (std::size_t i = 0; i < t.steps.size(); ++i)
+    if (t.steps[i].id == "loss") o.steps = {i};
+  const std::string shown = text(t, o);
+  CHECK_THAT(shown, Catch::Contains("\n    loss = mean((context − target)²)\n    a scalar (one number)\n"));
+  CHECK_THAT(shown, Catch::Contains("\n    loss = 0.0862\n"));
+  CHECK_THAT(shown, !Catch::Contains("    0  0.0862"));
+  std::ostringstream md, html;
+  render_markdown(t, md, o);
+  render_html(t, html, o);
+  CHECK_THAT(md.str(), Catch::Contains("\n**loss = 0.0862**\n"));
+  CHECK_THAT(md.str(), !Catch::Contains("| **0** |"));
+  CHECK_THAT(html.str(), Catch::Contains("<p class=\"scalar\"><code>loss = 0.0862</code></p>"));
+}

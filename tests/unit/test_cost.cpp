@@ -1,4 +1,5 @@
 // Cost estimates: the dry run's shapes and FLOPs, kept bytes against a real trace, the memory guard.
+#include <regex>
 #include <sstream>
 
 #include "attn/cost.hpp"
@@ -51,4 +52,23 @@ TEST_CASE("attn cost computes the documents' 40 GB attention matrix at T = 100,0
   CHECK_THAT(out.str(), Catch::Contains("one [T, S] attention matrix: 100000 × 100000 × 4 bytes = 40.0 GB"));
   CHECK_THAT(out.str(), Catch::Contains("scores   [100000, 100000]"));
   CHECK_THAT(out.str(), Catch::Contains("200000"));  // the growth table doubles T
+}
+
+TEST_CASE("attn cost says what its bytes count and prints counts as grouped integers", "[cost]") {
+  std::ostringstream out;
+  render_cost(spec_from_sizes({.B = 1, .T = 2, .S = 3, .C = 4, .H = 2, .Cs = 3, .dv = 2, .mode = Mode::Cross}), out);
+  const std::string text = out.str();
+  CHECK_THAT(text, Catch::Contains("\nbytes: what the trace keeps of each step, its elements × 4 (float32); a view shares the bytes of the "
+                                   "step it views, and the weights keep each row's sum too\n"
+                                   "FLOPs: floating-point operations, a multiply and an add counting as two\n"));
+  // the weights and the scores have one shape; the weights' 16 B more are their row sums, and the report says so
+  CHECK(std::regex_search(text, std::regex("\nscores +\\[2, 2, 3\\] +12 +48 +48 B  ← grows with T·S\n")));
+  CHECK(std::regex_search(text, std::regex("\nweights +\\[2, 2, 3\\] +12 \\+ 4 +72 +64 B  ← grows with T·S\n")));
+  CHECK_THAT(text, Catch::Contains("\nweights' 64 B: its 12 values (48 B) and its 4 row sums (16 B; [2, 2], each row's sum: the \"sum\" column "
+                                   "the walkthrough shows beside the weights)\n"));
+  CHECK(std::regex_search(text, std::regex("\ntotal +137 +360 +548 B\n")));  // 137 values kept × 4 = 548 B
+  CHECK_FALSE(std::regex_search(text, std::regex("[0-9]\\.[0-9] ?[kMGT]?FLOP")));
+  std::ostringstream big;
+  render_cost(spec_from_sizes({.T = 100000, .C = 768, .H = 12, .mode = Mode::Causal}), big);
+  CHECK(std::regex_search(big.str(), std::regex("\nq +\\[100000, 768\\] +76,800,000 +117,964,800,000 +307\\.2 MB\n")));
 }

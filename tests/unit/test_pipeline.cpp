@@ -342,7 +342,7 @@ TEST_CASE("H divides dk and dv, not necessarily C", "[pipeline][general]") {
   CHECK(letters(step(t, "v.view").dims) == std::vector<std::string>{"T", "H", "hv"});
   CHECK(step(t, "v.heads").value.shape() == Shape{2, 2, 2});
   CHECK(step(t, "merged").value.shape() == Shape{2, 4});
-  CHECK(step(t, "merged").formula == "merged = context.transpose(1, 2).reshape(B, T, dv)");
+  CHECK(step(t, "merged").formula == "merged = context.transpose(0, 1).reshape(T, dv)");  // dv, not C; no batch axis: the input has none
   CHECK(step(t, "output").value.shape() == Shape{2, 3});
   // each head on its own columns: head 1 uses q, k column 1 and v columns 2..3
   const Trace h1 = trace_of(R"({"embeddings": [[1, 0, 1], [0, 1, 1]],
@@ -433,6 +433,10 @@ TEST_CASE("mistakes on general widths reproduce the student's arithmetic", "[pip
         }
         CHECK(values(st) == values(step(bad, st.id)));  // every step before it is the correct one
       }
+      continue;
+    }
+    if (m.mistake == Mistake::ScaleDk) {  // hs = 1 here: 1/hs is 1/√hs, the mistake changes nothing
+      CHECK_THROWS_WITH(run_pipeline(s, *backend, {m.mistake}), Catch::StartsWith("mistake scale-dk: needs a head size hs above 1"));
       continue;
     }
     if (m.mistake >= Mistake::RopeWrongStyle) {
@@ -622,4 +626,26 @@ TEST_CASE("the fused pass (--fused) names what it cannot fuse", "[pipeline][fuse
         "masked: query row 0 \"a\" (batch 0, head 0) has every key masked; its softmax is undefined");
   // the window leaves every row a key: accepted
   CHECK(refusal(R"({"mode": "causal", "window": 1, "random": {"seed": 1, "T": 4, "C": 8}})").empty());
+}
+
+TEST_CASE("step code: the shapes printed (no batch axis where the input has none), kv_heads as the trace's JSON names it", "[pipeline][code]") {
+  // one sequence, grouped heads: the trace prints [H, T, hs]; so must the code
+  const Trace one = trace_of(R"({"mode": "causal", "heads": 4, "kv_heads": 2, "random": {"seed": 3, "T": 5, "C": 8, "output_projection": true}})");
+  CHECK(step(one, "q.view").code == "q_view = q.view(T, H, hs)");
+  CHECK(step(one, "q.heads").code == "q_heads = q.view(T, H, hs).transpose(0, 1)");
+  CHECK(step(one, "q.heads").formula == "q.view(T, H, hs).transpose(0, 1)");
+  CHECK(step(one, "k.heads").code == "k_heads = k.view(S, kv_heads, hs).transpose(0, 1)");
+  CHECK(step(one, "k.repeat").code == "k_repeat = k_heads.repeat_interleave(H // kv_heads, dim=0)");
+  CHECK(step(one, "merged").code == "merged = context.transpose(0, 1).reshape(T, C)");
+  for (const auto& s : one.steps) CHECK(s.code.find("Hkv") == std::string::npos);
+  // a batch of two: B first, the head axis at 1
+  const Trace two = trace_of(R"({"mode": "causal", "heads": 4, "kv_heads": 2, "random": {"seed": 3, "B": 2, "T": 5, "C": 8}})");
+  CHECK(step(two, "q.heads").code == "q_heads = q.view(B, T, H, hs).transpose(1, 2)");
+  CHECK(step(two, "k.repeat").code == "k_repeat = k_heads.repeat_interleave(H // kv_heads, dim=1)");
+  CHECK(step(two, "merged").code == "merged = context.transpose(1, 2).reshape(B, T, C)");
+  // one sequence's padding is a [T, S] pattern
+  const Trace padded = trace_of(R"({"mode": "causal", "heads": 2, "q": [[1, 2], [0, 1], [1, 0]], "k": [[1, 2], [0, 1], [1, 0]],
+                                    "v": [[1, 2], [0, 1], [1, 0]], "padding": {"lengths": [2]}})");
+  CHECK(step(padded, "mask").code == "mask = torch.ones(T, S).tril(0) * (torch.arange(S) < lengths)");
+  CHECK(step(padded, "masked").code == "masked = scaled.masked_fill(mask == 0, float(\"-inf\"))");
 }

@@ -268,7 +268,7 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
   auto bgrad = [](std::string_view b, std::string_view g) { return fmt::format("grad_{} = grad_{}.flatten(0, -2).sum(0)", b, g); };
   const std::string x = s.positions != Positions::None ? "x_pos" : "x";
   switch (step) {
-    case StepId::Loss: return fmt::format("loss = (({} - target.reshape({}.shape)) ** 2).mean().reshape(1)", o, o);
+    case StepId::Loss: return fmt::format("loss = (({} - target.reshape({}.shape)) ** 2).mean()", o, o);  // a scalar, as shown
     case StepId::GradOutput:
       switch (s.backward.upstream) {
         case U::Sum: return fmt::format("grad_output = torch.ones_like({})", o);
@@ -307,7 +307,9 @@ std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
       if (prev == "scaled") return fmt::format("grad_scores = grad_scaled * {}", c.scale_factor);
       if (prev == "biased") return fmt::format("grad_{} = grad_biased", self);
       if (prev == "capped") return fmt::format("grad_{0} = grad_capped * (1 - (capped / {1}) ** 2)", self, static_cast<Scalar>(*s.softcap));
-      if (s.blocking()) return fmt::format("grad_{} = grad_masked.masked_fill(mask{} == 0, 0.0)", self, s.H > 1 && s.mask_per_batch() ? "[:, None]" : "");
+      if (s.blocking()) {
+        return fmt::format("grad_{} = grad_masked.masked_fill(mask{} == 0, 0.0)", self, s.H > 1 && s.batched && s.mask_per_batch() ? "[:, None]" : "");
+      }
       return fmt::format("grad_{} = grad_masked", self);
     }
     case StepId::GradQRope: return fmt::format("grad_q_rope = grad_scores @ {}", s.grouped() ? "k_repeat" : "k_rope");

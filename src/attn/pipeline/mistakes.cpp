@@ -57,6 +57,7 @@ const std::vector<MistakeInfo>& all_mistakes() {
       {Mistake::WTransposed, "w-transposed", "the projections used Wᵀ: the weights were read in the other layout (x@W vs nn.Linear's [out, in])"},
       {Mistake::ScaleMissing, "scale-missing", "the scores were not multiplied by 1/√d_k"},
       {Mistake::ScaleSqrtC, "scale-sqrt-c", "the scores were scaled by 1/√C, the model width, instead of 1/√hs, the head size"},
+      {Mistake::ScaleDk, "scale-dk", "the scores were divided by d_k, the head size hs, instead of by its square root √d_k"},
       {Mistake::SoftmaxWrongAxis, "softmax-wrong-axis", "softmax was taken over the queries (dim=-2) instead of the keys (dim=-1)"},
       {Mistake::MaskFlipped, "mask-flipped", "the mask's polarity is flipped: the blocked positions were kept and the allowed ones blocked"},
       {Mistake::MaskAfterSoftmax, "mask-after-softmax", "the mask was applied after softmax (blocked weights zeroed), so rows no longer sum to 1"},
@@ -123,6 +124,7 @@ Hooks hooks_for(Mistake m) {
     case Mistake::ScaleSqrtC:
       h.scale = [](const Spec& s, double) { return 1.0 / std::sqrt(static_cast<double>(s.C)); };
       break;
+    case Mistake::ScaleDk: h.scale = [](const Spec& s, double) { return 1.0 / static_cast<double>(s.hs()); }; break;
     case Mistake::SoftmaxWrongAxis:
       // softmax over the queries: transpose, softmax each row, transpose back
       h.softmax = [](Backend& be, const BackendTensor& logits, Backend::EmptyRow) {
@@ -198,6 +200,7 @@ void require_applicable(Mistake m, const Spec& s) {
     case Mistake::RopeBeforeSplit: need(s.rope && s.H > 1, "\"rope\" and more than one head: with one head the split changes nothing"); break;
     case Mistake::KvTiled: need(s.Hkv > 1 && s.grouped(), "\"kv_heads\" of at least 2 and fewer than H: with one kv head, or H of them, tiling and interleaving agree"); break;
     case Mistake::WindowOffByOne: need(s.window > 0, "a sliding \"window\""); break;
+    case Mistake::ScaleDk: need(s.hs() > 1, "a head size hs above 1 (with hs = 1, 1/hs is 1/√hs), known from q and k or the embeddings"); break;
     case Mistake::MaskAfterSoftmax:
       // without a mask the mistake changes nothing; with an additive mask alone there is no blocked weight to zero
       need(!s.masking() || s.blocking(),

@@ -17,6 +17,7 @@ enum class Mistake {
   WTransposed,       // projections use Wᵀ (the other layout)
   ScaleMissing,      // no 1/√d_k
   ScaleSqrtC,        // 1/√C instead of 1/√hs
+  ScaleDk,           // 1/hs: divided by d_k instead of √d_k
   SoftmaxWrongAxis,  // softmax over the queries (dim=-2) instead of the keys
   MaskFlipped,       // the mask's polarity flipped: attends exactly where it must not
   MaskAfterSoftmax,  // softmax first, then blocked weights zeroed (rows no longer sum to 1)

@@ -1,10 +1,10 @@
 // The table of step code: each step as the PyTorch statement(s) that compute it from the problem's
 // inputs (DIR/inputs/<name>.npy of --dump, in scope under <name>), the legend's integers (B, T, S, C,
-// H, hs, Hkv, hv, dk, dv, Cs, Co) and the earlier steps, each named by its id with the dots turned
-// into underscores (q.heads -> q_heads). The statements run in order in one Python scope with torch,
-// numpy as np and math imported; tests/reference/step_code_check.py runs them against the trace.
-// Shapes: the code keeps a batch axis of 1 from the head split on, where the trace leaves it out
-// (an input without one); the values are the same. Under --mistake the code is the student's: the
+// H, hs, hv, dk, dv, Cs, Co, and kv_heads: the trace JSON's name for Hkv) and the earlier steps, each
+// named by its id with the dots turned into underscores (q.heads -> q_heads). The statements run in
+// order in one Python scope with torch, numpy as np and math imported;
+// tests/reference/step_code_check.py runs them against the trace. Shapes: the code's are the printed
+// ones, with no batch axis where the input has none. Under --mistake the code is the student's: the
 // statement that gives the mistaken values (the words of step_text stay the correct ones).
 #include "attn/pipeline/step_code.hpp"
 
@@ -13,7 +13,15 @@
 #include <cmath>
 
 namespace attn {
+
+std::string batch_lead(const Spec& s) { return s.batched ? "B, " : ""; }
+int batch_axis(const Spec& s, int a) { return s.batched ? a : a - 1; }
+
 namespace {
+
+// A pattern that differs between batch rows, (B, T, S): only where the input has a batch axis (one
+// sequence's padding is a (T, S) pattern like any other).
+bool batch_mask(const Spec& s) { return s.batched && s.mask_per_batch(); }
 
 // "q.heads" -> "q_heads": the step's Python name.
 std::string var(std::string_view id) {
@@ -89,16 +97,17 @@ std::string kv_used(const Spec& s, const TextFacts& f, bool key) {
 }
 
 // kv rows (B, Hkv, S, h), or (B, S, h) with one kv head, repeated to H heads as repeat_kv does (or
-// tiled, by the kv-tiled mistake).
+// tiled, by the kv-tiled mistake); B only where the input has it.
 std::string repeated(const Spec& s, const TextFacts& f, bool key, const std::string& rows) {
-  const std::string in = s.Hkv == 1 ? fmt::format("{}.reshape(B, 1, S, {})", rows, key ? "hs" : "hv") : rows;
-  if (f.mistake == Mistake::KvTiled) return fmt::format("{}.repeat(1, H // Hkv, 1, 1)", in);
-  return fmt::format("{}.repeat_interleave(H // Hkv, dim=1)", in);
+  const std::string in = s.Hkv == 1 ? fmt::format("{}.reshape({}1, S, {})", rows, batch_lead(s), key ? "hs" : "hv") : rows;
+  if (f.mistake == Mistake::KvTiled) return fmt::format("{}.repeat({}H // kv_heads, 1, 1)", in, s.batched ? "1, " : "");
+  return fmt::format("{}.repeat_interleave(H // kv_heads, dim={})", in, batch_axis(s, 1));
 }
 
 std::string scale_code(const Spec& s, const TraceConfig& c, const TextFacts& f) {
   if (f.mistake == Mistake::ScaleMissing) return "";
   if (f.mistake == Mistake::ScaleSqrtC) return " / math.sqrt(C)";
+  if (f.mistake == Mistake::ScaleDk) return s.H > 1 ? " / hs" : s.general() ? " / dk" : " / C";  // d_k itself, not its root
   switch (s.scale_kind) {
     case ScaleKind::SqrtDk: return s.H > 1 ? " / math.sqrt(hs)" : s.general() ? " / math.sqrt(dk)" : " / math.sqrt(C)";  // as the note names d_k
     case ScaleKind::Number: return fmt::format(" * {}", literal(c.scale_factor));
@@ -116,13 +125,13 @@ std::string logits_var(const Spec& s) {
 // The keep pattern as an expression: (T, S), or (B, T, S) when it differs between batch rows. The
 // mistakes: the built-in pattern flipped (mask-flipped), one key more in the window (window-off-by-one).
 std::string mask_expr(const Spec& s, const TextFacts& f) {
-  const bool per_batch = s.mask_per_batch();
+  const bool per_batch = batch_mask(s);
   std::string e = per_batch ? "torch.ones(B, T, S)" : "torch.ones(T, S)";
   const auto off = s.causal_offset();
   const auto window = s.window + (f.mistake == Mistake::WindowOffByOne ? 1 : 0);
   if (s.causal) e += fmt::format(".tril({})", off);
   if (s.causal && s.window > 0) e += fmt::format(".triu({})", off - window + 1);
-  if (!s.lengths.empty()) e += " * (torch.arange(S) < lengths[:, None, None])";
+  if (!s.lengths.empty()) e += per_batch ? " * (torch.arange(S) < lengths[:, None, None])" : " * (torch.arange(S) < lengths)";
   if (f.mistake == Mistake::MaskFlipped) e = fmt::format("(1 - {})", e);
   if (!s.user_keep.shape().empty()) e += " * attn_mask_keep";
   return e;
@@ -218,10 +227,14 @@ std::string head_split_code(StepId step, const Spec& s, const TextFacts& f) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
   const bool query = id[0] == 'q';
-  const char *L = query ? "T" : "S", *G = query || !s.grouped() ? "H" : "Hkv", *h = id[0] == 'v' ? "hv" : "hs";
-  std::string split = fmt::format("{}.view(B, {}, {}, {})", flat(s, id), L, G, h);
-  if (f.mistake == Mistake::HeadsInterleaved) split = fmt::format("{}.view(B, {}, {}, {}).transpose(2, 3)", flat(s, id), L, h, G);
-  return view ? fmt::format("{}_view = {}", id, split) : fmt::format("{}_heads = {}.transpose(1, 2)", id, split);
+  const char *L = query ? "T" : "S", *G = query || !s.grouped() ? "H" : "kv_heads", *h = id[0] == 'v' ? "hv" : "hs";
+  const std::string b = batch_lead(s);
+  std::string split = fmt::format("{}.view({}{}, {}, {})", flat(s, id), b, L, G, h);
+  if (f.mistake == Mistake::HeadsInterleaved) {
+    split = fmt::format("{}.view({}{}, {}, {}).transpose({}, {})", flat(s, id), b, L, h, G, batch_axis(s, 2), batch_axis(s, 3));
+  }
+  return view ? fmt::format("{}_view = {}", id, split)
+              : fmt::format("{}_heads = {}.transpose({}, {})", id, split, batch_axis(s, 1), batch_axis(s, 2));
 }
 
 std::string norm_code(StepId step, const Spec& s) {
@@ -248,10 +261,11 @@ std::string rope_code(StepId step, const Spec& s, const TextFacts& f) {
     wide.rope->dims = R;
     wide.rope->cos = Tensor::shape_only({r.cos.dim(0), R / 2});
     const std::string turned = rotate(wide, f, "flat", a, L, width, "cos", "sin");
-    return fmt::format("flat = {}.transpose(1, 2).reshape(B, {}, {}); {}; cos = torch.cos({}[:, None] * inv_freq).float(); sin = "
-                       "torch.sin({}[:, None] * inv_freq).float(); {}_rope = ({}).view(B, {}, {}, hs).transpose(1, 2)",
-                       in, query ? "T" : "S", width, rope_rates(s, R), table_positions(s), table_positions(s), id, turned,
-                       query ? "T" : "S", query ? "H" : "Hkv");
+    const auto a1 = batch_axis(s, 1), a2 = batch_axis(s, 2);
+    return fmt::format("flat = {0}.transpose({1}, {2}).reshape({3}{4}, {5}); {6}; cos = torch.cos({7}[:, None] * inv_freq).float(); sin = "
+                       "torch.sin({7}[:, None] * inv_freq).float(); {8}_rope = ({9}).view({3}{4}, {10}, hs).transpose({1}, {2})",
+                       in, a1, a2, batch_lead(s), query ? "T" : "S", width, rope_rates(s, R), table_positions(s), id, turned,
+                       query ? "H" : "kv_heads");
   }
   return fmt::format("{}_rope = {}", id, rotate(s, f, in, a, L, s.hs()));
 }
@@ -273,7 +287,7 @@ std::string masked_code(const Spec& s, const TextFacts& f) {
     base = fmt::format("({} + mask_add{})", base, per_head_axis(s, !shared));
   }
   if (!s.blocking()) return fmt::format("masked = {}", base);
-  return fmt::format("masked = {}.masked_fill(mask{} == 0, {})", base, per_head_axis(s, s.mask_per_batch()), literal(f.fill));
+  return fmt::format("masked = {}.masked_fill(mask{} == 0, {})", base, per_head_axis(s, batch_mask(s)), literal(f.fill));
 }
 
 // Rows with every key blocked: softmax gives NaN; the policy's value in its place.
@@ -287,7 +301,7 @@ std::string empty_rows(const Spec& s, const TextFacts& f) {
 // The softmax over the keys; the mistakes: over the queries (dim=-2), or first, blocked weights zeroed after.
 std::string weights_code(const Spec& s, const TextFacts& f) {
   if (f.mask_after_softmax) {
-    return fmt::format("weights = torch.softmax({}, dim=-1).masked_fill(mask{} == 0, 0)", logits_var(s), per_head_axis(s, s.mask_per_batch()));
+    return fmt::format("weights = torch.softmax({}, dim=-1).masked_fill(mask{} == 0, 0)", logits_var(s), per_head_axis(s, batch_mask(s)));
   }
   const std::string in = s.masking() ? "masked" : logits_var(s);
   if (f.mistake == Mistake::SoftmaxWrongAxis) return fmt::format("weights = torch.softmax({}, dim=-2)", in);
@@ -303,9 +317,13 @@ std::string scores_code(const Spec& s, const TextFacts& f) {
 // The heads side by side again; the mistakes: without the transpose back, or interleaved as split.
 std::string merged_code(const Spec& s, const TextFacts& f) {
   const char* width = s.general() ? "dv" : "C";
-  if (f.mistake == Mistake::MergeNoTranspose) return fmt::format("merged = context.reshape(B, T, {})", width);
-  if (f.mistake == Mistake::HeadsInterleaved) return fmt::format("merged = context.transpose(1, 2).transpose(2, 3).reshape(B, T, {})", width);
-  return fmt::format("merged = context.transpose(1, 2).reshape(B, T, {})", width);
+  const std::string b = batch_lead(s);
+  const auto a1 = batch_axis(s, 1), a2 = batch_axis(s, 2), a3 = batch_axis(s, 3);
+  if (f.mistake == Mistake::MergeNoTranspose) return fmt::format("merged = context.reshape({}T, {})", b, width);
+  if (f.mistake == Mistake::HeadsInterleaved) {
+    return fmt::format("merged = context.transpose({}, {}).transpose({}, {}).reshape({}T, {})", a1, a2, a2, a3, b, width);
+  }
+  return fmt::format("merged = context.transpose({}, {}).reshape({}T, {})", a1, a2, b, width);
 }
 
 std::string fused_code(const Spec& s, const TraceConfig& c, const TextFacts& f) {
@@ -313,7 +331,7 @@ std::string fused_code(const Spec& s, const TraceConfig& c, const TextFacts& f) 
   if (s.grouped()) k = repeated(s, f, true, k), v = repeated(s, f, false, v);
   std::string logits = fmt::format("{} @ {}.transpose(-2, -1){}", q_rows(s), k, scale_code(s, c, f));
   if (s.blocking()) {
-    logits = fmt::format("({}).masked_fill(({}){} == 0, float(\"-inf\"))", logits, mask_expr(s, f), per_head_axis(s, s.mask_per_batch()));
+    logits = fmt::format("({}).masked_fill(({}){} == 0, float(\"-inf\"))", logits, mask_expr(s, f), per_head_axis(s, batch_mask(s)));
   }
   return fmt::format("context = torch.softmax({}, dim=-1){} @ {}", logits, empty_rows(s, f), v);
 }

@@ -8,7 +8,13 @@
 
 namespace attn {
 
-// "q_heads = q.view(B, T, H, hs).transpose(1, 2)"; statements are separated by "; ".
+// The batch axis as the code and the formulas write it: "B, " where the input has one, "" where the
+// trace leaves it out (the shapes printed have none); and axis a of a batched tensor without it.
+std::string batch_lead(const Spec& spec);
+int batch_axis(const Spec& spec, int a);
+
+// "q_heads = q.view(B, T, H, hs).transpose(1, 2)" (batched), "q_heads = q.view(T, H, hs).transpose(0, 1)";
+// statements are separated by "; ".
 std::string step_code(StepId step, const Spec& spec, const TraceConfig& config, const TextFacts& facts);
 // RoPE's rotation of `in` (…, L, width) as PyTorch, rows first .. first + L − 1 of the tables named
 // cos_table and sin_table (the backward pass turns back with "(-rope_sin)").

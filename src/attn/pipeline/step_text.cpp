@@ -1,6 +1,7 @@
 // The table of step words. Each entry says what its step is in the spec's terms; the forward pass
 // never formats text, and this file never touches a tensor.
 #include "attn/pipeline/step_text.hpp"
+#include "attn/pipeline/step_code.hpp"
 #include "attn/position_tables.hpp"
 
 #include <fmt/format.h>
@@ -72,6 +73,11 @@ StepText projection(StepId step, const Spec& s) {
   return {std::string(info.title), fmt::format("{} = {} · {}{}", id, input, weight_symbol(s, wname), bias_term(bias, bname)), "", dims};
 }
 
+// "merged = context.transpose(1, 2).reshape(B, T, C)", without B where the input has none.
+std::string merged_formula(const Spec& s, const char* width) {
+  return fmt::format("merged = context.transpose({}, {}).reshape({}T, {})", batch_axis(s, 1), batch_axis(s, 2), batch_lead(s), width);
+}
+
 // q.view / q.heads and the same for k and v (Hkv heads of them when grouped).
 StepText head_split(StepId step, const Spec& s) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
@@ -92,11 +98,11 @@ StepText head_split(StepId step, const Spec& s) {
   const char* hname = kv_group ? "Hkv" : "H";
   const auto count = kv_group ? s.Hkv : s.H;
   if (view) {
-    return {title, fmt::format("{}.view(B, {}, {}, {})", in, l, hname, hn),
+    return {title, fmt::format("{}.view({}{}, {}, {})", in, batch_lead(s), l, hname, hn),
             fmt::format("a view, no copy: the {} = {} features read as {} = {} heads of {} = {}", wn, width, hname, count, hn, head),
             Dims{Dim::B, L, heads, h}};
   }
-  return {title, fmt::format("{}.view(B, {}, {}, {}).transpose(1, 2)", in, l, hname, hn),
+  return {title, fmt::format("{}.view({}{}, {}, {}).transpose({}, {})", in, batch_lead(s), l, hname, hn, batch_axis(s, 1), batch_axis(s, 2)),
           kv_group ? fmt::format("each of the Hkv = {} key/value heads holds its own [{}, {}] matrix", s.Hkv, l, hn)
                    : fmt::format("each head now holds its own [{}, {}] matrix", l, hn),
           Dims{Dim::B, heads, L, h}};
@@ -466,10 +472,10 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Context: return context_text(s, f);
     case StepId::Merged:
       if (s.general()) {
-        return {"Heads merged", "merged = context.transpose(1, 2).reshape(B, T, dv)",
+        return {"Heads merged", merged_formula(s, "dv"),
                 fmt::format("head h fills columns h·hv .. (h+1)·hv − 1 (hv = {})", s.hv()), Dims{Dim::B, Dim::T, Dim::dv}};
       }
-      return {"Heads merged", "merged = context.transpose(1, 2).reshape(B, T, C)",
+      return {"Heads merged", merged_formula(s, "C"),
               fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", s.hs()), Dims{Dim::B, Dim::T, Dim::dv}};
     case StepId::Output:
       return {"Output projection",

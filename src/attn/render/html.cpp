@@ -150,6 +150,19 @@ std::string piece_title(const TraceConfig& c, Dim dim, std::int64_t i) {
   return " title=\"vocabulary piece: " + esc(c.token_pieces[static_cast<std::size_t>(i)]) + "\"";
 }
 
+// An explanation: one paragraph, or its paragraphs and preformatted blocks (a matrix) in one framed
+// part; `which` adds the note the head and batch-row selectors show.
+std::string explanation(const std::vector<ExplainPart>& parts, bool which) {
+  const std::string note = which ? " <em class=\"explain-which\" hidden>(The numbers quoted are head 0's, batch row 0's.)</em>" : "";
+  if (parts.size() == 1 && !parts[0].preformatted) return "<p class=\"explain\">" + esc(parts[0].lines[0]) + note + "</p>\n";
+  std::string out = "<div class=\"explain\">";
+  for (const auto& p : parts) {
+    if (p.preformatted) out += "<pre>" + esc(fmt::format("{}", fmt::join(p.lines, "\n"))) + "</pre>";
+    else out += "<p>" + esc(p.lines[0]) + "</p>";
+  }
+  return out + (which ? "<p>" + note + "</p>" : "") + "</div>\n";
+}
+
 void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l, const Block& b, int precision) {
   const auto& c = t.config;
   const Step* masked = blocking_step(t, s);
@@ -234,25 +247,22 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
   for (std::size_t n = 0; n < indices.size(); ++n) {
     const Step& s = t.steps[indices[n]];
     const StepLayout l = layout_step(s, c, o.view);
-    std::vector<std::string> dims;
-    for (const auto d : s.dims) dims.emplace_back(dim_name(d));
     out << fmt::format("<section class=\"step\" id=\"step-{}\">\n<h2>{}. {} <code>{}</code></h2>\n", esc(s.id), n + 1, esc(s.title), esc(s.id));
     out << "<p class=\"formula\">" << esc(s.formula) << "</p>\n";
-    out << "<p class=\"shape\">" << esc(fmt::format("[{}] = {}", fmt::join(dims, ", "), shape_string(s.value.shape())))
+    out << "<p class=\"shape\">" << esc(shape_line(s))
         << (l.summarised ? " · summarised: the first and last entries of each axis" : "") << "</p>\n";
     if (!s.note.empty()) out << "<p class=\"note\">" << esc(s.note) << "</p>\n";
     if (!s.code.empty()) out << "<pre class=\"code\"><code>" << esc(fmt::format("{}", fmt::join(code_lines(s.code), "\n"))) << "</code></pre>\n";
     if (o.explain) {
       const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
       if (!text.empty()) {
-        out << "<p class=\"explain\">" << esc(text);
         // steps with heads or batch rows quote their first block
         const bool per_block = std::any_of(s.dims.begin(), s.dims.end(), [](Dim d) { return d == Dim::H || d == Dim::B; });
-        if (per_block) out << " <em class=\"explain-which\" hidden>(The numbers quoted are head 0's, batch row 0's.)</em>";
-        out << "</p>\n";
+        out << explanation(explain_parts(text), per_block);
       }
     }
-    for (const auto& b : l.blocks) {
+    if (is_scalar(s)) out << "<p class=\"scalar\"><code>" << esc(fmt::format("{} = {}", s.id, number(s, s.value.at(0), o.precision))) << "</code></p>\n";
+    for (const auto& b : is_scalar(s) ? std::vector<Block>{} : l.blocks) {
       if (b.gap) {
         out << "<div class=\"block\"><h3>… " << esc(b.title) << "</h3></div>\n";
         continue;

@@ -200,6 +200,12 @@ std::string pad_right(std::string_view s, std::size_t width) {
   return std::string(s) + std::string(width > w ? width - w : 0, ' ');
 }
 
+bool is_scalar(const Step& s) { return s.dims.size() == 1 && s.dims[0] == Dim::One && s.value.size() == 1; }
+
+std::string shape_line(const Step& s) {
+  return is_scalar(s) ? "a scalar (one number)" : fmt::format("[{}] = {}", fmt::join(s.dims, ", "), shape_string(s.value.shape()));
+}
+
 StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptions& o) {
   StepLayout l;
   const auto& shape = s.value.shape();

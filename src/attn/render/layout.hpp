@@ -44,6 +44,12 @@ struct StepLayout {
 
 StepLayout layout_step(const Step& step, const TraceConfig& config, const ViewOptions& options);
 
+// A step that is one number (the loss: [1] in the trace, its JSON and files), shown as "loss = 0.0862"
+// under the shape line "a scalar" rather than as a 1×1 table.
+bool is_scalar(const Step& step);
+// The step's shape line: "[T, S] = [2, 2]", or "a scalar (one number)".
+std::string shape_line(const Step& step);
+
 // Steps to show: ids (all when empty), then the range from..to (inclusive, by trace order).
 // Unknown ids are an InputError naming the option and the trace's steps.
 std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,

@@ -80,6 +80,17 @@ void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l
   }
 }
 
+// An explanation as a block quote: its paragraphs, and a preformatted block (a matrix) as a code
+// block inside the quote.
+std::string quoted(const std::vector<ExplainPart>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += ">\n";
+    for (const auto& line : p.lines) out += (p.preformatted ? ">     " : "> ") + line + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
@@ -97,10 +108,11 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
   for (auto idx : indices) {
     const Step& s = t.steps[idx];
     out << fmt::format("\n## {}. {} (`{}`)\n\n", idx + 1, s.title, s.id);
-    out << fmt::format("`{}` · shape `[{}] = {}`\n", s.formula, fmt::join(s.dims, ", "), shape_string(s.value.shape()));
+    out << fmt::format("`{}` · {}\n", s.formula, is_scalar(s) ? shape_line(s) : fmt::format("shape `{}`", shape_line(s)));
     if (!s.note.empty()) out << "\n*" << s.note << "*\n";
     if (!s.code.empty()) out << fmt::format("\n```python\n{}\n```\n", fmt::join(code_lines(s.code), "\n"));
-    const StepLayout l = layout_step(s, t.config, o.view);
+    if (is_scalar(s)) out << fmt::format("\n**{} = {}**\n", s.id, number(s, s.value.at(0), o.precision));
+    const StepLayout l = is_scalar(s) ? StepLayout{} : layout_step(s, t.config, o.view);
     if (l.summarised) out << fmt::format("\n(summarised: {} values; edges of {} shown)\n", s.value.size(), o.view.edge_items);
     for (const auto& b : l.blocks) {
       if (b.gap) {
@@ -120,7 +132,7 @@ void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
     }
     if (o.explain) {
       const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
-      if (!text.empty()) out << "\n> " << text << "\n";
+      if (!text.empty()) out << "\n" << quoted(explain_parts(text));
     }
   }
 }

@@ -103,9 +103,10 @@ class TextRenderer {
     out_ << join_fitting(parts, width());
     for (const auto& n : c_.notes) out_ << wrap(n, width(), "  note: ", "        ");
     if (o_.code) {
-      out_ << wrap("the >>> lines are PyTorch (import math, numpy as np, torch); B, T, S, C, H, hs are the sizes above, each step's "
-                   "variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: attn run --dump DIR writes "
-                   "them to DIR/inputs/, with DIR/steps.py, which runs every step",
+      out_ << wrap(fmt::format("the >>> lines are PyTorch (import math, numpy as np, torch); B, T, S, C, H, hs{} are the sizes above, "
+                               "each step's variable is its id with _ for . (q.heads: q_heads), and x, W_q, … are the inputs: attn run "
+                               "--dump DIR writes them to DIR/inputs/, with DIR/steps.py, which runs every step",
+                               c_.Hkv != c_.H ? " and kv_heads (Hkv above, as the trace's JSON names it)" : ""),
                    width(), "  code: ", "        ");
     }
   }
@@ -130,25 +131,46 @@ class TextRenderer {
     const Step& s = tr_.steps[index];
     out_ << fmt::format("\n[{}] {} · {}\n", index + 1, s.id, s.title);
     out_ << wrap(s.formula, width(), "    ", "        ");
-    out_ << fmt::format("    {} = {}\n", symbolic(s), shape_string(s.value.shape()));
+    out_ << "    " << shape_line(s) << "\n";
     if (o_.code)
       for (const auto& line : code_lines(s.code)) out_ << wrap(line, width(), "    >>> ", "    ...     ");
     if (!s.note.empty()) out_ << wrap(s.note, width(), "    ", "      ");
     if (o_.timings) out_ << fmt::format("    time: {:.3f} ms\n", s.seconds * 1e3);
-    const TextLayout layout = layout_text_step(tr_, s, o_);
-    if (!layout.summary.empty()) out_ << "    " << layout.summary << "\n";
-    for (const auto& t : layout.tables) write_table(t);
-    for (const auto& line : layout.heat_lead) out_ << line << "\n";
-    for (const auto& h : layout.heatmaps) write_heatmap(h);
+    if (is_scalar(s)) {
+      out_ << fmt::format("\n    {} = {}\n", s.id, format_fixed(s.value.at(0), o_.precision));
+    } else {
+      const TextLayout layout = layout_text_step(tr_, s, o_);
+      if (!layout.summary.empty()) out_ << "    " << layout.summary << "\n";
+      for (const auto& t : layout.tables) write_table(t);
+      for (const auto& line : layout.heat_lead) out_ << line << "\n";
+      for (const auto& h : layout.heatmaps) write_heatmap(h);
+    }
     if (o_.explain) {
       const auto text = explain_step(tr_, s, {o_.view.batch.value_or(0), o_.view.head.value_or(0)});
-      if (!text.empty()) out_ << "\n" << wrap(text, width(), "    ▸ ", "      ");
+      if (!text.empty()) out_ << "\n" << explanation(text);
     }
   }
 
  private:
   static std::string symbolic(const Step& s) { return fmt::format("[{}]", fmt::join(s.dims, ", ")); }
   std::size_t width() const { return static_cast<std::size_t>(std::max(o_.width, 20)); }
+
+  // An explanation: its paragraphs wrapped under "▸", a preformatted block (a matrix) as written,
+  // a blank line between parts.
+  std::string explanation(const std::string& text) const {
+    std::string out;
+    for (const auto& p : explain_parts(text)) {
+      if (p.preformatted) {
+        out += "\n";
+        for (const auto& line : p.lines) out += "        " + line + "\n";
+        out += "\n";
+      } else {
+        if (!out.empty() && !out.ends_with("\n\n")) out += "\n";  // a blank line between paragraphs
+        out += wrap(p.lines.front(), width(), out.empty() ? "    ▸ " : "      ", "      ");
+      }
+    }
+    return out;
+  }
 
 
 
