@@ -74,8 +74,6 @@ class Model {
   // appended to `out`. A character with no token, no byte fallback and no unk token: InputError.
   void encode_word(std::string_view word, std::vector<std::int64_t>& out) const;
 
-  // Added tokens (tokenizer.json): part of the vocabulary for piece() / vocab_size() only.
-  void add_extra_piece(const std::string& piece, std::int64_t id);
   std::string piece(std::int64_t id) const;
   std::int64_t vocab_size() const { return size_; }
   const std::string& source() const { return source_; }
