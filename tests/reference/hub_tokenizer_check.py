@@ -19,6 +19,9 @@ add_special_tokens false, and with --add-special-tokens (the post-processor's BO
       a Unigram model trained here by python3-sentencepiece and written both as spiece.model and as
       tokenizer.json
         references: python3-sentencepiece on spiece.model, and HF's library
+  (e) "split_special_tokens" in a checkpoint input (examples/checkpoints/tiny-llama, Llama 2's form):
+      "</s>" written in the sentence is one token, or cut as text with the key true, as attn tokenize
+      cuts it without and with --split-special-tokens
 
 The texts: several scripts and languages, emoji and ZWJ sequences, runs of spaces, tabs and
 newlines, code, digits, special tokens written in the text, long runs of one character. A part whose
@@ -27,6 +30,7 @@ files, packages or node are missing prints SKIPPED and why; the check exits 77 w
 Usage: hub_tokenizer_check.py ATTN_BINARY     (exit 0 pass, 1 fail, 77 skipped)
        $ATTN_NPM_DIR overrides <repo>/build/npm (filled by scripts/setup.sh --tests)
 """
+import concurrent.futures
 import json
 import os
 import shutil
@@ -37,6 +41,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+
+import tokenizer_check  # noqa: E402
 
 TEXTS = [
     "", "The cat sat on the mat.", " The cat sat on the mat.", "  two leading spaces", "double  space and triple   space",
@@ -71,29 +77,23 @@ TEXTS = [
     "a" * 300, "!" * 200, "=" * 120, " " * 100, "\t" * 40, "ab" * 150,
 ]
 # White space where JavaScript's \s and Unicode's White_Space disagree (NEL, BOM): for HF's library only.
-TEXTS_NOT_JS = ["next\u0085line", "bom\ufeffinside"]
+TEXTS_NOT_JS = ["next\u0085line", "bom\ufeffinside"]  # after TEXTS: check_against cuts them off
 SPECIAL_TEXTS = [t for t in TEXTS if "<" in t or "[" in t]
 
 REAL = [("Llama 3", "llama3"), ("Llama 3.1", "llama3_1"), ("Qwen3", "qwen3"), ("Gemma 2", "gemma2"), ("Gemma 3", "gemma3"),
         ("Llama 2", "llama2")]
 
 
-class Checks:
+class Checks(tokenizer_check.Checks):
     def __init__(self):
-        self.counts = {}
-        self.failures = []
+        super().__init__()
         self.skipped = []
         self.ran = False
 
-    def compare(self, check, texts, got, want):
+    def compare_all(self, check, texts, got, want):
         self.ran = True
-        passed, total = self.counts.get(check, (0, 0))
         for text, g, w in zip(texts, got, want):
-            passed, total = passed + (g == w), total + 1
-            if g != w:
-                shown = text if len(text) <= 60 else text[:57] + "..."
-                self.failures.append(f"{check}: {shown!r}\n      attn:      {g}\n      reference: {w}")
-        self.counts[check] = (passed, total)
+            self.compare(check, text if len(text) <= 60 else text[:57] + "...", g, w)
 
     def skip(self, part, why):
         self.skipped.append(part)
@@ -143,15 +143,18 @@ class References:
 
 
 def check_against(checks, refs, label, directory, attn, names, texts_js, texts_hf):
-    """attn on directory against each named reference, plain and with special tokens."""
-    for name in names:
-        if name not in refs.packages:
-            continue
-        texts = texts_hf if name == "HF tokenizers" else texts_js
-        want = refs.run(name, directory, texts)
-        checks.compare(f"{label} vs {name}", texts, attn_ids(attn, directory, texts), want["plain"])
-        checks.compare(f"{label} vs {name}, special tokens added", texts, attn_ids(attn, directory, texts, "--add-special-tokens"),
-                       want["defaults"])
+    """attn on directory against each named reference, plain and with special tokens; the runs (each
+    reads the whole file) side by side. attn's runs cover texts_hf, which holds texts_js."""
+    names = [n for n in names if n in refs.packages]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        wants = {n: pool.submit(refs.run, n, directory, texts_hf if n == "HF tokenizers" else texts_js) for n in names}
+        plain = pool.submit(attn_ids, attn, directory, texts_hf)
+        special = pool.submit(attn_ids, attn, directory, texts_hf, "--add-special-tokens")
+        for name in names:
+            texts = texts_hf if name == "HF tokenizers" else texts_js
+            want = wants[name].result()
+            checks.compare_all(f"{label} vs {name}", texts, plain.result()[:len(texts)], want["plain"])
+            checks.compare_all(f"{label} vs {name}, special tokens added", texts, special.result()[:len(texts)], want["defaults"])
 
 
 def check_real(attn, checks, refs, npm, work):
@@ -174,7 +177,7 @@ def check_real(attn, checks, refs, npm, work):
             with open(os.path.join(plain, "tokenizer.json"), "w", encoding="utf-8") as f:
                 json.dump(doc, f, ensure_ascii=False)
             want = refs.run("HF tokenizers", plain, SPECIAL_TEXTS)["plain"]
-            checks.compare(f"{label} --split-special-tokens vs HF tokenizers", SPECIAL_TEXTS,
+            checks.compare_all(f"{label} --split-special-tokens vs HF tokenizers", SPECIAL_TEXTS,
                            attn_ids(attn, directory, SPECIAL_TEXTS, "--split-special-tokens"), want)
 
 
@@ -220,7 +223,7 @@ def check_bert(attn, checks, refs, work):
         with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": not cased}, f)
         # BERT's own algorithm on the vocab.txt the tokenizer.json holds (the texts without special tokens)
-        checks.compare(f"{label} vs wordpiece_reference.py", texts, attn_ids(attn, directory, texts),
+        checks.compare_all(f"{label} vs wordpiece_reference.py", texts, attn_ids(attn, directory, texts),
                        [wordpiece_reference.encode(source, t)[1] for t in texts])
         check_against(checks, refs, label, directory, attn, ("HF tokenizers",), TEXTS, TEXTS + TEXTS_NOT_JS)
 
@@ -322,8 +325,27 @@ def check_t5(attn, checks, refs, work):
     sp, json_dir = t5_files(os.path.join(work, "t5"), spm)
     # SentencePiece matches no control piece in the text: the texts without them
     texts = [t for t in TEXTS if "</s>" not in t and "<pad>" not in t and "<unk>" not in t]
-    checks.compare("T5 form (Unigram) vs python3-sentencepiece", texts, attn_ids(attn, json_dir, texts), [sp.encode(t) for t in texts])
+    checks.compare_all("T5 form (Unigram) vs python3-sentencepiece", texts, attn_ids(attn, json_dir, texts), [sp.encode(t) for t in texts])
     check_against(checks, refs, "T5 form (Unigram)", json_dir, attn, ("HF tokenizers",), TEXTS, TEXTS + TEXTS_NOT_JS)
+
+
+# ---- (e) the checkpoint input's key ------------------------------------------------------------------
+
+def check_checkpoint_key(attn, checks):
+    directory = os.path.join(REPO, "examples", "checkpoints", "tiny-llama")
+    sentence = "The cat</s>sat"
+    for split in (False, True):
+        spec = {"checkpoint": {"path": directory, "layer": 0}, "sentence": sentence, "split_special_tokens": split}
+        p = subprocess.run([attn, "run", "-", "--format", "json"], input=json.dumps(spec), capture_output=True, text=True, encoding="utf-8")
+        if p.returncode != 0:
+            raise RuntimeError(f"attn run (split_special_tokens {split}) exited {p.returncode}: {p.stderr.strip()}")
+        pieces = json.loads(p.stdout)["config"]["token_pieces"]
+        flags = ["--add-special-tokens"] + (["--split-special-tokens"] if split else [])
+        out = subprocess.run([attn, "tokenize", directory, sentence, "--format", "json", *flags], capture_output=True, text=True, encoding="utf-8")
+        checks.compare_all(f"checkpoint input, split_special_tokens {str(split).lower()} vs attn tokenize", [sentence], [pieces],
+                       [json.loads(out.stdout)["pieces"]])
+        checks.compare_all(f"checkpoint input, split_special_tokens {str(split).lower()}: </s> one token", [sentence], [pieces.count("</s>")],
+                       [0 if split else 1])
 
 
 def main():
@@ -339,20 +361,11 @@ def main():
             check_real(attn, checks, refs, npm, work)
         check_bert(attn, checks, refs, work)
         check_t5(attn, checks, refs, work)
+        check_checkpoint_key(attn, checks)
     if not checks.ran:
         print("SKIPPED: no part of the check could run")
         return 77
-    width = max(len(k) for k in checks.counts)
-    for check, (passed, total) in checks.counts.items():
-        print(f"{check:<{width}}  {passed}/{total}")
-    for f in checks.failures:
-        print("MISMATCH " + f)
-    if checks.failures:
-        print(f"FAILED: {len(checks.failures)} mismatches")
-        return 1
-    print(f"passed: {sum(t for _, t in checks.counts.values())} comparisons" + (f"; skipped: {', '.join(checks.skipped)}" if checks.skipped else ""))
-    return 0
-
+    return checks.report(f"; skipped: {', '.join(checks.skipped)}" if checks.skipped else "")
 
 if __name__ == "__main__":
     sys.exit(main())

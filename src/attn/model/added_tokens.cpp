@@ -1,7 +1,6 @@
-// tokenizer.json's added tokens ("<|im_start|>", "<s>", "[CLS]", Gemma's runs of tabs) found in a
-// text before its normalizer and model see it, as HF's AddedVocabulary finds them: a byte trie over
-// the tokens' contents, the leftmost match first and the longest there, then lstrip / rstrip /
-// single_word as each token asks. Word characters (single_word) come from attn's ICU module.
+// tokenizer.json's added tokens found in a text before the normalizer and model see it, as HF's
+// AddedVocabulary finds them: a byte trie, the leftmost then longest match, lstrip / rstrip /
+// single_word as each token asks. Nothing here reads the file (tokenizer_json.cpp does).
 #include <algorithm>
 
 #include "attn/model/tokenizer_json.hpp"
@@ -10,7 +9,8 @@ namespace attn::model::hf {
 
 namespace {
 
-// Whether the character that ends (ends_before) or starts (at) `text` there is a word character (\w).
+// Whether the character before byte `end` (word_before) or at byte `at` (word_after) is a word
+// character (\w), which keeps a single_word token from matching there.
 bool word_before(std::string_view text, std::size_t end) {
   if (end == 0) return false;
   std::size_t begin = end - 1;

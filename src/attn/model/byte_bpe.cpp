@@ -172,6 +172,12 @@ void Model::set_piece(std::int64_t id, const std::string& piece) {
   size_ = std::max(size_, id + 1);
 }
 
+void Model::reserve(std::size_t tokens, std::size_t merges) {
+  vocab_.reserve(tokens);
+  pieces_.reserve(tokens);
+  merges_.reserve(merges);
+}
+
 void Model::add_token(const std::string& piece, std::int64_t id) {
   set_piece(id, piece);
   vocab_.try_emplace(piece, id);
@@ -192,7 +198,7 @@ Model::MergeResult Model::add_merge(std::string_view left, std::string_view righ
 }
 
 std::optional<std::int64_t> Model::id_of(std::string_view piece) const {
-  const auto it = vocab_.find(std::string(piece));
+  const auto it = vocab_.find(piece);
   if (it == vocab_.end()) return std::nullopt;
   return it->second;
 }

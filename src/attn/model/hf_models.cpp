@@ -1,7 +1,6 @@
-// tokenizer.json's models, the last step of its pipeline (a pre-token in, ids out): BPE (over
-// byte_bpe.cpp's merge loop), WordPiece (BERT's) and Unigram (T5's: the segmentation whose pieces'
-// scores sum highest, as HF's Unigram and SentencePiece find it). Reading them refuses what attn
-// does not run (BPE dropout, a subword prefix or suffix) by its JSON path.
+// tokenizer.json's models, a pre-token in and ids out: BPE (byte_bpe.cpp's merge loop), WordPiece
+// (BERT's) and Unigram (T5's best-scoring segmentation). What attn does not run (BPE dropout, a
+// subword prefix or suffix) is refused by its JSON path.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,8 +34,11 @@ class BpeModel final : public Model {
       if (const auto it = m.find(key); it != m.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
         r.fail(std::string("model.") + key, fmt::format("is {}; attn reads BPE models without one (null)", kind_of(*it)));
     }
-    read_vocab(r.field(m, "model", "vocab"), model_, r.path() + ": model.vocab");
-    read_merges(r, r.array_field(m, "model", "merges"));
+    const json& vocab = r.field(m, "model", "vocab");
+    const json& merges = r.array_field(m, "model", "merges");
+    model_.reserve(vocab.size(), merges.size());
+    read_vocab(vocab, model_, r.path() + ": model.vocab");
+    read_merges(r, merges);
     model_.byte_fallback = r.bool_field(m, "model", "byte_fallback", false);
     model_.fuse_unk = r.bool_field(m, "model", "fuse_unk", false);
     model_.ignore_merges = r.bool_field(m, "model", "ignore_merges", false);

@@ -1,8 +1,6 @@
-// tokenizer.json's normalizers, the first step of its pipeline (text in, text out), as HF's tokenizers
-// library runs them: Prepend, Replace, the Unicode forms NFC / NFD / NFKC / NFKD, Lowercase, Strip,
-// StripAccents, BertNormalizer and Precompiled (SentencePiece's character map, precompiled.cpp).
-// Unicode's data comes from attn's ICU module (unicode_text.cpp), loaded only by a normalizer that
-// needs it. Any other normalizer is refused by its JSON path.
+// tokenizer.json's normalizers as HF's tokenizers library runs them (Prepend, Replace, NFC/NFD/NFKC/
+// NFKD, Lowercase, Strip, StripAccents, BertNormalizer, Precompiled); Unicode's data from attn's ICU
+// module, loaded only when a normalizer needs it. Any other normalizer is refused by its JSON path.
 #include <fmt/format.h>
 
 #include "attn/error.hpp"
@@ -238,8 +236,7 @@ void read_normalizers(const Reader& r, const json& n, const std::string& where, 
     out.push_back(read_one(r, n, where, type));
     return;
   }
-  const json& list = r.array_field(n, where, "normalizers");
-  for (std::size_t i = 0; i < list.size(); ++i) read_normalizers(r, list[i], fmt::format("{}.normalizers[{}]", where, i), out);
+  r.each(n, where, "normalizers", [&](const json& part, const std::string& at) { read_normalizers(r, part, at, out); });
 }
 
 }  // namespace attn::model::hf

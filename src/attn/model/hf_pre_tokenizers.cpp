@@ -1,8 +1,6 @@
-// tokenizer.json's pre-tokenizers, the step that cuts the normalized text into words for the model,
-// as HF's tokenizers library runs them: ByteLevel, Split, Metaspace, BertPreTokenizer, Whitespace,
-// WhitespaceSplit, Digits and Punctuation (a Sequence runs its parts in order). Patterns are PCRE2's
-// (byte_bpe.cpp); character classes come from attn's ICU module where a step needs them. Any other
-// pre-tokenizer is refused by its JSON path.
+// tokenizer.json's pre-tokenizers as HF's tokenizers library runs them (ByteLevel, Split, Metaspace,
+// BertPreTokenizer, Whitespace, WhitespaceSplit, Digits, Punctuation), patterns on PCRE2, character
+// classes from attn's ICU module. Any other pre-tokenizer is refused by its JSON path.
 #include <fmt/format.h>
 
 #include <functional>
@@ -251,8 +249,7 @@ void read_pre_tokenizers(const Reader& r, const json& p, const std::string& wher
   if (p.is_null()) return;
   const std::string type = r.type_of(p, where);
   if (type == "Sequence") {
-    const json& list = r.array_field(p, where, "pretokenizers");
-    for (std::size_t i = 0; i < list.size(); ++i) read_pre_tokenizers(r, list[i], fmt::format("{}.pretokenizers[{}]", where, i), out);
+    r.each(p, where, "pretokenizers", [&](const json& part, const std::string& at) { read_pre_tokenizers(r, part, at, out); });
   } else if (type == "ByteLevel") {
     out.push_back(std::make_unique<ByteLevelPre>(r.bool_field(p, where, "add_prefix_space", true), r.bool_field(p, where, "use_regex", true)));
   } else if (type == "Split") {

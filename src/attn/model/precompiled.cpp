@@ -1,7 +1,6 @@
-// SentencePiece's precompiled character map (the normalizer T5's and other SentencePiece models'
-// tokenizer.json carry as base64): a little-endian u32 byte count, that many bytes of a darts-clone
-// double-array trie over UTF-8 keys whose leaves point into a pool of '\0'-terminated replacements,
-// then the pool. Applied as HF's Precompiled normalizer does it (see PrecompiledCharsmap).
+// SentencePiece's precompiled character map (T5's normalizer): a u32 byte count, a darts-clone
+// double-array trie over UTF-8 keys whose leaves point into a '\0'-separated pool of replacements,
+// then the pool; applied per grapheme cluster as HF's Precompiled normalizer applies it.
 #include <fmt/format.h>
 
 #include "attn/model/tokenizer_json.hpp"

@@ -1,9 +1,6 @@
-// A tokenizer.json read and run as the model hub's tokenizers library runs it: added tokens matched
-// in the text first (added_tokens.cpp), each stretch between them normalized (hf_normalizers.cpp),
-// cut into words (hf_pre_tokenizers.cpp) and spelled by the model (hf_models.cpp: BPE, WordPiece,
-// Unigram). The post-processor is read for the special tokens it would put around a text; none are
-// added here. Every component attn does not run is refused by its JSON path; the decoder, truncation
-// and padding do not change ids and are not read.
+// A tokenizer.json run as the hub's tokenizers library runs it: added tokens found first, each stretch
+// between them normalized, cut into words and spelled by the model; the post-processor read for the
+// special tokens it adds. Components attn does not run are refused by JSON path; the decoder is not read.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -103,8 +100,7 @@ void read_post_processor(const Reader& r, const json& p, const std::string& wher
   if (p.is_null()) return;
   const std::string type = r.type_of(p, where);
   if (type == "Sequence") {
-    const json& list = r.array_field(p, where, "processors");
-    for (std::size_t i = 0; i < list.size(); ++i) read_post_processor(r, list[i], fmt::format("{}.processors[{}]", where, i), out);
+    r.each(p, where, "processors", [&](const json& part, const std::string& at) { read_post_processor(r, part, at, out); });
   } else if (type == "TemplateProcessing") {
     read_template(r, p, where, out);
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {
@@ -148,9 +144,13 @@ class JsonTokenizer final : public Tokenizer {
     if (doc.contains("normalizer")) read_normalizers(reader_, doc["normalizer"], "normalizer", normalizers_);
     if (doc.contains("pre_tokenizer")) read_pre_tokenizers(reader_, doc["pre_tokenizer"], "pre_tokenizer", pre_);
     if (doc.contains("post_processor")) read_post_processor(reader_, doc["post_processor"], "post_processor", around_);
-    for (const AddedToken& t : read_added_tokens(reader_, doc)) {
-      added_.add(t);
+    for (AddedToken t : read_added_tokens(reader_, doc)) {
       added_pieces_.try_emplace(t.id, t.content);
+      // a normalized token is looked for in the normalized text as the normalizer writes it (HF's
+      // AddedVocabulary normalizes its content too: Llama 2's "▁x" is matched as "▁▁x")
+      if (t.normalized)
+        for (const auto& n : normalizers_) n->apply(t.content);
+      added_.add(t);
       size_ = std::max(size_, t.id + 1);
     }
     size_ = std::max(size_, model_->vocab_size());

@@ -1,7 +1,6 @@
-// The parts of a tokenizer.json (the model hub's tokenizers library) as attn runs them, shared by the
-// files that read and run them: tokenizer_json.cpp (the file and the pipeline), hf_normalizers.cpp,
-// hf_pre_tokenizers.cpp, hf_models.cpp (BPE, WordPiece, Unigram), added_tokens.cpp, precompiled.cpp
-// and unicode_text.cpp (Unicode's data, through attn's ICU module). Internal to src/attn/model.
+// The parts of a tokenizer.json as attn runs them, shared by the files that read and run them
+// (tokenizer_json.cpp, hf_normalizers.cpp, hf_pre_tokenizers.cpp, hf_models.cpp, added_tokens.cpp,
+// precompiled.cpp, unicode_text.cpp). Internal to src/attn/model; callers use tokenizer.hpp.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +45,12 @@ class Reader {
   std::string type_of(const json& obj, const std::string& where) const;
   // obj[key] as an array (a missing key is a refusal).
   const json& array_field(const json& obj, const std::string& where, const char* key) const;
+  // fn(element, its JSON path) for each element of the array obj[key] (a Sequence's parts).
+  template <typename Fn>
+  void each(const json& obj, const std::string& where, const char* key, const Fn& fn) const {
+    const json& list = array_field(obj, where, key);
+    for (std::size_t i = 0; i < list.size(); ++i) fn(list[i], where + "." + key + "[" + std::to_string(i) + "]");
+  }
   // where.type: "\"Foo\" is not supported (the <what> attn reads: A, B, C)".
   [[noreturn]] void unsupported(const std::string& where, const std::string& type, const std::string& what,
                                 const std::vector<std::string_view>& supported) const;

@@ -88,6 +88,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
               "\"split_special_tokens\", \"title\", \"comment\" and \"expect\" (for an encoder also \"sentence_b\" or \"token_type_ids\"; for "
               "an encoder-decoder \"source\" or \"source_ids\")");
   }
+  const bool split = split_special_tokens(root);  // checked before the checkpoint is read
   const json& c = root["checkpoint"];
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
   check_keys(c, "checkpoint", {"path", "model", "revision", "layer", "config", "stack", "attention"});
@@ -181,7 +182,6 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     }
     if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
     const auto sp = ckpt.specials();  // an encoder's [CLS] a [SEP] (b [SEP])
-    const bool split = split_special_tokens(root);
     const auto ids = ckpt.tokenizer()->encode(text, split);
     in.ids.insert(in.ids.end(), sp.first.begin(), sp.first.end());
     in.ids.insert(in.ids.end(), ids.begin(), ids.end());
