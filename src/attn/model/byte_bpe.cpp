@@ -101,7 +101,9 @@ Regex::Regex(std::string_view pattern, std::string_view what, bool literal) : im
   impl_->what = std::string(what);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  const std::uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0u);
+  // PCRE2_LITERAL takes no PCRE2_UCP (a literal has no classes for it to change): with it, the
+  // compile fails with "invalid option bits with PCRE2_LITERAL" (Gemma's Split on {"String": " "})
+  const std::uint32_t options = PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   check_utf8(pattern, what);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error, &offset, nullptr);
   if (impl_->code == nullptr) {
@@ -170,12 +172,16 @@ void Model::set_piece(std::int64_t id, const std::string& piece) {
   size_ = std::max(size_, id + 1);
 }
 
+void Model::reserve(std::size_t tokens, std::size_t merges) {
+  vocab_.reserve(tokens);
+  pieces_.reserve(tokens);
+  merges_.reserve(merges);
+}
+
 void Model::add_token(const std::string& piece, std::int64_t id) {
   set_piece(id, piece);
   vocab_.try_emplace(piece, id);
 }
-
-void Model::add_extra_piece(const std::string& piece, std::int64_t id) { set_piece(id, piece); }
 
 Model::MergeResult Model::add_merge(std::string_view left, std::string_view right) {
   const auto l = id_of(left);
@@ -192,7 +198,7 @@ Model::MergeResult Model::add_merge(std::string_view left, std::string_view righ
 }
 
 std::optional<std::int64_t> Model::id_of(std::string_view piece) const {
-  const auto it = vocab_.find(std::string(piece));
+  const auto it = vocab_.find(piece);
   if (it == vocab_.end()) return std::nullopt;
   return it->second;
 }

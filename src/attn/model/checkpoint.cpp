@@ -472,22 +472,31 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
 // LayerNorm, intermediate.dense, output.dense and its LayerNorm); DistilBERT's transformer.layer.{i}
 // (attention.q_lin … out_lin, sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm). nn.Linear: [out, in].
 
-void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json) {
+void render_tokenized(const std::string& dir, const std::vector<std::string>& texts, const TokenizeOptions& options, std::ostream& out, bool as_json) {
   if (!fs::is_directory(dir)) {
     throw InputError(fmt::format("{}: {}", dir, fs::exists(dir) ? "expected a checkpoint directory with tokenizer files, got a file" : "no such directory"));
   }
   const auto tokenizer = load_tokenizer(dir);
   if (!tokenizer) throw InputError(fmt::format("{}: no tokenizer.json, vocab.json + merges.txt or tokenizer.model in the directory", dir));
-  const auto ids = tokenizer->encode(text);
-  std::vector<std::string> pieces;
-  for (const auto id : ids) pieces.push_back(tokenizer->piece(id));
-  if (as_json) {
-    const json j = {{"tokenizer", tokenizer->describe()}, {"ids", ids}, {"pieces", pieces}};
-    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-    return;
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    std::vector<std::int64_t> ids;
+    if (options.add_special_tokens) ids = tokenizer->special_first();
+    const auto body = tokenizer->encode(texts[t], options.split_special_tokens);
+    ids.insert(ids.end(), body.begin(), body.end());
+    if (options.add_special_tokens) {
+      const auto last = tokenizer->special_last();
+      ids.insert(ids.end(), last.begin(), last.end());
+    }
+    std::vector<std::string> pieces;
+    for (const auto id : ids) pieces.push_back(tokenizer->piece(id));
+    if (as_json) {
+      const json j = {{"tokenizer", tokenizer->describe()}, {"ids", ids}, {"pieces", pieces}};
+      out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+      continue;
+    }
+    out << (t > 0 ? "\n" : "") << tokenizer->describe() << "\n" << ids.size() << (ids.size() == 1 ? " token\n" : " tokens\n");
+    for (std::size_t i = 0; i < ids.size(); ++i) out << fmt::format("{:>4}  {:>8}  {}\n", i, ids[i], pieces[i]);
   }
-  out << tokenizer->describe() << "\n" << ids.size() << (ids.size() == 1 ? " token\n" : " tokens\n");
-  for (std::size_t i = 0; i < ids.size(); ++i) out << fmt::format("{:>4}  {:>8}  {}\n", i, ids[i], pieces[i]);
 }
 
 }  // namespace attn::model

@@ -251,7 +251,13 @@ std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_byte
 // The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
                                        const std::string& why);
-// attn tokenize: dir's tokenizer on text, as lines "id  piece" or JSON {"tokenizer", "ids", "pieces"}.
-void render_tokenized(const std::string& dir, const std::string& text, std::ostream& out, bool as_json);
+// attn tokenize: dir's tokenizer on each text, as lines "id  piece" or one JSON line {"tokenizer",
+// "ids", "pieces"} a text. split_special_tokens cuts a special token written in the text as text;
+// add_special_tokens puts the tokenizer's own special tokens around each text, as the hub's do by default.
+struct TokenizeOptions {
+  bool split_special_tokens = false;
+  bool add_special_tokens = false;
+};
+void render_tokenized(const std::string& dir, const std::vector<std::string>& texts, const TokenizeOptions& options, std::ostream& out, bool as_json);
 
 }  // namespace attn::model

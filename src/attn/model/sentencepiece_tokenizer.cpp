@@ -94,7 +94,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
 
-  std::vector<std::int64_t> encode(std::string_view text) const override {
+  // SentencePiece cuts a control token written in the text ("</s>") as text, as its own encoder does.
+  std::vector<std::int64_t> encode(std::string_view text, bool) const override {
     bpe::check_utf8(text, "the text to tokenize");
     std::vector<std::int64_t> ids(text.size() + 16);
     std::string error(512, '\0');
@@ -183,7 +184,7 @@ class MarianTokenizer final : public Tokenizer {
     unk_ = unk->second;
   }
 
-  std::vector<std::int64_t> encode(std::string_view text) const override {
+  std::vector<std::int64_t> encode(std::string_view text, bool) const override {
     std::vector<std::int64_t> out;
     // MarianTokenizer's language code: a leading ">>xx<<" (up to the line's last "<<") is one token
     if (text.starts_with(">>")) {

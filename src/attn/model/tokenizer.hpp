@@ -1,6 +1,7 @@
 // Tokenizers of the common model hub's checkpoint directories: text -> token ids, and each id's
 // spelling in the vocabulary (the labels of a checkpoint's trace). No special tokens are added here
-// (a BOS token is the checkpoint reader's business). Every refusal is an InputError naming the file.
+// (a BOS token is the checkpoint reader's business; special_first / special_last say what the
+// tokenizer's own post-processor would put around a text). Every refusal is an InputError naming the file.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,16 @@ namespace attn::model {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  // The ids of `text` (UTF-8; invalid UTF-8 is an InputError naming the byte offset).
-  virtual std::vector<std::int64_t> encode(std::string_view text) const = 0;
+  // The ids of `text` (UTF-8; invalid UTF-8 is an InputError naming the byte offset). A special token
+  // written in the text ("<|im_start|>", "</s>") is that one token, as the hub's tokenizers match it,
+  // unless split_special_tokens (then it is cut as text).
+  virtual std::vector<std::int64_t> encode(std::string_view text, bool split_special_tokens) const = 0;
+  std::vector<std::int64_t> encode(std::string_view text) const { return encode(text, false); }
+  // The ids the tokenizer's post-processor puts before and after one text when it adds special
+  // tokens (the hub's default): tokenizer.json's TemplateProcessing, BertProcessing or
+  // RobertaProcessing; none for the other files.
+  virtual std::vector<std::int64_t> special_first() const { return {}; }
+  virtual std::vector<std::int64_t> special_last() const { return {}; }
   // id's spelling in the vocabulary, exactly as stored ("Ġcat", "▁cat", "<0x0A>"); id < vocab_size().
   virtual std::string piece(std::int64_t id) const = 0;
   virtual std::int64_t vocab_size() const = 0;
@@ -32,13 +41,16 @@ class Tokenizer {
 };
 
 // The tokenizer of a hub-layout directory, the first of: source.spm with vocab.json (Marian's),
-// spiece.model (T5's SentencePiece), vocab.txt without vocab.json (BERT's WordPiece), tokenizer.json (model type BPE: byte-level
-// as GPT-2 and Llama 3, or SentencePiece-style with ▁ and byte fallback as Llama 2 and Mistral),
-// vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece, through Debian's
-// libsentencepiece). nullptr when the directory has none of them.
+// tokenizer.json (read as the hub's tokenizers library reads it, tokenizer_json.cpp: BPE byte-level as
+// GPT-2, Llama 3 and Qwen, or SentencePiece-style as Llama 2, Mistral and Gemma; WordPiece as BERT;
+// Unigram as T5), spiece.model (T5's SentencePiece), vocab.txt without vocab.json (BERT's
+// WordPiece), vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece,
+// through Debian's libsentencepiece). nullptr when the directory has none of them.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
 // BERT's WordPiece from a directory's vocab.txt and tokenizer_config.json (wordpiece.cpp).
 std::unique_ptr<Tokenizer> open_wordpiece(const std::string& dir);
+// A tokenizer.json (tokenizer_json.cpp).
+std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path);
 // A tokenizer.model, through attn's SentencePiece module (sentencepiece_tokenizer.cpp).
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
 // Marian's: dir's SentencePiece model `spm` ("source.spm", "target.spm") cuts the text, and vocab.json

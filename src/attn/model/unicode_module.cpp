@@ -1,12 +1,17 @@
-// attn's Unicode module (attn_unicode.so): BERT's BasicTokenizer, the part that needs Unicode data
-// (categories, lower case, canonical decomposition), through Debian's ICU behind a plain C ABI. attn
-// links libstdc++ statically and ICU links the shared one, so attn dlopens this module (wordpiece.cpp)
-// only when a WordPiece tokenizer is read: no C++ object crosses, only C strings and caller-owned
-// buffers. Bump attn_unicode_abi_version with any change here, and unicode_abi in wordpiece.cpp.
+// attn's Unicode module (attn_unicode.so): what the tokenizers need of Unicode's data, through Debian's
+// ICU behind a plain C ABI: BERT's BasicTokenizer (categories, lower case, canonical decomposition),
+// and for tokenizer.json's normalizers and pre-tokenizers the four normalization forms, each
+// character's category and classes, lower case and grapheme clusters. attn links libstdc++
+// statically and ICU links the shared one, so attn dlopens this module (unicode_text.cpp) only when
+// a tokenizer needs it: no C++ object crosses, only C strings and caller-owned buffers. Bump
+// attn_unicode_abi_version with any change here, and unicode_abi in unicode_text.cpp.
+#include <unicode/ubrk.h>
 #include <unicode/uchar.h>
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
+#include <unicode/utext.h>
 #include <unicode/utf16.h>
+#include <unicode/utf8.h>
 
 #include <cstdint>
 #include <cstring>
@@ -89,7 +94,7 @@ std::u16string fold(const std::u16string& w, bool lower, bool strip, UErrorCode&
 
 extern "C" {
 
-__attribute__((visibility("default"))) int attn_unicode_abi_version() { return 1; }
+__attribute__((visibility("default"))) int attn_unicode_abi_version() { return 2; }
 
 // BERT's BasicTokenizer on UTF-8 `text`: control characters dropped, whitespace made a space, CJK
 // ideographs spaced apart, split on whitespace, each word lower-cased and/or stripped of accents,
@@ -154,6 +159,100 @@ __attribute__((visibility("default"))) std::int64_t attn_unicode_bert_words(cons
   }
   if (result.size() <= capacity) std::memcpy(out, result.data(), result.size());
   return static_cast<std::int64_t>(result.size());
+}
+
+// `text` in Unicode normalization form `form` (0 NFC, 1 NFD, 2 NFKC, 3 NFKD), into `out`; returns the
+// bytes it needs (more than `capacity`: call again with that much), -1 on an ICU error.
+__attribute__((visibility("default"))) std::int64_t attn_unicode_normalize(const char* text, std::size_t n, int form, char* out,
+                                                                          std::size_t capacity) {
+  UErrorCode e = U_ZERO_ERROR;
+  const UNormalizer2* norm = form == 0   ? unorm2_getNFCInstance(&e)
+                             : form == 1 ? unorm2_getNFDInstance(&e)
+                             : form == 2 ? unorm2_getNFKCInstance(&e)
+                                         : unorm2_getNFKDInstance(&e);
+  const std::u16string in = to_utf16(text, n, e);
+  if (U_FAILURE(e)) return -1;
+  std::u16string result(in.size() * 4 + 4, u'\0');  // NFKD grows a character to 18 at most; retried below
+  int32_t len = unorm2_normalize(norm, reinterpret_cast<const UChar*>(in.data()), static_cast<int32_t>(in.size()),
+                                 reinterpret_cast<UChar*>(result.data()), static_cast<int32_t>(result.size()), &e);
+  if (e == U_BUFFER_OVERFLOW_ERROR) {
+    e = U_ZERO_ERROR;
+    result.assign(static_cast<std::size_t>(len), u'\0');
+    len = unorm2_normalize(norm, reinterpret_cast<const UChar*>(in.data()), static_cast<int32_t>(in.size()),
+                           reinterpret_cast<UChar*>(result.data()), static_cast<int32_t>(result.size()), &e);
+  }
+  if (U_FAILURE(e)) return -1;
+  result.resize(static_cast<std::size_t>(len));
+  const std::string utf8 = to_utf8(result, e);
+  if (U_FAILURE(e)) return -1;
+  if (utf8.size() <= capacity) std::memcpy(out, utf8.data(), utf8.size());
+  return static_cast<std::int64_t>(utf8.size());
+}
+
+// One byte for each character (code point) of UTF-8 `text`: its general category (ICU's
+// UCharCategory, 0 .. 29) in the low 5 bits, 0x20 when it is White_Space, 0x40 when it is a word
+// character (Alphabetic, a mark, Nd, Pc or Join_Control: what \w means in Unicode regular
+// expressions). Returns the number of characters (more than `capacity`: call again), -1 on an error.
+__attribute__((visibility("default"))) std::int64_t attn_unicode_classes(const char* text, std::size_t n, unsigned char* out,
+                                                                        std::size_t capacity) {
+  std::size_t count = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(n);) {
+    UChar32 c;
+    U8_NEXT(reinterpret_cast<const uint8_t*>(text), i, static_cast<int32_t>(n), c);
+    if (c < 0) return -1;
+    const int type = u_charType(c);
+    const bool mark = type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK || type == U_COMBINING_SPACING_MARK;
+    const bool word = u_hasBinaryProperty(c, UCHAR_ALPHABETIC) || mark || type == U_DECIMAL_DIGIT_NUMBER ||
+                      type == U_CONNECTOR_PUNCTUATION || u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL);
+    if (count < capacity) out[count] = static_cast<unsigned char>(type | (u_isUWhiteSpace(c) ? 0x20 : 0) | (word ? 0x40 : 0));
+    ++count;
+  }
+  return static_cast<std::int64_t>(count);
+}
+
+// Each character of `text` lower-cased on its own (full mappings, root locale, no context: "İ" is
+// "i̇", a final Σ is σ), into `out`; returns the bytes it needs, -1 on an error.
+__attribute__((visibility("default"))) std::int64_t attn_unicode_lower(const char* text, std::size_t n, char* out, std::size_t capacity) {
+  UErrorCode e = U_ZERO_ERROR;
+  const std::u16string in = to_utf16(text, n, e);
+  if (U_FAILURE(e)) return -1;
+  std::u16string result;
+  for (int32_t i = 0; i < static_cast<int32_t>(in.size());) {
+    const int32_t at = i;
+    UChar32 c;
+    U16_NEXT(in.data(), i, static_cast<int32_t>(in.size()), c);
+    (void)c;
+    char16_t lowered[8];
+    const int32_t k = u_strToLower(reinterpret_cast<UChar*>(lowered), 8, reinterpret_cast<const UChar*>(in.data() + at), i - at, "", &e);
+    if (U_FAILURE(e)) return -1;
+    result.append(lowered, static_cast<std::size_t>(k));
+  }
+  const std::string utf8 = to_utf8(result, e);
+  if (U_FAILURE(e)) return -1;
+  if (utf8.size() <= capacity) std::memcpy(out, utf8.data(), utf8.size());
+  return static_cast<std::int64_t>(utf8.size());
+}
+
+// The extended grapheme clusters of UTF-8 `text`: each one's end as a byte offset, in order, into
+// `ends`; returns how many there are (more than `capacity`: call again), -1 on an ICU error.
+__attribute__((visibility("default"))) std::int64_t attn_unicode_graphemes(const char* text, std::size_t n, std::uint64_t* ends,
+                                                                          std::size_t capacity) {
+  UErrorCode e = U_ZERO_ERROR;
+  UText* ut = utext_openUTF8(nullptr, text, static_cast<int64_t>(n), &e);
+  UBreakIterator* it = ubrk_open(UBRK_CHARACTER, "", nullptr, 0, &e);
+  if (U_SUCCESS(e)) ubrk_setUText(it, ut, &e);
+  std::int64_t count = -1;
+  if (U_SUCCESS(e)) {
+    count = 0;
+    ubrk_first(it);
+    for (int32_t end = ubrk_next(it); end != UBRK_DONE; end = ubrk_next(it)) {  // UTF-8 text: offsets are bytes
+      if (static_cast<std::size_t>(count) < capacity) ends[count] = static_cast<std::uint64_t>(end);
+      ++count;
+    }
+  }
+  if (it != nullptr) ubrk_close(it);
+  utext_close(ut);
+  return count;
 }
 
 }  // extern "C"

@@ -20,7 +20,16 @@ namespace attn {
 namespace {
 
 const std::vector<std::string_view> kCheckpointRootKeys = {"checkpoint", "sentence", "token_ids", "title", "comment", "expect", "sentence_b",
-                                                           "token_type_ids", "source", "source_ids"};
+                                                           "token_type_ids", "source", "source_ids", "split_special_tokens"};
+
+// "split_special_tokens": true cuts a special token written in the text ("<|im_start|>") as text,
+// as the hub's tokenizers do with that flag; by default it is one token.
+bool split_special_tokens(const json& root) {
+  if (!root.contains("split_special_tokens")) return false;
+  if (!root.contains("sentence") && !root.contains("source"))
+    fail("split_special_tokens", "is about the text to tokenize; give it beside \"sentence\" (or an encoder-decoder's \"source\"), not token ids");
+  return read_bool(root["split_special_tokens"], "split_special_tokens");
+}
 
 std::string resolve(const std::string& base_dir, const std::string& path) {
   if (base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
@@ -49,7 +58,7 @@ void read_decoder_tokens(const json& root, const std::string& shown, model::Chec
     in.ids.push_back(arch.decoder_start);
     const auto first = ckpt.specials().first;  // BART's <s>; T5's and Marian's labels begin with the text
     in.ids.insert(in.ids.end(), first.begin(), first.end());
-    const auto body = tok->encode(read_string(root["sentence"], "sentence"));
+    const auto body = tok->encode(read_string(root["sentence"], "sentence"), split_special_tokens(root));
     in.ids.insert(in.ids.end(), body.begin(), body.end());
     in.notes.push_back(fmt::format("decoder tokens (the rows): decoder_start_token_id {} ({}){} first, as {}'s shifted labels begin{}; the "
                                    "tokens note above is the source's", arch.decoder_start,
@@ -76,9 +85,10 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     if (std::find(kCheckpointRootKeys.begin(), kCheckpointRootKeys.end(), key) != kCheckpointRootKeys.end()) continue;
     if (!known_root_key(key)) check_keys(root, "", kCheckpointRootKeys);  // a typo: the usual message, with a suggestion
     fail(key, "is set by the checkpoint (its config.json and weights); beside \"checkpoint\" give only \"sentence\" or \"token_ids\", "
-              "\"title\", \"comment\" and \"expect\" (for an encoder also \"sentence_b\" or \"token_type_ids\"; for an encoder-decoder "
-              "\"source\" or \"source_ids\")");
+              "\"split_special_tokens\", \"title\", \"comment\" and \"expect\" (for an encoder also \"sentence_b\" or \"token_type_ids\"; for "
+              "an encoder-decoder \"source\" or \"source_ids\")");
   }
+  const bool split = split_special_tokens(root);  // checked before the checkpoint is read
   const json& c = root["checkpoint"];
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
   check_keys(c, "checkpoint", {"path", "model", "revision", "layer", "config", "stack", "attention"});
@@ -172,12 +182,12 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     }
     if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
     const auto sp = ckpt.specials();  // an encoder's [CLS] a [SEP] (b [SEP])
-    const auto ids = ckpt.tokenizer()->encode(text);
+    const auto ids = ckpt.tokenizer()->encode(text, split);
     in.ids.insert(in.ids.end(), sp.first.begin(), sp.first.end());
     in.ids.insert(in.ids.end(), ids.begin(), ids.end());
     in.ids.insert(in.ids.end(), sp.last.begin(), sp.last.end());
     if (root.contains("sentence_b")) {
-      const auto b = ckpt.tokenizer()->encode(read_string(root["sentence_b"], "sentence_b"));
+      const auto b = ckpt.tokenizer()->encode(read_string(root["sentence_b"], "sentence_b"), split);
       const std::size_t a_len = in.ids.size();
       in.ids.resize(in.ids.size() - sp.last.size());  // RoBERTa: <s> a </s></s> b </s>; BERT: [CLS] a [SEP] b [SEP]
       in.ids.insert(in.ids.end(), sp.between.begin(), sp.between.end());
