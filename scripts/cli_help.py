@@ -111,7 +111,8 @@ def section_entries(chunk, col):
             continue
         if not (line.startswith("  ") and line[2:3].strip()):
             return None
-        if len(line) > col and line[col - 2:col] == "  " and line[col].strip():
+        # (a long name and spec, "text TEXT Excludes: --texts", may fill the column up to its one space)
+        if len(line) > col and line[col - 1] == " " and line[col].strip():
             head, desc = line[2:col].rstrip(), line[col:].strip()
         elif nxt.startswith(" " * col) or len(line) < col:
             head, desc = line[2:].rstrip(), ""
@@ -145,6 +146,8 @@ def split_help(text):
 
 def read_help(attn, args):
     description, usage, sections, _ = split_help(help_text(attn, args, WIDE))
+    if not sections:
+        fail(f"attn {' '.join(args)} --help: no section of options read (has its layout changed?)")
     footer = split_help(help_text(attn, args, NARROW))[3]
     return Help(description, usage, sections, footer)
 
