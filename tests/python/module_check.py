@@ -86,7 +86,7 @@ def main(argv):
         ("NaN in a weight", dict(base, weights={"W_q": [[1, 0, 0], [0, float("nan"), 0], [0, 0, 1]], "W_k": "identity", "W_v": "identity"}),
          "weights.W_q[1][1]"),
         ("a missing file", "no/such/input.json", "no/such/input.json"),
-        ("a mistake that does not exist", None, "--mistake"),
+        ("a mistake that does not exist", None, "mistake=\"sign-flip-everything\": no such mistake"),
     ]
     for what, spec, needle in cases:
         r, w = os.pipe()

@@ -83,6 +83,7 @@ void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l
 }  // namespace
 
 void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
+  check_text_options(t, o);
   const auto& c = t.config;
   out << "# Attention Tracer" << (c.title.empty() ? "" : " · " + c.title) << "\n\n";
   out << fmt::format("- mode: **{}**\n", mode_name(c.mode));
