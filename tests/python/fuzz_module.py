@@ -24,12 +24,9 @@ import random
 import sys
 import time
 
-try:
-    import numpy as np
-    import attn_tracer
-except ImportError as e:
-    print(f"SKIPPED: attn_tracer or numpy is not importable here ({e}); build it with python3-dev and pybind11-dev (scripts/setup.sh)")
-    sys.exit(77)
+from checks import import_module
+
+np, attn_tracer = import_module()
 
 ALLOWED = (attn_tracer.InputError, TypeError)
 SLOW = {"shape_flow_2x4x512.json"}  # seconds, not milliseconds: left out

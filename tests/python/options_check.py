@@ -19,20 +19,9 @@ import os
 import subprocess
 import sys
 
-try:
-    import numpy as np
-    import attn_tracer
-except ImportError as e:
-    print(f"SKIPPED: attn_tracer or numpy is not importable here ({e}); build it with python3-dev and pybind11-dev (scripts/setup.sh)")
-    sys.exit(77)
+from checks import check, import_module, outcome
 
-failures = []
-
-
-def check(ok, what):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}")
-    if not ok:
-        failures.append(what)
+np, attn_tracer = import_module()
 
 
 def raised(call):
@@ -177,8 +166,7 @@ def main(argv):
     ranges(attn, repo, ex("diagnose_causal_2heads.json"), ex("padding_batch2.json"), ex("tiny_gpt2.json"))
     types()
     non_finite(repo)
-    print(f"{len(failures)} failure(s)" if failures else "all passed")
-    return 1 if failures else 0
+    return outcome()
 
 
 if __name__ == "__main__":
