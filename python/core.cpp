@@ -127,8 +127,7 @@ std::unique_ptr<TraceHandle> trace(const RunArgs& a, attn::PipelineOptions optio
   h->text.view.batch = a.batch;
   attn::check_text_options(h->trace, h->text);
   if (!a.steps.empty()) h->text.steps = attn::select_steps(h->trace, a.steps, "", "", kPython);  // unknown ids refused, as attn run --steps
-  // a fused trace keeps no weights to draw: no heatmap, as attn run --fused
-  h->text.heatmaps = attn::heatmap_steps(h->trace, options.fused ? std::vector<std::string>{} : h->text.heatmaps);
+  if (options.fused) h->text.heatmaps.clear();  // a fused trace keeps no weights to draw, as attn run --fused draws none
   if (!flash.empty()) h->flash = attn::run_flash(spec, h->trace, tiles.first, tiles.second, kPython);
   return h;
 }

@@ -60,6 +60,10 @@ def _flag(name, value):
 def _text(name, value):
     if not isinstance(value, str):
         raise TypeError(f"{name}: expected a str, got {_shown(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:  # (a lone surrogate: no text the library can be given)
+        raise InputError(f"{name}: not Unicode text ({e.reason} at character {e.start})") from None
     return value
 
 
@@ -74,12 +78,12 @@ def _step_ids(name, value):
     ids = [value] if isinstance(value, str) else value
     if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
         raise TypeError(f"{name}: expected a step id or a list of step ids (str), got {_shown(value)}")
-    return list(ids)
+    return [_text(name, i) for i in ids]
 
 
 def _memory(name, value):
     """A byte count or a size such as "8G" (the library checks which)."""
-    return value if isinstance(value, str) else _int(name, value)
+    return _text(name, value) if isinstance(value, str) else _int(name, value)
 
 
 def _optional(check):
@@ -156,6 +160,7 @@ def _path(value, what):
     path = _os.fspath(value)
     if not isinstance(path, str):
         raise TypeError(f"{what}: expected a str path, got {_shown(path)}")
+    _text(what, path)
     if "\0" in path:
         raise InputError(f"{what}: {path[:40]!r} is no file name (it holds a NUL character)")
     return path
@@ -373,6 +378,7 @@ def _trace_arg(t, what):
         for k in t:
             if not isinstance(k, str):
                 raise TypeError(f"{what}: expected step ids (str) as keys, got {_shown(k)}")
+            _text(what, k)
         return {k: _student_array(v, f"{what}[{k!r}]") for k, v in t.items()}
     path = _path(t, what)
     if path is None:

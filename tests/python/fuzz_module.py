@@ -35,7 +35,7 @@ MISTAKES = ["scale-missing", "mask-flipped", "softmax-wrong-axis", "backward-dx-
 INTS = [-2**63 - 1, -2**63, -5, -1, 0, 1, 2, 3, 5, 7, 12, 13, 20, 80, 101, 1000, 1001, 4096, 4097, 2**31, 2**63 - 1, 2**63, 10**30]
 FLOATS = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1e-300, 0.5, 1.5, 1e5, 1e39, 1e308]
 STRINGS = ["", " ", "1", "2x3", "1x1", "0x2", "x", "99999999999999999999x1", "-1x-1", "8G", "1K", "0.5", "8X", "weights", "cpu", "cuda",
-           "gpu", "nan", "inf", "\0", "é", "{", "a" * 300]
+           "gpu", "nan", "inf", "\0", "é", "\udc80", "{", "a" * 300]
 
 
 class Case:
