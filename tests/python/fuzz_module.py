@@ -168,7 +168,7 @@ class Case:
                 digits = [i for i, c in enumerate(text) if c.isdigit()]
                 if digits:
                     at = self.pick(digits)
-                text = text[:at] + self.pick(["NaN", "Infinity", "-Infinity", "nan", "inf", "1e400", "-0", "0x10", "+1", "1.", ".5"]) + text[at + 1:]
+                text = text[:at] + self.pick(["NaN", "Infinity", "-Infinity", "nan", "inf", "1e400", "1e-99999999999", "1e+99999999999", "-0", "0x10", "+1", "1.", ".5"]) + text[at + 1:]
             elif how == 1:
                 text = text[:at]
             elif how == 2:

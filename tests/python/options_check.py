@@ -10,7 +10,7 @@
 - a value of the wrong type (head='1', head=1.5, head=True, precision='4') and an unknown keyword
   raise TypeError naming it, with "did you mean" where one is close;
 - NaN and Infinity are named as such: in JSON text (with the JSON path, and what to write instead) and
-  from NumPy arrays;
+  from NumPy arrays; a printed value's exponent beyond an int is read;
 - a student's own arrays stay a diagnosis: their NaN or shape is reported, not refused.
 """
 import json
@@ -150,6 +150,9 @@ def non_finite(repo):
             "embeddings[0][1]: -infinity is not allowed here (expected a finite number)", "a NumPy -inf in the embeddings")
     c = attn_tracer.check(dict(base, title="t", expect={"weights": np.array([[0.6405, np.nan], [0.3595, 0.6405]])}))
     check(c.checked == 4 and c.matches == 3 and c.differences == 1, f"a NumPy NaN in expect is a printed nan, the one difference: {c!r}")
+    text = json.dumps(dict(base, expect={"weights": [[0.6405, "TINY"], [0.3595, 0.6405]]})).replace('"TINY"', "1e-99999999999")
+    c = raised(lambda: attn_tracer.check(text))
+    check(c == ("returned", ""), f"an expect value printed as 1e-99999999999 (an exponent beyond int) is checked: {c}")
     spec = os.path.join(repo, "examples", "diagnose_causal_2heads.json")
     right = attn_tracer.run(spec)
     student = {sid: right.steps[sid].array.copy() for sid in ("scores", "weights", "output")}

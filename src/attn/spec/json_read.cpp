@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
 #include <set>
+#include <system_error>
 
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
@@ -78,14 +80,22 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
 
 constexpr int kMaxDepth = 32;
 
-// Decimals a number literal shows: "0.73" -> 2, "1.0" -> 1, "5e-3" -> 3, "2" -> 0.
+// Decimals a number literal shows: "0.73" -> 2, "1.0" -> 1, "5e-3" -> 3, "2" -> 0; at most 1074, the
+// decimals of the smallest double (more are zeros), whatever the exponent ("1e-99999999999").
 int printed_decimals(std::string_view literal) {
-  int frac = 0, exp = 0;
+  constexpr long long kMost = 1074;
+  long long frac = 0, exp = 0;
   const auto e = literal.find_first_of("eE");
   const auto mantissa = literal.substr(0, e);
-  if (const auto dot = mantissa.find('.'); dot != std::string_view::npos) frac = static_cast<int>(mantissa.size() - dot - 1);
-  if (e != std::string_view::npos) exp = std::stoi(std::string(literal.substr(e + 1)));
-  return std::max(0, frac - exp);
+  if (const auto dot = mantissa.find('.'); dot != std::string_view::npos) frac = static_cast<long long>(mantissa.size() - dot - 1);
+  if (e != std::string_view::npos) {
+    auto digits = literal.substr(e + 1);
+    if (digits.starts_with('+')) digits.remove_prefix(1);
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), exp).ec == std::errc::result_out_of_range) {
+      exp = digits.starts_with('-') ? -kMost : kMost;
+    }
+  }
+  return static_cast<int>(std::clamp(frac - std::clamp(exp, -kMost, kMost), 0LL, kMost));
 }
 
 // One pass over the text (nlohmann's SAX interface): builds the DOM; follows the object keys and
