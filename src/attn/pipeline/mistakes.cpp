@@ -93,14 +93,24 @@ const MistakeInfo& mistake_info(Mistake m) {
   throw InternalError("mistake_info: no entry for this mistake");
 }
 
-Mistake mistake_from_name(std::string_view name, Door door) {
+namespace {
+
+// The mistake of this name; InputError "...: no such mistake (did you mean ...); <which>: <names>"
+// otherwise, where names are those the caller takes (all, or one pass's).
+Mistake named_mistake(std::string_view name, Door door, const std::function<bool(Mistake)>& taken, std::string_view which) {
   std::vector<std::string_view> names;
   for (const auto& m : all_mistakes()) {
     if (name == m.name) return m.mistake;
-    names.push_back(m.name);
+    if (taken(m.mistake)) names.push_back(m.name);
   }
-  throw InputError(fmt::format("{}: no such mistake{}; the mistakes: {}", option_with(door, "mistake", name), did_you_mean(name, names),
+  throw InputError(fmt::format("{}: no such mistake{}; {}: {}", option_with(door, "mistake", name), did_you_mean(name, names), which,
                                fmt::join(names, ", ")));
+}
+
+}  // namespace
+
+Mistake mistake_from_name(std::string_view name, Door door) {
+  return named_mistake(name, door, [](Mistake) { return true; }, "the mistakes");
 }
 
 std::string mistake_names(bool backward_pass) {
@@ -120,7 +130,8 @@ void require_pass(Mistake m, bool backward_pass, Door door) {
 }
 
 Mistake mistake_for_pass(std::string_view name, bool backward_pass, Door door) {
-  const Mistake m = mistake_from_name(name, door);
+  const Mistake m = named_mistake(name, door, [backward_pass](Mistake k) { return is_backward(k) == backward_pass; },
+                                  fmt::format("{}'s mistakes", command_name(door, backward_pass ? "backward" : "run")));
   require_pass(m, backward_pass, door);
   return m;
 }
