@@ -4,12 +4,12 @@
 # catalogue, then random calls of the Python module built under the same sanitizers. Any sanitizer
 # report, crash or hang fails. Run after scripts/setup.sh --tests.
 # Usage: scripts/hardening.sh [FUZZ_SECONDS] [MODULE_CALLS]   (default 60, split between the three
-# targets; 6000 calls of attn_tracer)
+# targets; 10000 calls of attn_tracer)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
-module_calls=${2:-6000}
+module_calls=${2:-10000}
 jobs=$(nproc)
 
 echo "== sanitizers: ASan + UBSan build, whole test suite"
