@@ -37,8 +37,13 @@ class Error(RuntimeError):
 
 # ---- the keywords: their types here, their values in the library (the CLI's checks) ---------------
 
+def _number_text(value):
+    """An int as text; one too long for Python to write (4300 digits) by its size."""
+    return str(value) if value.bit_length() <= 1000 else f"an integer of {value.bit_length()} bits"
+
+
 def _shown(value):
-    text = repr(value)
+    text = _number_text(value) if isinstance(value, int) else repr(value)
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
@@ -47,7 +52,7 @@ def _int(name, value):
         raise TypeError(f"{name}: expected an int, got {_shown(value)}")
     value = int(value)
     if not -2**63 <= value < 2**63:  # (the library's integers are 64-bit: one beyond is out of every range)
-        raise InputError(f"{name}={value}: out of range (beyond a 64-bit integer)")
+        raise InputError(f"{name}: {_number_text(value)} is beyond a 64-bit integer")
     return value
 
 
@@ -70,7 +75,10 @@ def _text(name, value):
 def _number(name, value):
     if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (int, float, _np.integer, _np.floating)):
         raise TypeError(f"{name}: expected a number, got {_shown(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond a double: infinite, which the library refuses where it must be finite
+        return _math.inf if value > 0 else -_math.inf
 
 
 def _step_ids(name, value):
@@ -144,6 +152,8 @@ def _plain(value, path, depth=0):
         raise InputError(f"{where}: expected a real number, got {value!r}")
     if isinstance(value, float) and not _math.isfinite(value):
         return "nan" if _math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int) and value.bit_length() > 1024:  # (as the reader refuses 1e400)
+        raise InputError(f"{where}: {_number_text(value)} is out of range (a JSON number is at most about 1.8e308)")
     if isinstance(value, dict):
         return {str(k): _plain(v, f"{path}.{k}" if path else str(k), depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -32,7 +32,8 @@ ALLOWED = (attn_tracer.InputError, TypeError)
 SLOW = {"shape_flow_2x4x512.json"}  # seconds, not milliseconds: left out
 STEP_IDS = ["x", "q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "context", "output", "grad.x", "q.heads", "k.rope", "nope", ""]
 MISTAKES = ["scale-missing", "mask-flipped", "softmax-wrong-axis", "backward-dx-one-path", "softmax-backward-elementwise", "typo", ""]
-INTS = [-2**63 - 1, -2**63, -5, -1, 0, 1, 2, 3, 5, 7, 12, 13, 20, 80, 101, 1000, 1001, 4096, 4097, 2**31, 2**63 - 1, 2**63, 10**30]
+INTS = [-2**63 - 1, -2**63, -5, -1, 0, 1, 2, 3, 5, 7, 12, 13, 20, 80, 101, 1000, 1001, 4096, 4097, 2**31, 2**63 - 1, 2**63, 10**30, 10**400,
+        -10**5000]
 FLOATS = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1e-300, 0.5, 1.5, 1e5, 1e39, 1e308]
 STRINGS = ["", " ", "1", "2x3", "1x1", "0x2", "x", "99999999999999999999x1", "-1x-1", "8G", "1K", "0.5", "8X", "weights", "cpu", "cuda",
            "gpu", "nan", "inf", "\0", "é", "\udc80", "{", "a" * 300]
@@ -309,7 +310,13 @@ def planned_call(c):
 
 
 def _short(v):
-    text = repr(v) if not isinstance(v, np.ndarray) else f"array({v.dtype}, {v.shape}, strides {v.strides})"
+    if isinstance(v, np.ndarray):
+        text = f"array({v.dtype}, {v.shape}, strides {v.strides})"
+    else:
+        try:
+            text = repr(v)
+        except ValueError:  # an int of more than 4300 digits, which Python will not write
+            text = f"<{type(v).__name__} holding an int too long to write>"
     return text if len(text) < 80 else text[:77] + "..."
 
 

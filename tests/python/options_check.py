@@ -55,7 +55,11 @@ def ranges(attn, repo, two_heads, batched, gpt2):
     refuses(lambda: attn_tracer.run(two_heads, batch=3), "InputError",
             "batch=3: this trace has B = 1 (batch rows 0 .. 0; the input has no batch dimension)", "run(batch=3) on an unbatched input")
     refuses(lambda: attn_tracer.backward(two_heads, head=5), "InputError", "head=5: this trace has H = 2 (heads 0 .. 1)", "backward(head=5)")
-    refuses(lambda: attn_tracer.run(cat, head=2**64), "InputError", f"head={2**64}: out of range (beyond a 64-bit integer)", "run(head=2**64)")
+    refuses(lambda: attn_tracer.run(cat, head=2**64), "InputError", f"head: {2**64} is beyond a 64-bit integer", "run(head=2**64)")
+    refuses(lambda: attn_tracer.run(cat, head=-10**5000), "InputError", "head: an integer of 16610 bits is beyond a 64-bit integer", "run(head=-10**5000)")
+    refuses(lambda: attn_tracer.diff({}, {}, atol=10**400), "InputError", "atol: expected a finite number, 0 or more, got inf", "diff(atol=10**400)")
+    refuses(lambda: attn_tracer.run({"heads": 10**400}), "InputError", "heads: an integer of 1329 bits is out of range (a JSON number is at most about 1.8e308)",
+            "run({'heads': 10**400})")
     refuses(lambda: attn_tracer.run(cat, precision=99), "InputError", "precision: expected 0 .. 12, got 99", "run(precision=99)")
     refuses(lambda: attn_tracer.backward(cat, precision=-1), "InputError", "precision: expected 0 .. 12, got -1", "backward(precision=-1)")
     refuses(lambda: attn_tracer.run(cat).text(width=3), "InputError", "width: expected 20 .. 1000, got 3", "Trace.text(width=3)")
