@@ -1,18 +1,23 @@
 // attn_tracer._core: the library behind a thin Python layer (python/attn_tracer/__init__.py). Every
 // function takes an input's JSON text (the Python side turns a path, a string or a dict into it) and
 // calls what the CLI calls; nothing is printed, no file is written, and the GIL is released while the
-// library computes. attn::InputError becomes attn_tracer.InputError (a ValueError), any other failure
-// attn_tracer.Error with the CLI's exit-3 wording.
+// library computes. Every option goes through the library's checks, the CLI's, which name it as a
+// keyword. attn::InputError becomes attn_tracer.InputError (a ValueError), any other failure
+// attn_tracer.Error with the CLI's exit-3 wording. Types are the Python layer's to check.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
 #include <memory>
+#include <new>
+#include <optional>
 #include <sstream>
 
 #include "attn/backend.hpp"
+#include "attn/bytes.hpp"
 #include "attn/config.hpp"
+#include "attn/cost.hpp"
 #include "attn/check.hpp"
 #include "attn/decode.hpp"
 #include "attn/diagnose.hpp"
@@ -22,6 +27,7 @@
 #include "attn/model/checkpoint.hpp"
 #include "attn/model/generate.hpp"
 #include "attn/model/heads.hpp"
+#include "attn/options.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/pipeline/mistakes.hpp"
 #include "attn/render/layout.hpp"
@@ -37,9 +43,19 @@ namespace {
 // A run's trace, kept for its steps and renderings.
 struct TraceHandle {
   attn::Trace trace;
-  attn::TextOptions text;  // --steps, --head, --batch, --explain, --code, precision
+  attn::TextOptions text;  // steps, head, batch, explain, code, precision: checked when the trace is made
   std::optional<attn::Flash> flash;  // flash="BQxBK": FlashAttention's tiled pass, checked against the context
 };
+
+// Every option is checked by the library's own checks, the CLI's; Door::Python names the keywords in
+// their messages ("head=5: this trace has H = 2"). The Python layer has checked their types.
+constexpr attn::Door kPython = attn::Door::Python;
+
+// An int keyword of the library's int options (precision, width), in its range before it is narrowed.
+int narrowed(std::int64_t value, std::string_view key, attn::IntRange range) {
+  attn::check_range(kPython, key, value, range);
+  return static_cast<int>(value);
+}
 
 py::array_t<float> to_array(const attn::Tensor& t) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
@@ -56,81 +72,91 @@ attn::Tensor from_array(const py::array_t<float, py::array::c_style | py::array:
 
 const char* kind_name(attn::ValueKind k) { return k == attn::ValueKind::Mask ? "mask" : k == attn::ValueKind::Index ? "index" : "real"; }
 
-// The input's JSON text as the CLI reads a file: origin names it in messages, base_dir resolves
-// relative paths (npy tensors, checkpoint directories).
-attn::Spec parse(const std::string& text, const std::string& origin, const std::string& base_dir) {
-  return attn::parse_spec(text, origin, base_dir);
+// max_memory: the CLI's --max-memory. None: half of physical memory; a byte count; or a size ("8G").
+struct MemoryLimit {
+  std::int64_t bytes;
+  std::string why;
+};
+MemoryLimit memory_limit(const py::object& max_memory) {
+  if (max_memory.is_none()) return {attn::default_max_memory(), "half of physical memory"};
+  if (py::isinstance<py::str>(max_memory)) return {attn::parse_bytes(max_memory.cast<std::string>(), kPython, "max_memory"), "as given"};
+  const auto bytes = max_memory.cast<std::int64_t>();
+  attn::check_range(kPython, "max_memory", bytes, attn::kPositiveRange);
+  return {bytes, "as given"};
 }
 
-std::unique_ptr<TraceHandle> run(const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
-                                 int head, int batch, const std::string& mistake, bool fused, bool explain, bool code, int precision,
-                                 const std::string& backend_name, const std::string& flash) {
+// The input's JSON text as the CLI reads a file (attn_cli::load_checked): origin names it in messages,
+// base_dir resolves relative paths (npy tensors, checkpoint directories); its trace refused when it
+// would not fit the limit. fused: the trace of a fused run, which holds no [T, S] step.
+attn::Spec parse(const std::string& text, const std::string& origin, const std::string& base_dir, const MemoryLimit& limit, bool fused = false) {
+  attn::Spec spec = attn::parse_spec(text, origin, base_dir, limit.bytes);
+  attn::require_fits(attn::plan_trace(spec, fused), limit.bytes, limit.why);
+  return spec;
+}
+
+// What run and backward share: the input, the options of the trace and of its text.
+struct RunArgs {
+  std::string text, origin, base_dir;
+  std::vector<std::string> steps;
+  std::optional<std::int64_t> head, batch;
+  std::string mistake;
+  bool explain = false, code = false;
+  std::int64_t precision = 4;
+  py::object max_memory;
+};
+
+// The trace of run (backward: of attn backward), its text options checked against it as attn run's.
+std::unique_ptr<TraceHandle> trace(const RunArgs& a, attn::PipelineOptions options, bool backward, const std::string& backend_name,
+                                   const std::string& flash) {
   auto h = std::make_unique<TraceHandle>();
-  {
-    py::gil_scoped_release release;
-    const attn::Spec spec = parse(text, origin, base_dir);
-    attn::PipelineOptions options;
-    if (!mistake.empty()) options.mistake = attn::mistake_from_name(mistake);
-    options.fused = fused;
-    auto backend = attn::make_backend(backend_name);
-    h->trace = attn::run_pipeline(spec, *backend, options);
-    if (!flash.empty()) {
-      if (fused) throw attn::InputError("flash: the tiled pass draws the scores and weights, which the fused pass never keeps; leave fused out");
-      if (options.mistake != attn::Mistake::None) throw attn::InputError("flash: tiles the correct pass; leave mistake out");
-      const auto [bq, bk] = attn::parse_tile_sizes(flash);
-      h->flash = attn::run_flash(spec, h->trace, bq, bk);
-    }
-    h->text.explain = explain;
-    h->text.code = code;
-    h->text.precision = precision;
-    if (head >= 0) h->text.view.head = head;
-    if (batch >= 0) h->text.view.batch = batch;
-    if (!steps.empty()) h->text.steps = attn::select_steps(h->trace, steps, "", "");  // unknown ids refused, as attn run --steps
-  }
+  const MemoryLimit limit = memory_limit(a.max_memory);
+  py::gil_scoped_release release;
+  options.door = kPython;
+  h->text.door = kPython;
+  h->text.precision = narrowed(a.precision, "precision", attn::kPrecisionRange);
+  if (!a.mistake.empty()) options.mistake = attn::mistake_for_pass(a.mistake, backward, kPython);
+  if (!flash.empty()) attn::require_tileable(options);
+  const auto tiles = flash.empty() ? std::pair<std::int64_t, std::int64_t>{} : attn::parse_tile_sizes(flash, kPython);
+  const attn::Spec spec = parse(a.text, a.origin, a.base_dir, limit, options.fused);
+  auto backend = attn::make_backend(backend_name, kPython);
+  attn::require_fits_on(*backend, spec, options.fused);  // the device's memory, as parse did the host's
+  h->trace = backward ? attn::run_backward(spec, *backend, options) : attn::run_pipeline(spec, *backend, options);
+  h->text.explain = a.explain;
+  h->text.code = a.code;
+  h->text.view.head = a.head;
+  h->text.view.batch = a.batch;
+  attn::check_text_options(h->trace, h->text);
+  if (!a.steps.empty()) h->text.steps = attn::select_steps(h->trace, a.steps, "", "", kPython);  // unknown ids refused, as attn run --steps
+  if (options.fused) h->text.heatmaps.clear();  // a fused trace keeps no weights to draw, as attn run --fused draws none
+  if (!flash.empty()) h->flash = attn::run_flash(spec, h->trace, tiles.first, tiles.second, kPython);
   return h;
 }
 
-// attn backward: the forward trace, then every gradient (spec's "backward" block says of which loss).
-std::unique_ptr<TraceHandle> backward(const std::string& text, const std::string& origin, const std::string& base_dir,
-                                      const std::vector<std::string>& steps, int head, int batch, const std::string& mistake, bool explain,
-                                      bool code, int precision) {
-  auto h = std::make_unique<TraceHandle>();
-  {
-    py::gil_scoped_release release;
-    const attn::Spec spec = parse(text, origin, base_dir);
-    attn::PipelineOptions options;
-    if (!mistake.empty()) options.mistake = attn::mistake_from_name(mistake);
-    auto backend = attn::make_cpu_backend();
-    h->trace = attn::run_backward(spec, *backend, options);
-    h->text.explain = explain;
-    h->text.code = code;
-    h->text.precision = precision;
-    if (head >= 0) h->text.view.head = head;
-    if (batch >= 0) h->text.view.batch = batch;
-    if (!steps.empty()) h->text.steps = attn::select_steps(h->trace, steps, "", "");
-  }
-  return h;
+std::unique_ptr<TraceHandle> run(RunArgs a, bool fused, const std::string& backend_name, const std::string& flash) {
+  attn::PipelineOptions options;
+  options.fused = fused;
+  return trace(a, options, false, backend_name, flash);
 }
 
-std::string render(const TraceHandle& h, const std::string& format, int width, const std::string& step) {
+std::string render(const TraceHandle& h, const std::string& format, std::int64_t width, const std::string& step) {
   py::gil_scoped_release release;
   std::ostringstream out;
   attn::TextOptions t = h.text;
-  t.width = width;
-  if (!step.empty()) t.steps = attn::select_steps(h.trace, {step}, "", "");
+  t.width = narrowed(width, "width", attn::kWidthRange);
+  if (!step.empty()) t.steps = attn::select_steps(h.trace, {step}, "", "", kPython, "step");
   if (format == "text") {
     attn::render_text(h.trace, out, t);
     if (h.flash && step.empty()) {  // fitted to the width, as attn run prints its reports
       std::ostringstream report;
       attn::render_flash_text(*h.flash, h.trace, report, t);
-      out << attn::fit_lines(report.str(), static_cast<std::size_t>(width));
+      out << attn::fit_lines(report.str(), static_cast<std::size_t>(t.width));
     }
   }
   else if (format == "json") attn::render_json(h.trace, out, false, t.steps);
   else if (format == "markdown") attn::render_markdown(h.trace, out, t);
   else if (format == "html") attn::render_html(h.trace, out, t);
   else if (format == "svg") attn::render_svg(h.trace, out, t);
-  else throw attn::InputError("format: expected text, json, markdown, html or svg, got \"" + format + "\"");
+  else throw attn::InternalError("render: format \"" + format + "\"");  // (the Python layer's own calls only)
   return out.str();
 }
 
@@ -151,6 +177,15 @@ attn::LoadedTrace loaded(const py::object& o, const std::string& origin) {
   // in pipeline order, as a directory of <step id>.npy files is read
   std::stable_sort(t.steps.begin(), t.steps.end(), [](const attn::LoadedStep& a, const attn::LoadedStep& b) { return attn::step_order(a.id) < attn::step_order(b.id); });
   return t;
+}
+
+// atol and rtol as the CLI's --atol and --rtol: finite, 0 or more.
+attn::Tolerance tolerance(double atol, double rtol) {
+  attn::check_tolerance(kPython, "atol", atol);
+  attn::check_tolerance(kPython, "rtol", rtol);
+  attn::Tolerance tol;
+  tol.atol = atol, tol.rtol = rtol;
+  return tol;
 }
 
 py::dict step_diff(const attn::StepDiff& d) {
@@ -179,6 +214,8 @@ PYBIND11_MODULE(_core, m) {
       throw;
     } catch (const py::builtin_exception&) {
       throw;
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError, "out of memory (the trace fits max_memory, but the machine has less free)");
     } catch (const std::exception& e) {
       PyErr_SetString(PyExc_RuntimeError, (std::string("internal error (a bug in attn, please report it): ") + e.what()).c_str());
     }
@@ -199,15 +236,32 @@ PYBIND11_MODULE(_core, m) {
       .def("render", &render, py::arg("format"), py::arg("width") = 80, py::arg("step") = "")
       .def("flash_max_diff", [](const TraceHandle& h) { return h.flash ? py::object(py::float_(h.flash->max_diff)) : py::object(py::none()); });
 
-  m.def("run", &run, py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("steps"), py::arg("head"), py::arg("batch"),
-        py::arg("mistake"), py::arg("fused"), py::arg("explain"), py::arg("code"), py::arg("precision"), py::arg("backend"), py::arg("flash"));
+  // an input file's bytes, refused as attn refuses it (missing, a directory, empty, too large); "-" is a file here
+  m.def("read_input", [](const std::string& path) {
+    std::string text;
+    {
+      py::gil_scoped_release release;
+      text = attn::read_input(path == "-" ? "./-" : path);
+    }
+    return py::bytes(text);
+  });
 
-  m.def("backward", &backward, py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("steps"), py::arg("head"), py::arg("batch"),
-        py::arg("mistake"), py::arg("explain"), py::arg("code"), py::arg("precision"));
+  m.def("run", [](const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
+                  std::optional<std::int64_t> head, std::optional<std::int64_t> batch, const std::string& mistake, bool fused, bool explain,
+                  bool code, std::int64_t precision, const std::string& backend, const std::string& flash, const py::object& max_memory) {
+    return run(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory}, fused, backend, flash);
+  });
 
-  m.def("check", [](const std::string& text, const std::string& origin, const std::string& base_dir) {
+  m.def("backward", [](const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
+                       std::optional<std::int64_t> head, std::optional<std::int64_t> batch, const std::string& mistake, bool explain, bool code,
+                       std::int64_t precision, const py::object& max_memory) {
+    return trace(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory}, {}, true, "cpu", "");
+  });
+
+  m.def("check", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& max_memory) {
+    const MemoryLimit limit = memory_limit(max_memory);
     py::gil_scoped_release release;
-    const attn::Spec spec = parse(text, origin, base_dir);
+    const attn::Spec spec = parse(text, origin, base_dir, limit);
     auto backend = attn::make_cpu_backend();
     const attn::CheckReport report = attn::check_spec(spec, *backend);
     std::ostringstream json, shown;
@@ -217,9 +271,8 @@ PYBIND11_MODULE(_core, m) {
   });
 
   m.def("diff", [](const py::object& a, const py::object& b, double atol, double rtol) {
+    const attn::Tolerance tol = tolerance(atol, rtol);
     const attn::LoadedTrace ta = loaded(a, "a"), tb = loaded(b, "b");
-    attn::Tolerance tol;
-    tol.atol = atol, tol.rtol = rtol;
     attn::DiffReport r;
     std::ostringstream text;
     {
@@ -239,15 +292,15 @@ PYBIND11_MODULE(_core, m) {
   });
 
   m.def("diagnose", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& student, double atol,
-                       double rtol) {
+                       double rtol, const py::object& max_memory) {
+    const attn::Tolerance tol = tolerance(atol, rtol);
+    const MemoryLimit limit = memory_limit(max_memory);
     const attn::LoadedTrace st = loaded(student, "student");
-    attn::Tolerance tol;
-    tol.atol = atol, tol.rtol = rtol;
     attn::Diagnosis d;
     std::ostringstream out_text;
     {
       py::gil_scoped_release release;
-      const attn::Spec spec = parse(text, origin, base_dir);
+      const attn::Spec spec = parse(text, origin, base_dir, limit);
       d = attn::diagnose(spec, origin, st, tol);
       attn::render_diagnosis_text(d, out_text);
     }
@@ -267,22 +320,23 @@ PYBIND11_MODULE(_core, m) {
     return out;
   });
 
-  m.def("decode", [](const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t tokens, std::int64_t top,
-                     std::int64_t prefill) {
+  m.def("decode", [](const std::string& text, const std::string& origin, const std::string& base_dir, std::optional<std::int64_t> tokens,
+                     std::optional<std::int64_t> top, std::optional<std::int64_t> prefill, const py::object& max_memory) {
+    const MemoryLimit limit = memory_limit(max_memory);
     py::gil_scoped_release release;
+    attn::check_decode_options(kPython, tokens, top, prefill);
     std::ostringstream shown;
     auto backend = attn::make_cpu_backend();
-    if (tokens > 0) {
-      if (prefill >= 0) throw attn::InputError("prefill: with tokens the whole sentence is the prefill; leave prefill out");
+    if (tokens) {
       const attn::model::CheckpointInput in = attn::model::load_checkpoint_input_text(text, origin, base_dir, "attn_tracer.decode(tokens=N)");
-      const attn::model::Generation g = attn::model::generate(in, *backend, tokens, top);
+      const attn::model::Generation g = attn::model::generate(in, *backend, *tokens, top.value_or(5), kPython);
       std::ostringstream json;
       attn::model::render_generation_json(g, json);
       attn::model::render_generation_text(g, shown, attn::TextOptions{}, -1);
       return std::make_tuple(json.str(), shown.str(), g.agrees);
     }
-    const attn::Spec spec = parse(text, origin, base_dir);
-    const attn::Decode d = attn::run_decode(spec, *backend, prefill);
+    const attn::Spec spec = parse(text, origin, base_dir, limit);
+    const attn::Decode d = attn::run_decode(spec, *backend, prefill, kPython);
     attn::render_decode_text(d, shown, attn::TextOptions{}, {});
     std::ostringstream json;  // the fields of the comparison (decode writes text only)
     json << "{\"prefill\": " << d.prefill << ", \"compared\": \"" << d.last_id << "\", \"prefill_max\": " << d.prefill_max
@@ -296,9 +350,10 @@ PYBIND11_MODULE(_core, m) {
     return std::make_tuple(json.str(), shown.str(), d.agrees());
   });
 
-  m.def("heads", [](const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes) {
+  m.def("heads", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& max_memory) {
+    const MemoryLimit limit = memory_limit(max_memory);
     py::gil_scoped_release release;
-    const auto views = attn::model::load_heads_text(text, origin, base_dir, max_bytes, "attn_tracer.heads(max_memory=...)");
+    const auto views = attn::model::load_heads_text(text, origin, base_dir, limit.bytes, "attn_tracer.heads(max_memory=...)");
     std::ostringstream json, shown;
     attn::model::render_heads_json(views, json);
     attn::model::render_heads_text(views, shown, attn::ColorMode::None, 80);

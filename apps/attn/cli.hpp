@@ -29,6 +29,7 @@
 #include "attn/model/hub_cache.hpp"
 #include "attn/diff.hpp"
 #include "attn/npy.hpp"
+#include "attn/options.hpp"
 #include "attn/pager.hpp"
 #include "attn/error.hpp"
 #include "attn/pipeline.hpp"
@@ -92,6 +93,11 @@ void print_report(int width, Render&& render) {
 }
 
 void add_tolerances(CLI::App* cmd, attn::Tolerance& t);
+// CLI11 checks that are the library's (attn/options.hpp), in its words, so that attn and attn_tracer
+// refuse the same values alike: an integer option's range, a tolerance. A value that is no number is
+// left to CLI11's conversion, which refuses it.
+CLI::Validator in_range(attn::IntRange range);
+CLI::Validator tolerance_check();
 attn::ColorMode color_mode(const std::string& choice);
 
 

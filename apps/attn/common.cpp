@@ -1,6 +1,9 @@
 // What the subcommands share: resource limits, loading an input within them, the text width and fitting reports to it, tolerances, colour.
 #include "cli.hpp"
 
+#include <charconv>
+#include <system_error>
+
 namespace attn_cli {
 
 void add_resources(CLI::App* cmd, Resources& r) {
@@ -179,8 +182,32 @@ void print_error(const std::string& message) {
 }
 
 void add_tolerances(CLI::App* cmd, attn::Tolerance& t) {
-  cmd->add_option("--atol", t.atol, "absolute tolerance (default 1e-5)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", t.rtol, "relative tolerance, times |b| (default 1e-4)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--atol", t.atol, "absolute tolerance (default 1e-5)")->check(tolerance_check());
+  cmd->add_option("--rtol", t.rtol, "relative tolerance, times |b| (default 1e-4)")->check(tolerance_check());
+}
+
+CLI::Validator in_range(attn::IntRange range) {
+  // (described as CLI11's own Range and PositiveNumber are in --help)
+  const std::string description = range.hi == attn::kNoLimit && range.lo == 1 ? "POSITIVE" : fmt::format("INT in [{} - {}]", range.lo, range.hi);
+  return CLI::Validator(
+      [range](std::string& text) {
+        std::int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::invalid_argument || end != text.data() + text.size()) return std::string();  // CLI11's conversion says so
+        if (ec == std::errc::result_out_of_range) return attn::range_refusal(text, range);
+        return attn::range_problem(value, range);
+      },
+      description);
+}
+
+CLI::Validator tolerance_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return std::string();  // CLI11's conversion says so
+        return attn::tolerance_problem(value);
+      },
+      "NONNEGATIVE");
 }
 
 attn::ColorMode color_mode(const std::string& choice) {

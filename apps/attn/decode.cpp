@@ -11,13 +11,13 @@ struct DecodeOptions {
   Resources resources;
   std::string file;
   std::string backend = "cpu";
-  std::int64_t prefill = -1;  // −1: not given (1)
+  std::optional<std::int64_t> prefill;  // not given: 1
   int precision = 4;
   std::string color = "auto";
   std::vector<std::string> steps;
   bool code = false;
-  std::int64_t tokens = 0;  // --tokens N: generate N tokens with the whole model (0: not given)
-  std::int64_t top = 5;
+  std::optional<std::int64_t> tokens;  // --tokens N: generate N tokens with the whole model
+  std::optional<std::int64_t> top;     // with --tokens: candidates shown (not given: 5)
   std::int64_t head = -1;
   std::string format = "text";
 };
@@ -26,7 +26,7 @@ void setup_decode(CLI::App& app, DecodeOptions& o) {
   auto* dec = app.add_subcommand("decode", "Generate with a KV cache: a causal prefill, then one token at a time against the cache, "
                                            "each row checked against the full causal trace. On a checkpoint, --tokens N lets the whole "
                                            "model write N tokens, with its next-token probabilities");
-  dec->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
+  dec->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(in_range(attn::kWidthRange));
   dec->footer(R"(Example:
   $ attn decode examples/llama_like.json --prefill 3
     ...
@@ -45,7 +45,7 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens
   dec->add_option("file", o.file, "input JSON file, mode causal (- reads standard input)")->required();
   dec->add_option("--prefill", o.prefill, "tokens in the first causal pass, P (default 1); tokens P .. T − 1 are decoded one by one "
                                      "(not with --tokens: there the sentence is the prefill)");
-  dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
+  dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(in_range(attn::kPrecisionRange));
   dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
   dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
   dec->add_option("--steps", o.steps, "only these step ids, in every pass (comma-separated: k.cache,weights)")->delimiter(',');
@@ -53,20 +53,16 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens
   dec->add_option("--tokens", o.tokens,
                   "on a causal checkpoint: run the whole model and write N tokens after the sentence, the most probable each time, "
                   "showing each one's attention over the cache and the next-token probabilities")
-      ->check(CLI::Range(1, 4096));
-  dec->add_option("--top", o.top, "with --tokens: the next-token candidates shown at each step (default 5)")->check(CLI::Range(1, 100));
+      ->check(in_range(attn::kTokensRange));
+  dec->add_option("--top", o.top, "with --tokens: the next-token candidates shown at each step (default 5)")->check(in_range(attn::kTopRange));
   dec->add_option("--head", o.head, "with --tokens: show this head's weight on every key (default: each head's three largest; text only)")
-      ->check(CLI::Range(0, 4096));
+      ->check(in_range(attn::kDecodeHeadRange));
   dec->add_option("--format", o.format, "with --tokens: text (default) or json")->check(CLI::IsMember({"text", "json"}));
   add_resources(dec, o.resources);
 }
 
 // --tokens N: the whole checkpoint writes N tokens (model/generate.hpp)
 int run_generation(const DecodeOptions& o) {
-  if (o.prefill >= 0) {
-    throw attn::InputError("--prefill: with --tokens the whole sentence is the prefill (one causal pass), then each written token is decoded "
-                           "against the cache; leave --prefill out");
-  }
   if (o.code || !o.steps.empty()) {
     throw attn::InputError(fmt::format("{}: with --tokens decode shows each written token's attention and next-token probabilities, not the "
                                        "steps; use attn decode without --tokens for those", o.code ? "--code" : "--steps"));
@@ -77,7 +73,7 @@ int run_generation(const DecodeOptions& o) {
     throw attn::InputError(fmt::format("--head {}: expected 0 .. {} ({} has {} heads)", o.head, in.ckpt.arch().H - 1, in.ckpt.arch().name(), in.ckpt.arch().H));
   }
   auto backend = attn::make_backend(o.backend);
-  const attn::model::Generation g = attn::model::generate(in, *backend, o.tokens, o.top);
+  const attn::model::Generation g = attn::model::generate(in, *backend, *o.tokens, o.top.value_or(5));
   if (o.format == "json") {
     attn::model::render_generation_json(g, std::cout);
   } else {
@@ -91,8 +87,9 @@ int run_generation(const DecodeOptions& o) {
 }
 
 int run_decode(const DecodeOptions& o) {
-  if (o.tokens > 0) return run_generation(o);
-  for (const auto& [given, name] : {std::pair{o.top != 5, "--top"}, std::pair{o.head >= 0, "--head"}, std::pair{o.format != "text", "--format"}}) {
+  attn::check_decode_options(attn::Door::Cli, o.tokens, o.top, o.prefill);
+  if (o.tokens) return run_generation(o);
+  for (const auto& [given, name] : {std::pair{o.head >= 0, "--head"}, std::pair{o.format != "text", "--format"}}) {
     if (given) throw attn::InputError(fmt::format("{}: goes with --tokens N (the whole model writing N tokens)", name));
   }
   const attn::Spec spec = load_checked(o.file, o.resources);

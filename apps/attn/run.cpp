@@ -46,7 +46,7 @@ void declare_options(CLI::App* run, RunOptions& o) {
                   "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
                   "at a time, head and batch selectors, each number's computation on hover)")
       ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
-  run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(CLI::Range(0, 12));
+  run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(in_range(attn::kPrecisionRange));
   run->add_option("--flash", o.flash, o.backward ? "BQxBK: after the trace, FlashAttention-2's tiled backward pass tile by tile (e.g. 2x3), "
                                                    "checked against grad.q, grad.k and grad.v"
                                                  : "BQxBK: after the trace, FlashAttention's tiled pass tile by tile (e.g. 2x3), checked against the context")
@@ -73,14 +73,14 @@ void declare_options(CLI::App* run, RunOptions& o) {
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
   run->add_flag("--code", o.code, "show each step as the PyTorch that computes it (always in json, markdown and html; --dump writes "
                                   "the inputs it names, to run it)");
-  run->add_option("--width", o.width, "display columns of text output (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
+  run->add_option("--width", o.width, "display columns of text output (default: $COLUMNS, else the terminal's, else 80)")->check(in_range(attn::kWidthRange));
   run->add_option("--steps", o.steps, "show only these steps, by id (e.g. scores,weights)")->delimiter(',');
   run->add_option("--from", o.from, "show steps from this id on");
   run->add_option("--to", o.to, "show steps up to this id");
   run->add_option("--head", o.head, "show only head N (0-based)");
   run->add_option("--batch", o.batch, "show only batch row N (0-based)");
   run->add_option("--summary-threshold", o.summary_threshold, "summarise tensors with more values than this (default 1000)")
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(attn::kPositiveRange));
   run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
   run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output), and with --backend cuda the bytes copied "
                                         "to and from the GPU");
@@ -94,11 +94,9 @@ void declare_options(CLI::App* run, RunOptions& o) {
                                         "code names as DIR/inputs/<name>.npy (a new or empty DIR, or one holding attn's own earlier "
                                         "output, which is replaced)");
   run->add_flag("--force", o.force, "let --dump and --svg-dir write into a directory holding other files (same-named files are replaced)");
-  std::vector<std::string> names;  // run's mistakes are the forward pass's, backward's the backward pass's
-  for (const auto& m : attn::all_mistakes())
-    if (attn::is_backward(m.mistake) == o.backward) names.push_back(m.name);
-  run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + fmt::format("{}", fmt::join(names, ", ")))
-      ->check(CLI::IsMember(names).description(""))
+  // run's mistakes are the forward pass's, backward's the backward pass's; the name is checked by the
+  // library (run_run), in the words it says to Python
+  run->add_option("--mistake", o.mistake, "simulate a common mistake (for exercises and attn diagnose): " + attn::mistake_names(o.backward))
       ->type_name("NAME");  // (the names are in the description, which wraps; as a type they would not)
 }
 
@@ -122,11 +120,11 @@ The input's "backward" block: {"grad_output": [...]} (the output's shape), {"see
 }
 
 int run_run(const RunOptions& o) {
+  attn::PipelineOptions options;
+  if (!o.mistake.empty()) options.mistake = attn::mistake_for_pass(o.mistake, o.backward, attn::Door::Cli);  // before the input is read
   const attn::Spec spec = load_checked(o.file, o.resources, o.fused);
   auto backend = attn::make_backend(o.backend);
   attn::require_fits_on(*backend, spec, o.fused);  // the device's memory, as load_checked did the host's
-  attn::PipelineOptions options;
-  if (!o.mistake.empty()) options.mistake = attn::mistake_from_name(o.mistake);
   options.fused = o.fused;
   options.timings = o.timings;
   if (o.fused) {
@@ -177,7 +175,7 @@ int run_run(const RunOptions& o) {
   std::optional<attn::FlashBackward> flash_backward;  // attn backward --flash: FlashAttention-2's backward tiles
   if (o.flash_given) {
     if (o.format != "text" || o.step || o.shapes_only) throw attn::InputError("--flash: the tiled pass is shown in text output (no --format, --step or --shapes-only)");
-    if (options.mistake != attn::Mistake::None) throw attn::InputError("--flash: tiles the correct pass; leave out --mistake");
+    attn::require_tileable(options);
     const auto [bq, bk] = attn::parse_tile_sizes(o.flash);
     if (o.backward) flash_backward = attn::run_flash_backward(spec, trace, bq, bk);
     else flash = attn::run_flash(spec, trace, bq, bk);

@@ -10,6 +10,7 @@
 #include "attn/cost.hpp"
 #include "attn/error.hpp"
 #include "attn/module_path.hpp"
+#include "attn/options.hpp"
 
 namespace attn {
 
@@ -29,7 +30,7 @@ void require_fits_on(Backend& backend, const Spec& spec, bool fused) {
                                 shape_string(largest->value.shape()), human_bytes(step_bytes(*largest))));
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name) {
+std::unique_ptr<Backend> make_backend(std::string_view name, Door door) {
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda") {
 #ifdef ATTN_CUDA_MODULE
@@ -44,13 +45,13 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
       make = reinterpret_cast<Make>(dlsym(lib, "attn_make_cuda_backend"));
       return make != nullptr ? "" : "has no attn_make_cuda_backend";
     });
-    if (module == nullptr) throw InputError("--backend cuda: cannot load the CUDA backend (" + tried + ")");
+    if (module == nullptr) throw InputError(option_with(door, "backend", "cuda") + ": cannot load the CUDA backend (" + tried + ")");
     return std::unique_ptr<Backend>(make());  // the module stays loaded for the process's life
 #else
-    throw InputError("--backend cuda: this build of attn has no CUDA backend (configure with -DATTN_CUDA=ON where nvcc is installed)");
+    throw InputError(option_with(door, "backend", "cuda") + ": this build of attn has no CUDA backend (configure with -DATTN_CUDA=ON where nvcc is installed)");
 #endif
   }
-  throw InputError("--backend " + std::string(name) + ": expected cpu or cuda");
+  throw InputError(option_with(door, "backend", name) + ": expected cpu or cuda");
 }
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "attn/door.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
@@ -170,8 +171,8 @@ void require_fits_on(Backend& backend, const Spec& spec, bool fused = false);
 std::unique_ptr<Backend> make_shape_backend();
 
 // "cpu" or "cuda". Throws InputError naming the reason when the backend cannot be had: a build
-// without CUDA, or no device.
-std::unique_ptr<Backend> make_backend(std::string_view name);
+// without CUDA, or no device (the option spelled as door does).
+std::unique_ptr<Backend> make_backend(std::string_view name, Door door = Door::Cli);
 
 std::unique_ptr<Backend> make_cpu_backend();
 // Every primitive in float64, from the inputs as exact as the spec knows them (Tensor::wide); its

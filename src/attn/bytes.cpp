@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "attn/error.hpp"
+#include "attn/options.hpp"
 
 namespace attn {
 
@@ -25,7 +26,10 @@ std::string human_bytes(double b) {
   return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
 }
 
-std::int64_t parse_bytes(const std::string& text, const std::string& option) {
+namespace {
+
+// shown: the option and its value as the user wrote them ("--max-memory 8X").
+std::int64_t parse_bytes_shown(const std::string& text, const std::string& shown) {
   std::size_t used = 0;
   double v = 0;
   try {
@@ -40,10 +44,19 @@ std::int64_t parse_bytes(const std::string& text, const std::string& option) {
   else if (unit == "M" || unit == "MB") mult = 1e6;
   else if (unit == "G" || unit == "GB") mult = 1e9;
   else if (unit == "T" || unit == "TB") mult = 1e12;
-  if (used == 0 || mult == 0 || !(v > 0) || v * mult > 9e18) {
-    throw InputError(fmt::format("{} {}: expected a size such as 512M, 8G or 1000000 (bytes)", option, text));
+  // (below one byte would read as 0, which is no limit)
+  if (used == 0 || mult == 0 || !(v * mult >= 1) || v * mult > 9e18) {
+    throw InputError(fmt::format("{}: expected a size such as 512M, 8G or 1000000 (bytes)", shown));
   }
   return static_cast<std::int64_t>(v * mult);
+}
+
+}  // namespace
+
+std::int64_t parse_bytes(const std::string& text, const std::string& option) { return parse_bytes_shown(text, option + " " + text); }
+
+std::int64_t parse_bytes(const std::string& text, Door door, std::string_view key) {
+  return parse_bytes_shown(text, option_with(door, key, text));
 }
 
 }  // namespace attn

@@ -4,13 +4,18 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "attn/door.hpp"
 
 namespace attn {
 
 std::int64_t physical_memory_bytes();
 std::int64_t default_max_memory();  // half of physical memory
 std::string human_bytes(double bytes);   // "40.0 GB"
-// "8G", "512M", "1.5G", "1000000": bytes (InputError otherwise).
+// "8G", "512M", "1.5G", "1000000": bytes, at least 1 (InputError naming the option otherwise, as
+// "--max-memory 8X" or, spelled as door does, "max_memory=\"8X\"").
 std::int64_t parse_bytes(const std::string& text, const std::string& option);
+std::int64_t parse_bytes(const std::string& text, Door door, std::string_view key);
 
 }  // namespace attn

@@ -87,7 +87,18 @@ std::pair<Spec, Spec> decode_specs_at(const Spec& one, std::int64_t t, const Lab
   return {std::move(token), std::move(step)};
 }
 
-Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
+void check_decode_options(Door door, std::optional<std::int64_t> tokens, std::optional<std::int64_t> top, std::optional<std::int64_t> prefill) {
+  check_range(door, "tokens", tokens, kTokensRange);
+  check_range(door, "top", top, kTopRange);
+  const std::string with_tokens = option_name(door, "tokens") + (door == Door::Python ? "=N" : " N");
+  if (top && !tokens) throw InputError(fmt::format("{}: goes with {} (the whole model writing N tokens)", option_name(door, "top"), with_tokens));
+  if (prefill && tokens) {
+    throw InputError(fmt::format("{}: with {} the whole sentence is the prefill (one causal pass), then each written token is decoded against "
+                                 "the cache; leave {} out", option_name(door, "prefill"), option_name(door, "tokens"), option_name(door, "prefill")));
+  }
+}
+
+Decode run_decode(const Spec& s, Backend& be, std::optional<std::int64_t> given_prefill, Door door) {
   if (s.mode != Mode::Causal) {
     throw InputError(fmt::format("mode: decode generates one token after another, each seeing only the ones before: it needs mode "
                                  "\"causal\", got \"{}\"{}", mode_name(s.mode),
@@ -104,13 +115,14 @@ Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
   }
   if (!s.lengths.empty()) throw InputError("padding: decode feeds every batch row the same tokens one by one; padding is not supported here");
   if (s.user_mask != UserMask::None) throw InputError("attn_mask: decode's mask is causal (with the window, if any); an attn_mask is not supported here");
-  if (prefill < 0 && s.T < 2) {  // --prefill not given: 1
+  if (!given_prefill && s.T < 2) {  // --prefill not given: 1
     throw InputError(fmt::format("T = {}: decode needs at least 2 tokens, the first in one causal pass (the prefill) and each later one "
                                  "decoded against the cache", s.T));
   }
-  if (prefill < 0) prefill = 1;
+  const std::int64_t prefill = given_prefill.value_or(1);
   if (prefill < 1 || prefill >= s.T) {
-    throw InputError(fmt::format("--prefill {}: expected 1 ≤ P < T = {} (P tokens in one causal pass, then T − P decoded one by one)", prefill, s.T));
+    throw InputError(fmt::format("{}: expected 1 ≤ P < T = {} (P tokens in one causal pass, then T − P decoded one by one)",
+                                 option_with(door, "prefill", prefill), s.T));
   }
   Decode d;
   d.prefill = prefill;
@@ -139,6 +151,7 @@ Decode run_decode(const Spec& s, Backend& be, std::int64_t prefill) {
 }
 
 void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o, const std::vector<std::string>& step_ids) {
+  check_text_options(o);
   const auto& c = d.prefill_trace.config;
   const std::int64_t T = d.prefill + static_cast<std::int64_t>(d.tokens.size());
   const auto hv = c.hv > 0 ? c.hv : c.hs;

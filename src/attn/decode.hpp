@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -36,9 +37,13 @@ struct Decode {
 };
 
 // InputError unless the spec can be generated left to right: mode causal from embeddings, no padding
-// or attn_mask, 1 ≤ prefill < T.
-// prefill −1: not given, 1.
-Decode run_decode(const Spec& spec, Backend& backend, std::int64_t prefill);
+// or attn_mask, 1 ≤ prefill < T (nullopt: not given, 1); door spells the prefill in messages.
+Decode run_decode(const Spec& spec, Backend& backend, std::optional<std::int64_t> prefill, Door door = Door::Cli);
+
+// decode's options as any door gives them (nullopt: not given), before the input is read: tokens in
+// 1 .. 4096, top in 1 .. 100 and only with tokens, prefill only without (its range is the input's T,
+// run_decode's to check).
+void check_decode_options(Door door, std::optional<std::int64_t> tokens, std::optional<std::int64_t> top, std::optional<std::int64_t> prefill);
 
 // Generation's two specs for run_decode_step at position t: `one` is the new token's spec as built
 // for position 0 (T = S = 1, no expectations); the first is it at position t, the second it against

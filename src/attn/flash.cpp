@@ -22,16 +22,16 @@ Scalar exp_down(double d) { return d < -700 ? Scalar{0} : static_cast<Scalar>(fi
 
 }  // namespace
 
-const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what) {
+const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what, Door door) {
   for (const char* id : ids)
     if (const Step* s = t.find(id)) return *s;
-  throw InputError(fmt::format("--flash: the trace has no {} to tile (given scores, or no values)", what));
+  throw InputError(fmt::format("{}: the trace has no {} to tile (given scores, or no values)", option_name(door, "flash"), what));
 }
 
-TileLogits::TileLogits(const Spec& s, const Trace& t)
+TileLogits::TileLogits(const Spec& s, const Trace& t, Door door)
     : s_(s),
-      q_(&rows_of(t, {"q.rope", "q.heads", "q"}, "queries")),
-      k_(&rows_of(t, {"k.repeat", "k.rope", "k.heads", "k"}, "keys")),
+      q_(&rows_of(t, {"q.rope", "q.heads", "q"}, "queries", door)),
+      k_(&rows_of(t, {"k.repeat", "k.rope", "k.heads", "k"}, "keys", door)),
       mask_(t.find("mask")),
       mask_per_batch_(mask_ != nullptr && mask_->value.size() == s.B * s.T * s.S && s.B > 1),
       scale_(t.config.scale_factor),
@@ -84,7 +84,7 @@ std::string tile_table(std::int64_t rows, const std::vector<Scalar>& v, std::siz
   return text;
 }
 
-std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text) {
+std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text, Door door) {
   const auto x = text.find('x');
   std::int64_t bq = 0, bk = 0;
   std::size_t used_q = 0, used_k = 0;
@@ -94,7 +94,7 @@ std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text) 
     bq = bk = 0;
   }
   if (x == std::string::npos || used_q != x || used_k != text.size() - x - 1 || bq < 1 || bk < 1) {
-    throw InputError(fmt::format("--flash {}: expected BQxBK, two positive tile sizes such as 2x3 (queries × keys per tile)", text));
+    throw InputError(fmt::format("{}: expected BQxBK, two positive tile sizes such as 2x3 (queries × keys per tile)", option_with(door, "flash", text)));
   }
   return {bq, bk};
 }
@@ -132,10 +132,19 @@ void absorb_tile(FlashTile& tile, std::int64_t qn, std::int64_t hv, const Scalar
   }
 }
 
-Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK) {
-  if (BQ < 1 || BK < 1) throw InputError("--flash: tile sizes must be positive");
-  const TileLogits logit(s, t);
-  const Step& v = rows_of(t, {"v.repeat", "v.heads", "v"}, "values");
+void require_tileable(const PipelineOptions& o) {
+  const auto flash = option_name(o.door, "flash");
+  if (o.fused) {
+    throw InputError(fmt::format("{}: the tiled pass draws the scores and weights, which the fused pass never keeps; run without {}", flash,
+                                 switch_on(o.door, "fused")));
+  }
+  if (o.mistake != Mistake::None) throw InputError(fmt::format("{}: tiles the correct pass; leave out {}", flash, option_name(o.door, "mistake")));
+}
+
+Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK, Door door) {
+  if (BQ < 1 || BK < 1) throw InputError(fmt::format("{}: tile sizes must be positive", option_name(door, "flash")));
+  const TileLogits logit(s, t, door);
+  const Step& v = rows_of(t, {"v.repeat", "v.heads", "v"}, "values", door);
   const Step* context = t.find("context");
   Flash f;
   f.BQ = BQ, f.BK = BK, f.B = s.B, f.H = s.H, f.T = s.T, f.S = s.S, f.hs = s.hs(), f.hv = s.hv();
@@ -200,6 +209,7 @@ Flash run_flash(const Spec& s, const Trace& t, std::int64_t BQ, std::int64_t BK)
 
 TileView::TileView(const Trace& t, const TextOptions& o)
     : config(t.config), b(o.view.batch.value_or(0)), h(o.view.head.value_or(0)), width(static_cast<std::size_t>(std::max(8, o.precision + 5))) {
+  check_text_options(t, o);  // (b and h index the tiles)
   for (std::int64_t i = 0; i < config.T; ++i) label_w = std::max(label_w, cells(query(i)));
 }
 std::string TileView::query(std::int64_t i) const { return axis_label(config, Dim::T, i, b); }

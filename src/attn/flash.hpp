@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/pipeline.hpp"
 #include "attn/render/render.hpp"
 #include "attn/spec.hpp"
 #include "attn/trace.hpp"
@@ -44,7 +45,7 @@ struct Flash {
 // additive mask and the mask's fill. The rows are the trace's q and k (rotated, repeated).
 class TileLogits {
  public:
-  TileLogits(const Spec& s, const Trace& t);
+  TileLogits(const Spec& s, const Trace& t, Door door = Door::Cli);
   // slope (when given): d logit / d (q·k), the scale times the soft-cap's 1 − tanh² (0 where masked)
   Scalar operator()(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j, Scalar* slope = nullptr) const;
   const Step& q() const { return *q_; }
@@ -58,7 +59,7 @@ class TileLogits {
 };
 
 // The first of the ids the trace has: the rows the scores or the context read (--flash's message names what).
-const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what);
+const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what, Door door = Door::Cli);
 
 // The tiled passes' tables: rows of n numbers (v[from + i·n + k]) labelled label(i) in label_w
 // cells, each number in width cells at the options' precision; in column blocks that fit the width,
@@ -78,10 +79,13 @@ struct TileView {
   std::size_t width, label_w = 4;
 };
 
-// "2x3" -> {2, 3}; InputError naming --flash otherwise.
-std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text);
+// "2x3" -> {2, 3}; InputError naming the option (as door spells it) otherwise.
+std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text, Door door = Door::Cli);
+// The tiled pass tiles a plain forward trace: InputError for a fused one (no scores kept) or one
+// under a mistake, naming the options as o.door spells them.
+void require_tileable(const PipelineOptions& o);
 // InputError when the trace has no q, k and v to tile (given scores, no values) or BQ, BK < 1.
-Flash run_flash(const Spec& spec, const Trace& trace, std::int64_t BQ, std::int64_t BK);
+Flash run_flash(const Spec& spec, const Trace& trace, std::int64_t BQ, std::int64_t BK, Door door = Door::Cli);
 // The tiles of one batch row and head (the view's --batch and --head, else 0), the comparison and
 // the memory never held.
 void render_flash_text(const Flash& f, const Trace& trace, std::ostream& out, const TextOptions& options);

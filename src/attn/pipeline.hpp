@@ -24,6 +24,7 @@ struct PipelineOptions {
   // Each step's time measured to the end of its work (--timings): the backend is waited for after
   // every step. Without it a device runs ahead of the host, and a step's time is only the host's.
   bool timings = false;
+  Door door = Door::Cli;  // the door the options came through: messages name them as it spells them ("--fused", "fused=True")
 };
 
 // Under a mistake the trace keeps non-finite values and fully masked rows (a student's tensors can

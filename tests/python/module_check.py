@@ -21,20 +21,9 @@ import tempfile
 import threading
 import time
 
-try:
-    import numpy as np
-    import attn_tracer
-except ImportError as e:
-    print(f"SKIPPED: attn_tracer or numpy is not importable here ({e}); build it with python3-dev and pybind11-dev (scripts/setup.sh)")
-    sys.exit(77)
+from checks import check, import_module, outcome
 
-failures = []
-
-
-def check(ok, what):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}")
-    if not ok:
-        failures.append(what)
+np, attn_tracer = import_module()
 
 
 def cli_arrays(attn, path, extra=()):
@@ -86,7 +75,7 @@ def main(argv):
         ("NaN in a weight", dict(base, weights={"W_q": [[1, 0, 0], [0, float("nan"), 0], [0, 0, 1]], "W_k": "identity", "W_v": "identity"}),
          "weights.W_q[1][1]"),
         ("a missing file", "no/such/input.json", "no/such/input.json"),
-        ("a mistake that does not exist", None, "--mistake"),
+        ("a mistake that does not exist", None, "mistake=\"sign-flip-everything\": no such mistake"),
     ]
     for what, spec, needle in cases:
         r, w = os.pipe()
@@ -182,8 +171,7 @@ def main(argv):
     check(html.startswith("<iframe") and "sandbox=\"allow-scripts\"" in html and "http" not in html.split("srcdoc")[0],
           "a trace's notebook view: the self-contained page in a sandboxed frame")
 
-    print(f"{len(failures)} failure(s)" if failures else "all passed")
-    return 1 if failures else 0
+    return outcome()
 
 
 if __name__ == "__main__":

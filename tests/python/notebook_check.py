@@ -29,13 +29,7 @@ except ImportError as e:
           "(scripts/setup.sh --tests)")
     sys.exit(77)
 
-failures = []
-
-
-def check(ok, what):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}")
-    if not ok:
-        failures.append(what)
+from checks import check, failures, outcome
 
 
 def main(argv):
@@ -127,8 +121,7 @@ def main(argv):
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(profile, ignore_errors=True)
-    print(f"{len(failures)} failure(s)" if failures else "all passed")
-    return 1 if failures else 0
+    return outcome()
 
 
 if __name__ == "__main__":

@@ -287,7 +287,7 @@ def main(argv):
 
         # every simulated mistake: the code is the student's, and gives the mistaken trace
         p = subprocess.run([attn, "run", "-", "--mistake", "?"], input="{}", capture_output=True, text=True)
-        mistakes = p.stderr.split("{", 1)[-1].split("}", 1)[0].split(",")  # "? not in {w-transposed,...}"
+        mistakes = p.stderr.strip().rsplit("mistakes: ", 1)[-1].split(", ")  # "--mistake ?: no such mistake; attn run's mistakes: w-transposed, ..."
         if len(mistakes) < 10:
             tally.failures.append(f"could not read the mistakes' names from: {p.stderr.strip()}")
         fixtures = [os.path.join(repo, "examples", n + ".json") for n in

@@ -70,22 +70,24 @@ std::string label_of(const Checkpoint& ckpt, std::int64_t id) {
 
 }  // namespace
 
-Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top) {
+Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top, Door door) {
+  check_decode_options(door, tokens, top, std::nullopt);
   const Checkpoint& ckpt = in.ckpt;
   const auto& a = ckpt.arch();
+  const auto flag = option_name(door, "tokens");
   if (a.encoder_decoder) {
-    throw InputError(fmt::format("--tokens: attn traces {}'s encoder and decoder layers, but does not generate with an encoder-decoder yet "
-                                 "(its LM head and final_logits_bias are not read)", a.name()));
+    throw InputError(fmt::format("{}: attn traces {}'s encoder and decoder layers, but does not generate with an encoder-decoder yet "
+                                 "(its LM head and final_logits_bias are not read)", flag, a.name()));
   }
   if (a.encoder()) {
-    throw InputError(fmt::format("--tokens: {} is an encoder (every token sees every other): it has no next token to predict; attn decode "
-                                 "--tokens needs a causal model (GPT-2, the Llama family)", a.name()));
+    throw InputError(fmt::format("{}: {} is an encoder (every token sees every other): it has no next token to predict; decode with {} "
+                                 "needs a causal model (GPT-2, the Llama family)", flag, a.name(), flag));
   }
   const auto P = static_cast<std::int64_t>(in.ids.size());
   if (a.family == Family::Gpt2 && P + tokens - 1 > a.positions) {
-    throw InputError(fmt::format("--tokens {}: the prompt's {} tokens and {} more fed back take {} positions, but GPT-2 has learned "
-                                 "positions for n_positions = {}; at most {} new tokens", tokens, P, tokens - 1, P + tokens - 1, a.positions,
-                                 a.positions - P + 1));
+    throw InputError(fmt::format("{}: the prompt's {} tokens and {} more fed back take {} positions, but GPT-2 has learned "
+                                 "positions for n_positions = {}; at most {} new tokens", option_with(door, "tokens", tokens), P, tokens - 1,
+                                 P + tokens - 1, a.positions, a.positions - P + 1));
   }
   const Tensor head = ckpt.lm_head();
   const std::int64_t V = head.dim(1), C = a.C;

@@ -55,9 +55,10 @@ struct Generation {
   bool agrees = true;               // every step within the tolerances, and the full pass picks the same tokens
 };
 
-// tokens ≥ 1 new tokens after in's ids; top ≥ 1 candidates shown per step. InputError for an encoder,
-// for more tokens than GPT-2's positions, or a missing final norm or LM head.
-Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top);
+// tokens (1 .. 4096) new tokens after in's ids; top (1 .. 100) candidates shown per step. InputError
+// for either outside its range, an encoder, more tokens than GPT-2's positions, or a missing final
+// norm or LM head; door spells the options in messages.
+Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top, Door door = Door::Cli);
 
 // head: the head shown (−1: every head, its three largest weights each)
 void render_generation_text(const Generation& g, std::ostream& out, const TextOptions& o, std::int64_t head);

@@ -22,18 +22,9 @@ using BT = BackendTensor;
 
 // What this backward pass does not cover yet: refused, never computed wrong.
 void require_backward(const Spec& s, const PipelineOptions& o) {
-  auto refuse = [](const std::string& what) { throw InputError("attn backward: " + what); };
-  if (o.fused) refuse("--fused keeps no weights to differentiate through; leave it out");
-  if (o.mistake != Mistake::None && !is_backward(o.mistake)) {
-    refuse(fmt::format("--mistake {}: a mistake of the forward pass; attn backward simulates the backward pass's (", mistake_info(o.mistake).name) +
-           [] {
-             std::string names;
-             for (const auto& m : all_mistakes())
-               if (is_backward(m.mistake)) names += (names.empty() ? "" : ", ") + std::string(m.name);
-             return names;
-           }() +
-           ")");
-  }
+  auto refuse = [&o](const std::string& what) { throw InputError(command_name(o.door, "backward") + ": " + what); };
+  if (o.fused) refuse(fmt::format("{} keeps no weights to differentiate through; leave it out", switch_on(o.door, "fused")));
+  require_pass(o.mistake, true, o.door);
   if (o.mistake != Mistake::None) require_applicable(o.mistake, s);
   if (!s.x_note.empty()) refuse("a checkpoint's layer is not covered yet: give the embeddings and weights (or q, k and v) in the input");
   const std::pair<bool, const char*> variants[] = {

@@ -184,8 +184,10 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
 }
 
 // --fused: what FlashAttention covers, or exit 2 naming what it does not.
-void require_fusable(const Spec& s) {
-  auto refuse = [](const std::string& what) { throw InputError("--fused: " + what + "; run without --fused to see every step"); };
+void require_fusable(const Spec& s, Door door) {
+  auto refuse = [door](const std::string& what) {
+    throw InputError(fmt::format("{}: {}; run without {} to see every step", option_name(door, "fused"), what, switch_on(door, "fused")));
+  };
   if (s.entry == Entry::Scores) refuse("the scores are given, so there is no q and k to fuse");
   if (s.v.shape().empty() && s.entry == Entry::QKV) refuse("no v is given, so there is no context to compute");
   if (!s.alibi_slopes.shape().empty()) refuse("ALiBi's bias is a step of its own");
@@ -258,13 +260,15 @@ Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r,
 }  // namespace
 
 Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& options) {
-  if (is_backward(options.mistake)) {
-    throw InputError(fmt::format("--mistake {}: a mistake of the backward pass; use attn backward", mistake_info(options.mistake).name));
-  }
+  require_pass(options.mistake, false, options.door);
   if (options.mistake != Mistake::None) require_applicable(options.mistake, spec);
   if (options.fused) {
-    if (options.mistake != Mistake::None) throw InputError("--fused: a --mistake changes steps the fused pass does not show; run without --fused");
-    require_fusable(spec);
+    const Door door = options.door;
+    if (options.mistake != Mistake::None) {
+      throw InputError(fmt::format("{}: a {} changes steps the fused pass does not show; run without {}", option_name(door, "fused"),
+                                   option_name(door, "mistake"), switch_on(door, "fused")));
+    }
+    require_fusable(spec, door);
   }
   const Hooks hooks = hooks_for(options.mistake);
   Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None, options.shown, options.timings);

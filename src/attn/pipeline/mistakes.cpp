@@ -94,13 +94,47 @@ const MistakeInfo& mistake_info(Mistake m) {
   throw InternalError("mistake_info: no entry for this mistake");
 }
 
-Mistake mistake_from_name(std::string_view name, std::string_view option) {
+namespace {
+
+// The mistake of this name; InputError "...: no such mistake (did you mean ...); <which>: <names>"
+// otherwise, where names are those the caller takes (all, or one pass's).
+Mistake named_mistake(std::string_view name, Door door, const std::function<bool(Mistake)>& taken, std::string_view which) {
   std::vector<std::string_view> names;
   for (const auto& m : all_mistakes()) {
     if (name == m.name) return m.mistake;
-    names.push_back(m.name);
+    if (taken(m.mistake)) names.push_back(m.name);
   }
-  throw InputError(fmt::format("{} {}: no such mistake{}; the mistakes: {}", option, name, did_you_mean(name, names), fmt::join(names, ", ")));
+  throw InputError(fmt::format("{}: no such mistake{}; {}: {}", option_with(door, "mistake", name), did_you_mean(name, names), which,
+                               fmt::join(names, ", ")));
+}
+
+}  // namespace
+
+Mistake mistake_from_name(std::string_view name, Door door) {
+  return named_mistake(name, door, [](Mistake) { return true; }, "the mistakes");
+}
+
+std::string mistake_names(bool backward_pass) {
+  std::string names;
+  for (const auto& m : all_mistakes())
+    if (is_backward(m.mistake) == backward_pass) names += (names.empty() ? "" : ", ") + std::string(m.name);
+  return names;
+}
+
+void require_pass(Mistake m, bool backward_pass, Door door) {
+  if (m == Mistake::None || is_backward(m) == backward_pass) return;
+  const char* this_pass = backward_pass ? "backward" : "forward";
+  const char* other_pass = backward_pass ? "forward" : "backward";
+  throw InputError(fmt::format("{}: a mistake of the {} pass, which {} simulates; {} simulates the {} pass's ({})",
+                               option_with(door, "mistake", mistake_info(m).name), other_pass, command_name(door, backward_pass ? "run" : "backward"),
+                               command_name(door, backward_pass ? "backward" : "run"), this_pass, mistake_names(backward_pass)));
+}
+
+Mistake mistake_for_pass(std::string_view name, bool backward_pass, Door door) {
+  const Mistake m = named_mistake(name, door, [backward_pass](Mistake k) { return is_backward(k) == backward_pass; },
+                                  fmt::format("{}'s mistakes", command_name(door, backward_pass ? "backward" : "run")));
+  require_pass(m, backward_pass, door);
+  return m;
 }
 
 bool is_backward(Mistake m) {

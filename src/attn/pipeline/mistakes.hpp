@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attn/backend.hpp"
+#include "attn/options.hpp"
 #include "attn/spec.hpp"
 
 namespace attn {
@@ -50,8 +51,15 @@ struct MistakeInfo {
 
 const std::vector<MistakeInfo>& all_mistakes();  // every mistake but None, in a fixed order
 const MistakeInfo& mistake_info(Mistake m);       // m != None
-// InputError naming the known mistakes when none has this name.
-Mistake mistake_from_name(std::string_view name, std::string_view option = "--mistake");
+// InputError naming the known mistakes when none has this name (the option spelled as door does).
+Mistake mistake_from_name(std::string_view name, Door door = Door::Cli);
+// The same, and an InputError for a mistake of the other pass: run simulates the forward pass's
+// mistakes, backward (backward_pass) the backward pass's.
+Mistake mistake_for_pass(std::string_view name, bool backward_pass, Door door);
+// InputError for a mistake of the other pass (None passes).
+void require_pass(Mistake m, bool backward_pass, Door door);
+// The mistakes of one pass, by name, in all_mistakes' order: "scale-missing, ..."
+std::string mistake_names(bool backward_pass);
 
 enum class Projection { Input, Output };
 

@@ -9,6 +9,7 @@
 #include "attn/json_text.hpp"
 #include "attn/model/generate.hpp"
 #include "attn/render/layout.hpp"
+#include "attn/render/render.hpp"
 
 namespace attn::model {
 namespace {
@@ -36,6 +37,7 @@ std::string json_number(double v, bool single = false) {
 }  // namespace
 
 void render_generation_text(const Generation& g, std::ostream& out, const TextOptions& o, std::int64_t head) {
+  check_text_options(o);
   const auto width = static_cast<std::size_t>(o.width);
   const int precision = std::min(o.precision, 6);
   out << wrap(fmt::format("Attention Tracer · decode --tokens {} · {}", g.generated.size(), g.model), width, "", "  ");

@@ -193,6 +193,7 @@ void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l
 }  // namespace
 
 void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
+  check_text_options(t, o);
   const auto& c = t.config;
   const std::string title = c.title.empty() ? "Attention Tracer" : "Attention Tracer · " + c.title;
   // the pictures of each step and block (heatmap steps and the mask), drawn inline

@@ -286,20 +286,21 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
 }
 
 std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,
-                                      const std::string& to) {
+                                      const std::string& to, Door door, std::string_view ids_key) {
   std::vector<std::string_view> all;
   for (const auto& s : trace.steps) all.push_back(s.id);
-  auto index_of = [&](const std::string& id, const char* option) {
+  auto index_of = [&](const std::string& id, std::string_view key) {
     for (std::size_t i = 0; i < trace.steps.size(); ++i)
       if (trace.steps[i].id == id) return i;
-    throw InputError(fmt::format("{} {}: this trace has no step \"{}\"{}; its steps: {}", option, id, id, did_you_mean(id, all),
+    throw InputError(fmt::format("{}: this trace has no step \"{}\"{}; its steps: {}", option_with(door, key, id), id, did_you_mean(id, all),
                                  fmt::join(all, ", ")));
   };
   std::vector<bool> keep(trace.steps.size(), ids.empty());
-  for (const auto& id : ids) keep[index_of(id, "--steps")] = true;
-  const std::size_t lo = from.empty() ? 0 : index_of(from, "--from");
-  const std::size_t hi = to.empty() ? trace.steps.size() - 1 : index_of(to, "--to");
-  if (lo > hi) throw InputError(fmt::format("--from {} comes after --to {} in this trace", from, to));
+  for (const auto& id : ids) keep[index_of(id, ids_key)] = true;
+  if (trace.steps.empty()) return {};
+  const std::size_t lo = from.empty() ? 0 : index_of(from, "from");
+  const std::size_t hi = to.empty() ? trace.steps.size() - 1 : index_of(to, "to");
+  if (lo > hi) throw InputError(fmt::format("{} comes after {} in this trace", option_with(door, "from", from), option_with(door, "to", to)));
   std::vector<std::size_t> out;
   for (std::size_t i = lo; i <= hi; ++i)
     if (keep[i]) out.push_back(i);
@@ -327,13 +328,27 @@ std::vector<std::string> heatmap_steps(const Trace& trace, const std::vector<std
   return out;
 }
 
-void check_view(const Trace& trace, const ViewOptions& o) {
-  if (o.head && (*o.head < 0 || *o.head >= trace.config.H)) {
-    throw InputError(fmt::format("--head {}: this trace has H = {} (heads 0 .. {})", *o.head, trace.config.H, trace.config.H - 1));
+void check_view(const Trace& trace, const ViewOptions& o, Door door) {
+  const auto& c = trace.config;
+  if (o.head && (*o.head < 0 || *o.head >= c.H)) {
+    throw InputError(fmt::format("{}: this trace has H = {} (heads 0 .. {})", option_with(door, "head", *o.head), c.H, c.H - 1));
   }
-  if (o.batch && (*o.batch < 0 || *o.batch >= trace.config.B)) {
-    throw InputError(fmt::format("--batch {}: this trace has B = {} (batch rows 0 .. {})", *o.batch, trace.config.B, trace.config.B - 1));
+  if (o.batch && (*o.batch < 0 || *o.batch >= c.B)) {
+    // an input without a batch dimension has B = 1 and shows no batch axis: only batch row 0 is there
+    throw InputError(fmt::format("{}: this trace has B = {} (batch rows 0 .. {}{})", option_with(door, "batch", *o.batch), c.B, c.B - 1,
+                                 c.batched ? "" : "; the input has no batch dimension"));
   }
+  check_range(door, "summary_threshold", o.summary_threshold, kPositiveRange);
+}
+
+void check_text_options(const TextOptions& o) {
+  check_range(o.door, "precision", o.precision, kPrecisionRange);
+  check_range(o.door, "width", o.width, kWidthRange);
+}
+
+void check_text_options(const Trace& trace, const TextOptions& o) {
+  check_text_options(o);
+  check_view(trace, o.view, o.door);
 }
 
 std::vector<std::string> code_lines(const std::string& code) {

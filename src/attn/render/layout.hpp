@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/options.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
@@ -51,16 +52,18 @@ bool is_scalar(const Step& step);
 std::string shape_line(const Step& step);
 
 // Steps to show: ids (all when empty), then the range from..to (inclusive, by trace order).
-// Unknown ids are an InputError naming the option and the trace's steps.
+// Unknown ids are an InputError naming the option (steps, from, to; ids_key for the ids, as the door
+// spells it) and the trace's steps.
 std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,
-                                      const std::string& to);
+                                      const std::string& to, Door door = Door::Cli, std::string_view ids_key = "steps");
 
 // --heatmap: the requested step ids ("none" for no heatmap), each refused unless this trace has it
 // and it is a queries × keys step.
 std::vector<std::string> heatmap_steps(const Trace& trace, const std::vector<std::string>& requested);
 
-// Refuses --head / --batch beyond the trace's H / B.
-void check_view(const Trace& trace, const ViewOptions& options);
+// Refuses --head / --batch outside the trace's H / B, and a --summary-threshold below 1, naming them
+// as the door spells them. Every renderer checks its options with it before indexing a step.
+void check_view(const Trace& trace, const ViewOptions& options, Door door = Door::Cli);
 
 // A heatmap's colour scale: weights (probabilities) and masks on a fixed 0..1, so patterns compare
 // across steps and runs; any other step on the range of its finite values.

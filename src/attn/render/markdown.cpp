@@ -94,6 +94,7 @@ std::string quoted(const std::vector<ExplainPart>& parts) {
 }  // namespace
 
 void render_markdown(const Trace& t, std::ostream& out, const TextOptions& o) {
+  check_text_options(t, o);
   const auto& c = t.config;
   out << "# Attention Tracer" << (c.title.empty() ? "" : " · " + c.title) << "\n\n";
   out << fmt::format("- mode: **{}**\n", mode_name(c.mode));

@@ -29,7 +29,13 @@ struct TextOptions {
   // where --svg-dir writes the pictures: the markdown handout links them there (relative to where
   // the handout is read); empty: the handout carries them inline as data URIs
   std::string picture_dir;
+  Door door = Door::Cli;      // the door the options came through: messages name them as it spells them ("--head", "head=")
 };
+
+// Refuses a precision outside 0 .. 12 or a width outside 20 .. 1000, and with the trace check_view's
+// refusals: every renderer below checks its options so before it indexes a step.
+void check_text_options(const TextOptions& options);
+void check_text_options(const Trace& trace, const TextOptions& options);
 
 // The whole walkthrough: header, then every selected step.
 void render_text(const Trace& trace, std::ostream& out, const TextOptions& options);

@@ -194,6 +194,7 @@ std::string document(int width, int height, const std::string& body) {
 }
 
 std::vector<Picture> pictures(const Trace& t, const TextOptions& o) {
+  check_text_options(t, o);
   std::vector<Picture> out;
   std::vector<std::size_t> indices = o.steps;
   if (indices.empty())

@@ -87,7 +87,9 @@ void append_right(std::string& line, std::string_view s, std::size_t width) {
 
 class TextRenderer {
  public:
-  TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {}
+  TextRenderer(const Trace& trace, std::ostream& out, const TextOptions& o) : tr_(trace), c_(trace.config), out_(out), o_(o) {
+    check_text_options(trace, o);
+  }
 
   void header() {
     out_ << (c_.title.empty() ? std::string("Attention Tracer\n") : wrap("Attention Tracer · " + c_.title, width(), "", "  "));

@@ -4,10 +4,14 @@
 #include "attn/spec/json_read.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
+#include <system_error>
 
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
@@ -31,11 +35,17 @@ std::string index_path(const std::string& base, const std::vector<std::size_t>& 
   throw InputError(fmt::format("{}: {}", path.empty() ? "(root)" : path, what));
 }
 
+const char* non_finite_name(const json& j) {
+  if (!j.is_string()) return nullptr;
+  const auto& s = j.get_ref<const std::string&>();
+  return s == "nan" ? "NaN" : s == "inf" ? "infinity" : s == "-inf" ? "-infinity" : nullptr;
+}
+
 std::string describe(const json& j) {
   switch (j.type()) {
     case json::value_t::null: return "null";
     case json::value_t::boolean: return j.get<bool>() ? "true" : "false";
-    case json::value_t::string: return fmt::format("the string {}", j.dump());
+    case json::value_t::string: return non_finite_name(j) != nullptr ? non_finite_name(j) : fmt::format("the string {}", j.dump());
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
     case json::value_t::number_float: return fmt::format("the number {}", j.dump());
@@ -70,14 +80,22 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
 
 constexpr int kMaxDepth = 32;
 
-// Decimals a number literal shows: "0.73" -> 2, "1.0" -> 1, "5e-3" -> 3, "2" -> 0.
+// Decimals a number literal shows: "0.73" -> 2, "1.0" -> 1, "5e-3" -> 3, "2" -> 0; at most 1074, the
+// decimals of the smallest double (more are zeros), whatever the exponent ("1e-99999999999").
 int printed_decimals(std::string_view literal) {
-  int frac = 0, exp = 0;
+  constexpr long long kMost = 1074;
+  long long frac = 0, exp = 0;
   const auto e = literal.find_first_of("eE");
   const auto mantissa = literal.substr(0, e);
-  if (const auto dot = mantissa.find('.'); dot != std::string_view::npos) frac = static_cast<int>(mantissa.size() - dot - 1);
-  if (e != std::string_view::npos) exp = std::stoi(std::string(literal.substr(e + 1)));
-  return std::max(0, frac - exp);
+  if (const auto dot = mantissa.find('.'); dot != std::string_view::npos) frac = static_cast<long long>(mantissa.size() - dot - 1);
+  if (e != std::string_view::npos) {
+    auto digits = literal.substr(e + 1);
+    if (digits.starts_with('+')) digits.remove_prefix(1);
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), exp).ec == std::errc::result_out_of_range) {
+      exp = digits.starts_with('-') ? -kMost : kMost;
+    }
+  }
+  return static_cast<int>(std::clamp(frac - std::clamp(exp, -kMost, kMost), 0LL, kMost));
 }
 
 // One pass over the text (nlohmann's SAX interface): builds the DOM; follows the object keys and
@@ -118,10 +136,17 @@ class Reader final : public json::json_sax_t {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_path_ = path();
+    error_in_literal_key_ = in_literal_key();
     if (const auto* pe = dynamic_cast<const json::parse_error*>(&e)) throw *pe;
     if (const auto* oor = dynamic_cast<const json::out_of_range*>(&e)) throw *oor;
     throw InternalError(std::string("JSON reader: ") + e.what());
   }
+
+  // Where the text stopped being JSON: the JSON path of the value being read, and whether it is under
+  // the literal key.
+  const std::string& error_path() const { return error_path_; }
+  bool error_in_literal_key() const { return error_in_literal_key_; }
 
  private:
   struct Frame {
@@ -185,7 +210,42 @@ class Reader final : public json::json_sax_t {
   std::string_view literal_key_;
   ParsedJson& out_;
   std::vector<Frame> frames_;
+  std::string error_path_;
+  bool error_in_literal_key_ = false;
 };
+
+// NaN, Infinity or -Infinity (any case; inf, nan) where a value starts, around the byte `at` the
+// parser stopped at: what JavaScript and Python's json write for non-finite numbers, which JSON lacks.
+// The literal's first byte and its name, or nullopt.
+std::optional<std::pair<std::size_t, const char*>> non_finite_literal(std::string_view text, std::size_t at) {
+  const auto part = [&](std::size_t i) { return std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '-' || text[i] == '+'; };
+  if (at >= text.size() || !part(at)) return std::nullopt;
+  std::size_t start = at, end = at;
+  while (start > 0 && part(start - 1)) --start;
+  while (end < text.size() && part(end)) ++end;
+  std::string word;
+  for (std::size_t i = start; i < end; ++i) word += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  const bool minus = word.starts_with('-');
+  if (minus || word.starts_with('+')) word.erase(0, 1);
+  if (word != "nan" && word != "inf" && word != "infinity") return std::nullopt;
+  std::size_t before = start;  // a value's place: the text's start, or after '[', ',' or ':'
+  while (before > 0 && std::isspace(static_cast<unsigned char>(text[before - 1]))) --before;
+  if (before > 0 && std::string_view("[,:").find(text[before - 1]) == std::string_view::npos) return std::nullopt;
+  return std::pair{start, word == "nan" ? "NaN" : minus ? "-Infinity" : "Infinity"};
+}
+
+// The refusal of a non-finite literal, naming its JSON path and how attn takes the value instead.
+[[noreturn]] void refuse_non_finite(std::string_view text, const std::string& origin, const Reader& reader, std::string_view literal_key,
+                                    std::size_t start, std::string_view name) {
+  auto [line, col] = line_column(text, start);
+  const std::string as_string = name == "NaN" ? "nan" : name == "Infinity" ? "inf" : "-inf";
+  const std::string instead =
+      reader.error_in_literal_key()
+          ? fmt::format("write it as the string \"{}\", which {} takes", as_string, literal_key)
+          : fmt::format("write a finite number{}", name == "-Infinity" ? " (or the string \"-inf\" where attn takes -inf: an additive attn_mask, mask_fill)" : "");
+  throw InputError(fmt::format("{}:{}:{}: {}: {} is not a JSON number (JSON has no NaN or Infinity); {}", origin, line, col,
+                               reader.error_path().empty() ? "(root)" : reader.error_path(), name, instead));
+}
 
 }  // namespace
 
@@ -207,6 +267,7 @@ ParsedJson parse_json(std::string_view text, const std::string& origin, std::str
                                      origin, line, col, text[at]));
       }
     }
+    if (const auto literal = non_finite_literal(text, at)) refuse_non_finite(text, origin, reader, literal_key, literal->first, literal->second);
     auto [line, col] = line_column(text, at);
     std::string what = e.what();
     // Keep nlohmann's description after the "parse error at line L, column C: " prefix.
@@ -296,6 +357,7 @@ Tensor read_tensor(const ReadContext& ctx, const json& j, const std::string& pat
   values.reserve(static_cast<std::size_t>(element_count(a.shape())));
   wide.reserve(values.capacity());
   a.for_each_leaf([&values, &wide](const json& e, const LeafPath& at) {
+    if (const char* name = non_finite_name(e)) fail(at.str(), fmt::format("{} is not allowed here (expected a finite number)", name));
     if (!e.is_number()) fail(at.str(), fmt::format("expected a number, got {}", describe(e)));
     const double d = e.get<double>();
     if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<Scalar>::max()) {

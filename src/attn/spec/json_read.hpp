@@ -30,7 +30,10 @@ std::string key_path(const std::string& parent, std::string_view key);  // "weig
 std::string index_path(const std::string& base, const std::vector<std::size_t>& idx, std::size_t depth);
 // Throws the InputError "path: what" ("(root)" for the empty path).
 [[noreturn]] void fail(const std::string& path, const std::string& what);
-std::string describe(const json& j);  // "the string \"1\"", "an array of 2", ... for "got ..."
+std::string describe(const json& j);  // "the string \"1\"", "an array of 2", "NaN", ... for "got ..."
+// "NaN", "infinity" or "-infinity" for the strings "nan", "inf" and "-inf" (how attn writes non-finite
+// numbers, and a NumPy NaN from Python reaches the reader); nullptr for any other value.
+const char* non_finite_name(const json& j);
 // Refuses a key of obj not in allowed, with a did-you-mean hint.
 void check_keys(const json& obj, const std::string& path, const std::vector<std::string_view>& allowed);
 

@@ -44,6 +44,8 @@ void read_attn_mask(const json& root, Spec& s) {
       } else if (e == "-inf") {
         values.push_back(-std::numeric_limits<Scalar>::infinity());
         wide.push_back(-std::numeric_limits<double>::infinity());
+      } else if (const char* name = non_finite_name(e)) {
+        fail(at.str(), fmt::format("{} is not allowed here (expected a finite number or \"-inf\")", name));
       } else {
         fail(at.str(), fmt::format("expected a number or \"-inf\", got {}", describe(e)));
       }
