@@ -111,8 +111,12 @@ def section_entries(chunk, col):
             continue
         if not (line.startswith("  ") and line[2:3].strip()):
             return None
+        # a head too long for the column ("--precision INT:INT in [0 - 12]"): its description is the next
+        # line, in the column (a description does not wrap at WIDE columns; choices' lines hang further in)
+        if len(line) > col and nxt[:col].strip() == "" and nxt[col:col + 1].strip():
+            head, desc = line[2:].rstrip(), ""
         # (a long name and spec, "text TEXT Excludes: --texts", may fill the column up to its one space)
-        if len(line) > col and line[col - 1] == " " and line[col].strip():
+        elif len(line) > col and line[col - 1] == " " and line[col].strip():
             head, desc = line[2:col].rstrip(), line[col:].strip()
         elif nxt.startswith(" " * col) or len(line) < col:
             head, desc = line[2:].rstrip(), ""
@@ -126,21 +130,26 @@ def section_entries(chunk, col):
     return entries
 
 
-def split_help(text):
-    """(description, usage, sections, footer lines) of one rendering."""
+def split_help(text, section_count=None):
+    """(description, usage, sections, footer lines) of one rendering. With section_count (how many
+    sections the WIDE rendering has), the groups after that many are the footer, unread: at NARROW
+    width an entry's long head ("--texts TEXT Excludes: text") runs into its description, so that
+    rendering's sections cannot be told from a footer by their look."""
     lines = text.rstrip("\n").split("\n")
     usage_at = next((i for i, l in enumerate(lines) if l.startswith("Usage: ")), None)
     if usage_at is None:
         fail("no 'Usage:' line in the help")
     description = " ".join(l.strip() for l in lines[:usage_at])
     col = description_column(lines)
-    sections, footer, groups = [], [], chunks(lines[usage_at + 1:])
-    for n, group in enumerate(groups):
-        entries = section_entries(group, col)
+    sections, groups = [], chunks(lines[usage_at + 1:])
+    footer_at = len(groups) if section_count is None else section_count
+    for n, group in enumerate(groups[:footer_at]):
+        entries = section_entries(group, col) if section_count is None else []
         if entries is None:
-            footer = [l for g in groups[n:] for l in g + [""]][:-1]
+            footer_at = n
             break
         sections.append((group[0][:-1], entries))
+    footer = [l for g in groups[footer_at:] for l in g + [""]][:-1]
     return description, lines[usage_at][len("Usage: "):], sections, footer
 
 
@@ -148,7 +157,11 @@ def read_help(attn, args):
     description, usage, sections, _ = split_help(help_text(attn, args, WIDE))
     if not sections:
         fail(f"attn {' '.join(args)} --help: no section of options read (has its layout changed?)")
-    footer = split_help(help_text(attn, args, NARROW))[3]
+    narrow_sections = split_help(help_text(attn, args, NARROW), len(sections))[2]
+    if [t for t, _ in narrow_sections] != [t for t, _ in sections]:
+        fail(f"attn {' '.join(args)} --help: its sections at {NARROW} columns are not those at {WIDE}: "
+             f"{[t for t, _ in narrow_sections]} against {[t for t, _ in sections]}")
+    footer = split_help(help_text(attn, args, NARROW), len(sections))[3]
     return Help(description, usage, sections, footer)
 
 

@@ -4,7 +4,8 @@ binary's own --help (scripts/cli_help.py reads it), so the page says what the CL
 descriptions are filled text; the help's footers (its examples and notes) keep their lines as --help
 prints them at 72 columns. Nothing in the page is written by hand but its section names.
 
-Usage: man_page.py ATTN OUT   (the build runs it: CMakeLists.txt)
+Usage: man_page.py ATTN OUT [DOCDIR]   (the build runs it, and the install again with the installed DOCDIR,
+the directory of the examples and docs, for the FILES section: CMakeLists.txt)
 """
 import itertools
 import re
@@ -24,13 +25,15 @@ def escape(text):
 
 def entry_head(entry):
     """'\\fB\\-\\-format\\fR \\fITEXT\\fR:{text,json}': names bold (a positional's italic), the value's
-    type word italic, the rest as --help prints it."""
+    type word italic, the rest as --help prints it. The spec's spaces are unbreakable ("\\ "): a tag
+    is filled text, and "INT:INT in [0 - 12]" would otherwise break with its end in the description."""
     font = "B" if entry.is_option else "I"
     names = ", ".join(f"\\f{font}{escape(n)}\\fR" for n in entry.names)
     if not entry.spec:
         return names
     word = entry.placeholder
-    return f"{names} \\fI{escape(word)}\\fR{escape(entry.spec[len(word):])}"
+    rest = escape(entry.spec[len(word):]).replace(" ", "\\ ")
+    return f"{names} \\fI{escape(word)}\\fR{rest}"
 
 
 def usage_line(usage, positionals):
@@ -70,7 +73,7 @@ def positional_names(help_):
     return {e.names[0] for e in help_.entries("Positionals")}
 
 
-def page(cli):
+def page(cli, docdir=""):
     top, name = cli.top, cli.version.split()[0]
     summary = re.sub(rf"^{re.escape(name)}\s+\S\s+", "", top.description)  # "attn — Attention Tracer: ..."
     out = [
@@ -92,13 +95,27 @@ def page(cli):
         out += sections(sub)
         out += verbatim(sub.footer if sub.footer != top.footer else [])
     out += [".SH EXAMPLES"] + verbatim(top.footer)[1:]
+    out += files_section(docdir)
     return "\n".join(out) + "\n"
 
 
+def files_section(docdir):
+    """Where the install put the examples and docs the page names, and what its paths are relative to."""
+    where = escape(docdir) if docdir else "\\fIPREFIX\\fR/share/doc/attn"
+    return [".SH FILES",
+            ".TP", f"{where}/examples",
+            "The example inputs and the small checkpoints they read.",
+            ".TP", f"{where}/docs",
+            "The documentation (docs/input-format.md: the input format).",
+            ".PP",
+            f"The paths in this page (examples/cat_sat.json, docs/input-format.md) are relative to {where}: "
+            f"run the examples there (\\fBcd {where}\\fR first), or give their full path."]
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: man_page.py ATTN OUT")
-    text = page(cli_help.read_cli(sys.argv[1]))
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: man_page.py ATTN OUT [DOCDIR]")
+    text = page(cli_help.read_cli(sys.argv[1]), sys.argv[3] if len(sys.argv) == 4 else "")
     with open(sys.argv[2], "w", encoding="ascii") as f:
         f.write(text)
 

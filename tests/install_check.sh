@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix, then everything from there and from another directory:
-# bin/attn's numbers, its modules loaded from PREFIX/lib/attn (never the build tree's), the CUDA refusal,
+# bin/attn's numbers, an installed example run from PREFIX/share/doc/attn, its modules loaded from PREFIX/lib/attn (never the build tree's), the CUDA refusal,
 # attn_tracer imported from the prefix with the build tree on no path, `man attn` rendered, and the bash
 # and zsh completions completing. Parts whose tool is missing (man, zsh) are named and the test exits
 # 77; a failure anywhere exits 1. Nothing outside the temporary prefix is written.
@@ -23,7 +23,14 @@ for f in bin/attn lib/attn/attn_sentencepiece.so lib/attn/attn_unicode.so share/
          share/bash-completion/completions/attn share/zsh/site-functions/_attn; do
   [[ -f $prefix/$f ]] || fail "not installed: PREFIX/$f"
 done
+for f in share/doc/attn/examples/cat_sat.json share/doc/attn/examples/checkpoints/tiny-bert/vocab.txt share/doc/attn/docs/input-format.md; do
+  [[ -f $prefix/$f ]] || fail "not installed: PREFIX/$f"
+done
 mkdir -p "$tmp/elsewhere" && cd "$tmp/elsewhere" || exit 1
+
+# ---- an installed example (and the checkpoint it reads), run in PREFIX/share/doc/attn as the man page says ----
+out=$(cd "$prefix/share/doc/attn" && "$attn" run examples/bert_pair.json 2>&1)
+grep -q "\[CLS\]" <<<"$out" || fail "installed attn run examples/bert_pair.json in PREFIX/share/doc/attn: no [CLS] in: ${out:0:400}"
 
 # ---- the installed attn, run from another directory; its modules from PREFIX/lib/attn ----
 out=$("$attn" run "$src/examples/cat_sat.json" 2>&1)
@@ -90,6 +97,12 @@ if command -v man >/dev/null && command -v groff >/dev/null; then
   for want in "attn run \[OPTIONS\] file" "^   attn tokenize$" "--format TEXT:\{text,json,markdown,svg,html\}" "cat  0.6405  0.3595"; do
     grep -Eq -- "$want" "$tmp/man.txt" || fail "man attn: no line matching '$want'"
   done
+  grep -q "$prefix/share/doc/attn/examples" "$tmp/man.txt" || fail "man attn: no FILES line naming PREFIX/share/doc/attn/examples"
+  # every option's spec whole on its tag line: none split, as "[0 -" / "12] decimals", into its description
+  grep -Eq -- "--precision INT:INT in \[0 - 12\]$" "$tmp/man.txt" || fail "man attn: --precision's spec is split: $(grep -A1 -- "--precision" "$tmp/man.txt")"
+  # no command's section lists its options twice (once as entries, once as the raw --help block)
+  dup=$(awk '/^   attn [a-z]+$/ { s = $2 } s != "" && match($0, /^ +--[a-z-]+/) { o = $1; if (seen[s, o]++ == 1) print "attn " s " lists " o " twice" }' "$tmp/man.txt")
+  [[ -z $dup ]] || fail "man attn: $dup"
 else
   skip "man" "(man-db and groff-base are not installed: scripts/setup.sh --tests)"
 fi

@@ -21,15 +21,15 @@ struct TokenizeOptions {
 void setup_tokenize(CLI::App& app, TokenizeOptions& o) {
   auto* tok = app.add_subcommand("tokenize", "The token ids and pieces a checkpoint's tokenizer makes of a text (no special tokens added unless asked)");
   tok->add_option("--width", o.width, "display columns of the text (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
-  tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, or tokenizer.model), or a model hub id "
-                                "(org/name) in the hub's local cache")->required();
+  tok->add_option("dir", o.dir, "checkpoint directory (tokenizer.json, vocab.json + merges.txt, vocab.txt or tokenizer.model), one of those "
+                                "tokenizer files itself, or a model hub id (org/name) in the hub's local cache")->required();
   auto* text = tok->add_option_function<std::string>("text", [&o](const std::string& t) { o.text = t, o.text_given = true; }, "the text");
   tok->add_option("--texts", o.texts_file, "a file holding a JSON array of texts (\"-\": standard input), each tokenized in turn "
                                            "(with --format json, one line each)")->excludes(text);
   tok->add_flag("--split-special-tokens", o.tokens.split_special_tokens,
                 "cut a special token written in the text (\"<|im_start|>\", \"</s>\") as text, instead of matching it as one token");
   tok->add_flag("--add-special-tokens", o.tokens.add_special_tokens,
-                "put the tokenizer's own special tokens around the text (BOS, [CLS] ... [SEP]) as tokenizer.json's post-processor does");
+                "put the tokenizer's own special tokens around the text (BOS, [CLS] ... [SEP]) as the hub's tokenizer does");
   tok->footer("Example:\n  $ attn tokenize examples/checkpoints/tiny-gpt2 \"The cat sat\"\n    byte-level BPE from vocab.json + merges.txt (457 tokens)\n    3 tokens\n       0       268  The\n       1       279  Ġcat\n       2       332  Ġsat");
   tok->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
 }

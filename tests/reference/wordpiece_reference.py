@@ -144,6 +144,48 @@ TEXTS = [
     "   ",
 ]
 
+# BertTokenizer's special tokens written in the text: each one token, matched as written (so "[cls]"
+# is text), the text between them tokenized as above.
+SPECIALS = ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"]
+SPECIAL_TEXTS = [
+    "[CLS] the cat [SEP]",
+    "The [MASK] sat[SEP]on [PAD][PAD] the mat [UNK]!",
+    "[cls] Cat [Sep] [CLS[SEP]]",
+]
+
+
+def encode_with_specials(directory, text):
+    """(pieces, ids) as BertTokenizer: the special tokens split out first (its no-split tokens)."""
+    import re
+    vocab = read_vocab(directory)
+    pieces, ids = [], []
+    for chunk in re.split("(" + "|".join(re.escape(t) for t in SPECIALS) + ")", text):
+        if chunk in SPECIALS:
+            pieces, ids = pieces + [chunk], ids + [vocab[chunk]]
+        elif chunk:
+            p, i = encode(directory, chunk)
+            pieces, ids = pieces + p, ids + i
+    return pieces, ids
+
+
+def check_specials(attn, d):
+    """The special tokens written in the text, with and without --add-special-tokens; the failure count."""
+    vocab = read_vocab(d)
+    failures = 0
+    for text in SPECIAL_TEXTS:
+        for add in (False, True):
+            want_pieces, want = encode_with_specials(d, text)
+            if add:
+                want_pieces, want = ["[CLS]"] + want_pieces + ["[SEP]"], [vocab["[CLS]"]] + want + [vocab["[SEP]"]]
+            p = subprocess.run([attn, "tokenize", d, text, "--format", "json"] + (["--add-special-tokens"] if add else []),
+                               capture_output=True, text=True)
+            got = json.loads(p.stdout)["ids"] if p.returncode == 0 else None
+            ok = got == want
+            failures += not ok
+            print(f"  {'ok  ' if ok else 'FAIL'} specials{' added' if add else ''} {text!r}: {len(want)} tokens"
+                  + ("" if ok else f"\n       attn {got} ({p.stderr.strip()})\n       reference {want} {want_pieces}"))
+    return failures
+
 
 def main(argv):
     if len(argv) != 2:
@@ -166,6 +208,7 @@ def main(argv):
                 shown = text if len(text) < 50 else text[:47] + "..."
                 print(f"  {'ok  ' if ok else 'FAIL'} {'cased' if cased else 'uncased'} {shown!r}: {len(want)} tokens"
                       + ("" if ok else f"\n       attn {got} ({p.stderr.strip()})\n       reference {want} {want_pieces}"))
+        failures += check_specials(attn, os.path.join(tmp, "uncased"))
         # the check can fail: the reference itself with accents kept gives other ids on accented text
         d = os.path.join(tmp, "uncased")
         kept = wordpiece(basic_tokenize(TEXTS[2], True, False), read_vocab(d))

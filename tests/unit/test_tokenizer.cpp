@@ -14,6 +14,7 @@
 
 namespace fs = std::filesystem;
 using attn::model::load_tokenizer;
+using attn::model::load_tokenizer_file;
 using Ids = std::vector<std::int64_t>;
 
 namespace {
@@ -121,6 +122,18 @@ TEST_CASE("vocab.json + merges.txt: exact ids, pieces and description", "[tokeni
   CHECK(t->piece(5) == "Ġab");
   CHECK(t->describe() == "byte-level BPE from vocab.json + merges.txt (11 tokens)");
   CHECK_THROWS_AS(t->piece(11), attn::InputError);
+}
+
+TEST_CASE("vocab.json + merges.txt: <|endoftext|> in the text is one token, as GPT2Tokenizer's added special token", "[tokenizer]") {
+  TempDir dir;
+  dir.write("vocab.json", R"({"a": 0, "b": 1, "c": 2, "Ġ": 3, "ab": 4, "Ġab": 5, "abc": 6, "!": 7, "'": 8, "s": 9, "'s": 10, "<|endoftext|>": 11,
+    "<": 12, "|": 13, "e": 14, "n": 15, "d": 16, "o": 17, "f": 18, "t": 19, "x": 20, ">": 21})");
+  dir.write("merges.txt", gpt2_merges);
+  const auto t = load_tokenizer(dir.str());
+  CHECK(t->encode("ab<|endoftext|> ab") == Ids{4, 11, 5});
+  CHECK(t->encode("<|endoftext|>", true) == Ids{12, 13, 14, 15, 16, 17, 18, 19, 14, 20, 19, 13, 21});  // --split-special-tokens
+  CHECK(t->special_first().empty());  // GPT2Tokenizer adds no BOS (add_bos_token false)
+  CHECK(t->special_last().empty());
 }
 
 TEST_CASE("invalid UTF-8 names the byte offset", "[tokenizer]") {
@@ -361,6 +374,38 @@ TEST_CASE("tokenizer.json WordPiece (BERT's): BertNormalizer, BertPreTokenizer, 
   CHECK(t->encode("[CLS]the") == Ids{1, 6});  // the added token, before the normalizer lower-cases it
   CHECK(t->special_first() == Ids{1});
   CHECK(t->special_last() == Ids{2});
+}
+
+TEST_CASE("vocab.txt (BertTokenizer): special tokens in the text are one token, [CLS] ... [SEP] around it", "[tokenizer]") {
+  TempDir dir;
+  dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\n[\n]\nc\n##l\n##s\n<s>\n");
+  const auto t = load_tokenizer(dir.str());
+  CHECK(t->encode("[CLS] the cat [SEP]") == Ids{2, 5, 6, 3});
+  CHECK(t->encode("The [MASK][PAD]cat") == Ids{5, 4, 0, 6});     // matched as written, before lower-casing
+  CHECK(t->encode("[cls]") == Ids{7, 9, 10, 11, 8});              // a special token is matched in its own case only
+  CHECK(t->encode("[CLS]", true) == Ids{7, 9, 10, 11, 8});        // --split-special-tokens: cut as text
+  CHECK(t->special_first() == Ids{2});
+  CHECK(t->special_last() == Ids{3});
+  // tokenizer_config.json renames them, as either form
+  dir.write("tokenizer_config.json", R"({"cls_token": "<s>", "sep_token": {"content": "[MASK]", "special": true}})");
+  const auto renamed = load_tokenizer(dir.str());
+  CHECK(renamed->encode("<s> cat") == Ids{12, 6});
+  CHECK(renamed->special_first() == Ids{12});
+  CHECK(renamed->special_last() == Ids{4});
+}
+
+TEST_CASE("a tokenizer file given directly: tokenizer.json, vocab.txt with its tokenizer_config.json", "[tokenizer]") {
+  TempDir dir;
+  dir.write("vocab.txt", "[UNK]\n[CLS]\n[SEP]\nthe\nThe\n");
+  dir.write("tokenizer_config.json", R"({"do_lower_case": false})");
+  const auto wordpiece = load_tokenizer_file((dir.path / "vocab.txt").string());
+  CHECK(wordpiece->encode("The") == Ids{4});  // cased, as the config beside it says
+  dir.write("tokenizer.json", tokenizer_json(byte_level_model));
+  CHECK(load_tokenizer_file((dir.path / "tokenizer.json").string())->describe() == load_tokenizer(dir.str())->describe());
+  const std::string other = (dir.path / "config.json").string();
+  dir.write("config.json", "{}");
+  CHECK_THROWS_WITH(load_tokenizer_file(other), other + ": expected a checkpoint directory, or a tokenizer file named tokenizer.json, "
+                                                       "tokenizer.model, spiece.model or vocab.txt");
 }
 
 TEST_CASE("tokenizer.json Unigram (T5's): the best-scoring segmentation, unknown pieces fused, byte fallback", "[tokenizer]") {

@@ -473,10 +473,9 @@ LayerWeights Checkpoint::layer(std::int64_t i) const {
 // (attention.q_lin … out_lin, sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm). nn.Linear: [out, in].
 
 void render_tokenized(const std::string& dir, const std::vector<std::string>& texts, const TokenizeOptions& options, std::ostream& out, bool as_json) {
-  if (!fs::is_directory(dir)) {
-    throw InputError(fmt::format("{}: {}", dir, fs::exists(dir) ? "expected a checkpoint directory with tokenizer files, got a file" : "no such directory"));
-  }
-  const auto tokenizer = load_tokenizer(dir);
+  if (!fs::exists(dir)) throw InputError(fmt::format("{}: no such directory or file", dir));
+  // a tokenizer file given directly (tokenizer.json, vocab.txt, ...), or a checkpoint directory
+  const auto tokenizer = fs::is_directory(dir) ? load_tokenizer(dir) : load_tokenizer_file(dir);
   if (!tokenizer) throw InputError(fmt::format("{}: no tokenizer.json, vocab.json + merges.txt or tokenizer.model in the directory", dir));
   for (std::size_t t = 0; t < texts.size(); ++t) {
     std::vector<std::int64_t> ids;

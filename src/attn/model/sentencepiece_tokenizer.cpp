@@ -16,6 +16,7 @@
 #include "attn/spec/json_read.hpp"
 #include "attn/model/byte_bpe.hpp"
 #include "attn/model/tokenizer.hpp"
+#include "attn/model/tokenizer_json.hpp"
 #include "attn/module_path.hpp"
 
 namespace attn::model {
@@ -94,9 +95,41 @@ class SentencePieceTokenizer final : public Tokenizer {
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
 
-  // SentencePiece cuts a control token written in the text ("</s>") as text, as its own encoder does.
-  std::vector<std::int64_t> encode(std::string_view text, bool) const override {
+  // Llama's tokenizer.model as transformers' slow LlamaTokenizer reads it (with tokenizer_config.json
+  // beside it): its unk, bos and eos tokens written in the text are one token each (SentencePiece
+  // itself would cut them as text), and bos goes first unless add_bos_token is false, eos last when
+  // add_eos_token is true.
+  void read_llama_specials(const std::string& config_path) {
+    hf::json c = hf::json::object();
+    if (std::filesystem::exists(config_path)) c = hf::parse_json_file(config_path);
+    auto flag = [&](const char* key, bool fallback) {
+      if (!c.is_object() || !c.contains(key) || c[key].is_null()) return fallback;
+      if (!c[key].is_boolean()) throw InputError(fmt::format("{}: \"{}\": expected true or false, got {}", config_path, key, c[key].dump()));
+      return c[key].get<bool>();
+    };
+    const std::string bos = hf::config_token(c, "bos_token", "<s>"), eos = hf::config_token(c, "eos_token", "</s>");
+    for (const auto& token : {hf::config_token(c, "unk_token", "<unk>"), bos, eos})
+      if (const auto id = id_of(token); id >= 0) specials_.add({.content = token, .id = id, .special = true});
+    if (const auto id = id_of(bos); id >= 0 && flag("add_bos_token", true)) first_.push_back(id);
+    if (const auto id = id_of(eos); id >= 0 && flag("add_eos_token", false)) last_.push_back(id);
+  }
+  std::vector<std::int64_t> special_first() const override { return first_; }
+  std::vector<std::int64_t> special_last() const override { return last_; }
+
+  // The text between the special tokens is encoded piece by piece, as LlamaTokenizer's legacy mode
+  // (its default) does; with split_special_tokens (or no special tokens read) the whole text at once.
+  std::vector<std::int64_t> encode(std::string_view text, bool split_special_tokens) const override {
     bpe::check_utf8(text, "the text to tokenize");
+    if (specials_.empty() || split_special_tokens) return encode_chunk(text);
+    std::vector<std::int64_t> ids;
+    for (const auto& part : specials_.split(text, false, false)) {
+      if (part.id >= 0) ids.push_back(part.id);
+      else if (part.end > part.begin) for (const auto id : encode_chunk(text.substr(part.begin, part.end - part.begin))) ids.push_back(id);
+    }
+    return ids;
+  }
+  // SentencePiece's own encoding of text, which cuts a control token ("</s>") as text.
+  std::vector<std::int64_t> encode_chunk(std::string_view text) const {
     std::vector<std::int64_t> ids(text.size() + 16);
     std::string error(512, '\0');
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -155,6 +188,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   const SentencePieceApi* api_ = nullptr;
   void* handle_ = nullptr;
   std::int64_t size_ = 0;
+  hf::AddedTokens specials_;
+  std::vector<std::int64_t> first_, last_;
 };
 
 // Marian's: the SentencePiece model's pieces, each looked up in vocab.json.
@@ -226,5 +261,11 @@ class MarianTokenizer final : public Tokenizer {
 std::unique_ptr<Tokenizer> open_marian(const std::string& dir, const std::string& spm) { return std::make_unique<MarianTokenizer>(dir, spm); }
 
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path) { return std::make_unique<SentencePieceTokenizer>(path); }
+
+std::unique_ptr<Tokenizer> open_llama_sentencepiece(const std::string& path) {
+  auto t = std::make_unique<SentencePieceTokenizer>(path);
+  t->read_llama_specials((std::filesystem::path(path).parent_path() / "tokenizer_config.json").string());
+  return t;
+}
 
 }  // namespace attn::model

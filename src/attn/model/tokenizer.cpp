@@ -44,6 +44,13 @@ json parse_json_file(const std::string& path) {
   }
 }
 
+std::string config_token(const json& config, const char* key, const std::string& fallback) {
+  if (!config.is_object() || !config.contains(key)) return fallback;
+  const json* v = &config[key];
+  if (v->is_object() && v->contains("content")) v = &(*v)["content"];
+  return v->is_string() ? v->get<std::string>() : fallback;
+}
+
 std::string quote_text(std::string_view s, std::size_t limit) {
   std::string out;
   for (const char c : s.substr(0, limit)) {
@@ -122,13 +129,18 @@ class Gpt2FilesTokenizer final : public Tokenizer {
       if (r != bpe::Model::MergeResult::ok)
         throw InputError(fmt::format("{}:{}: {}", merges_path, line_no, hf::merge_problem(r, left, right, "vocab.json")));
     }
+    if (const auto eot = id_of("<|endoftext|>"); eot >= 0) specials_.add({.content = "<|endoftext|>", .id = eot, .special = true});
   }
 
-  // GPT-2's files list no special tokens: "<|endoftext|>" written in the text is cut as text.
-  std::vector<std::int64_t> encode(std::string_view text, bool) const override {
+  // "<|endoftext|>" written in the text is one token (GPT2Tokenizer's bos, eos and unk token, an
+  // added special token), unless split_special_tokens; GPT2Tokenizer adds no special token around a text.
+  std::vector<std::int64_t> encode(std::string_view text, bool split_special_tokens) const override {
     bpe::check_utf8(text, "the text to tokenize");
     std::vector<std::int64_t> ids;
-    for (const auto word : regex_.findall(text)) model_.encode_word(bpe::to_byte_chars(word), ids);
+    for (const auto& part : specials_.split(text, false, split_special_tokens)) {
+      if (part.id >= 0) ids.push_back(part.id);
+      else for (const auto word : regex_.findall(text.substr(part.begin, part.end - part.begin))) model_.encode_word(bpe::to_byte_chars(word), ids);
+    }
     return ids;
   }
   std::string piece(std::int64_t id) const override { return model_.piece(id); }
@@ -141,6 +153,7 @@ class Gpt2FilesTokenizer final : public Tokenizer {
  private:
   bpe::Model model_;
   bpe::Regex regex_;
+  hf::AddedTokens specials_;
 };
 
 bool is_file(const fs::path& p) {
@@ -160,11 +173,23 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (is_file(d / "vocab.txt") && !is_file(d / "vocab.json")) return open_wordpiece(dir);
   const bool vocab = is_file(d / "vocab.json"), merges = is_file(d / "merges.txt");
   if (vocab && merges) return std::make_unique<Gpt2FilesTokenizer>((d / "vocab.json").string(), (d / "merges.txt").string());
-  if (is_file(d / "tokenizer.model")) return open_sentencepiece((d / "tokenizer.model").string());
+  if (is_file(d / "tokenizer.model")) return open_llama_sentencepiece((d / "tokenizer.model").string());
   if (vocab != merges)
     throw InputError(fmt::format("{}: has {} but no {}; GPT-2's tokenizer needs both (or a tokenizer.json)", dir, vocab ? "vocab.json" : "merges.txt",
                                  vocab ? "merges.txt" : "vocab.json"));
   return nullptr;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  if (name == "tokenizer.json") return open_tokenizer_json(path);
+  if (name == "tokenizer.model") return open_llama_sentencepiece(path);
+  if (name == "spiece.model") return open_sentencepiece(path);
+  // BertTokenizer's vocab.txt: with the tokenizer_config.json beside it, as a directory's is read
+  if (name == "vocab.txt") return open_wordpiece(p.has_parent_path() ? p.parent_path().string() : ".");
+  throw InputError(fmt::format("{}: expected a checkpoint directory, or a tokenizer file named tokenizer.json, tokenizer.model, "
+                               "spiece.model or vocab.txt", path));
 }
 
 }  // namespace attn::model

@@ -22,7 +22,8 @@ class Tokenizer {
   std::vector<std::int64_t> encode(std::string_view text) const { return encode(text, false); }
   // The ids the tokenizer's post-processor puts before and after one text when it adds special
   // tokens (the hub's default): tokenizer.json's TemplateProcessing, BertProcessing or
-  // RobertaProcessing; none for the other files.
+  // RobertaProcessing; vocab.txt's [CLS] ... [SEP] (BertTokenizer); tokenizer.model's BOS
+  // (LlamaTokenizer); none for the other files.
   virtual std::vector<std::int64_t> special_first() const { return {}; }
   virtual std::vector<std::int64_t> special_last() const { return {}; }
   // id's spelling in the vocabulary, exactly as stored ("Ġcat", "▁cat", "<0x0A>"); id < vocab_size().
@@ -47,12 +48,18 @@ class Tokenizer {
 // WordPiece), vocab.json + merges.txt (GPT-2's byte-level BPE), tokenizer.model (SentencePiece,
 // through Debian's libsentencepiece). nullptr when the directory has none of them.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+// The tokenizer of one file, by its name: tokenizer.json, tokenizer.model or spiece.model, or vocab.txt
+// (with the tokenizer_config.json beside it); any other name is an InputError naming the file.
+std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path);
 // BERT's WordPiece from a directory's vocab.txt and tokenizer_config.json (wordpiece.cpp).
 std::unique_ptr<Tokenizer> open_wordpiece(const std::string& dir);
 // A tokenizer.json (tokenizer_json.cpp).
 std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path);
 // A tokenizer.model, through attn's SentencePiece module (sentencepiece_tokenizer.cpp).
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
+// Llama's tokenizer.model, as transformers' slow LlamaTokenizer reads it with the tokenizer_config.json
+// beside it: its <unk>, <s>, </s> written in the text are one token each, BOS first (sentencepiece_tokenizer.cpp).
+std::unique_ptr<Tokenizer> open_llama_sentencepiece(const std::string& path);
 // Marian's: dir's SentencePiece model `spm` ("source.spm", "target.spm") cuts the text, and vocab.json
 // gives each piece its id (<unk>'s when it has none), as MarianTokenizer does; a leading language
 // code ">>fr<<" is kept whole (sentencepiece_tokenizer.cpp).

@@ -28,6 +28,9 @@ std::string kind_of(const json& j);
 std::string read_text(const std::string& path);
 // The file's JSON, or an InputError with the line and column where it stops being JSON.
 json parse_json_file(const std::string& path);
+// tokenizer_config.json's name of a special token (its key "cls_token", "bos_token"), a string or
+// an AddedToken object {"content": ...}; `fallback` (the slow tokenizer's default) when absent.
+std::string config_token(const json& config, const char* key, const std::string& fallback);
 // Every "piece": id of `vocab` into `model`; `where` names it in errors.
 void read_vocab(const json& vocab, bpe::Model& model, const std::string& where);
 // Why a merge cannot be registered ("\"x\" is not in model.vocab").
