@@ -3,7 +3,9 @@
 80 and 120, at the default width (80 in a pipe, $COLUMNS = 60 where set) and in the narrowest, 20, in
 shades and in colour, is at most that many display cells (a wide character counts 2, colour escapes
 none). The induction example at 80 names its queries as the tokens line does ("10 ␣milk₂") and its
-keys' positions above each head; at 60, where two tokens share a cell, the rows name their positions.
+keys' positions above each head; at 60, where two tokens share a cell, the rows name their positions
+and the note says the narrowest --width that gives each token its row, named (checked: it does, one less
+does not).
 
 Usage: heads_width.py ATTN SOURCE_DIR
 """
@@ -55,6 +57,18 @@ at60 = heads("induction", "--width", "60", "--color", "never").splitlines()
 for want in [r"^10–11 +[░▒▓█ ·]+$", r"^ +0–1 +[░▒▓█ ·]+$", r"^each cell shows the largest weight of a 2 × 2 block"]:
     if not any(re.search(want, line) for line in at60):
         failures.append(f"induction --width 60: no line matches {want!r}")
+
+# a pooled grid's note names the narrowest width that gives each token its row, and that width does
+note = re.search(r"--width (\d+) gives each token its row, named", " ".join(l.strip() for l in at60))
+if not note:
+    failures.append("induction --width 60: the block note does not say which --width gives each token its row")
+else:
+    unpooled = int(note.group(1))
+    at_it = heads("induction", "--width", str(unpooled), "--color", "never")
+    if not re.search(r"^10 ␣milk₂ +[░▒▓█ ·]+$", at_it, re.M) or "block of tokens" in at_it:
+        failures.append(f"induction --width {unpooled} (as the note says): query 10 has no row of its own named ␣milk₂")
+    if re.search(r"^10 ␣milk₂ +[░▒▓█ ·]+$", heads("induction", "--width", str(unpooled - 1), "--color", "never"), re.M):
+        failures.append(f"induction --width {unpooled - 1} names each token's row too: the note's {unpooled} is not the narrowest")
 
 if failures:
     print("FAIL:\n" + "\n\n".join(failures))

@@ -72,6 +72,7 @@ sleep 0.3
 screen t | grep -qF '^[[A' && fail "↑ was echoed"
 tmx send-keys -t t End
 wait_for t "── step 9/9" || fail "End did not go to the last step"
+[[ $(last_prompt t) == "── step 9/9 · ← back · number+Enter: go to · q quit ──" ]] || fail "the last step's prompt offers → next, or not ← back ($(last_prompt t))"
 tmx send-keys -t t Right
 wait_for t "(the last step: q quits)" || fail "→ on the last step did not stay there"
 tmx capture-pane -p -t t | grep -qF "EXITED" && fail "→ on the last step ended the walkthrough"
@@ -114,22 +115,56 @@ last=$("$attn" run examples/induction.json --steps weights --color never --width
 tmx new-session -d -s s -x 80 -y 24 "$attn run examples/induction.json --step --steps scores,weights --color never; echo EXITED \$?; sleep 30"
 wait_visible s "── step 1/2 · lines 1–" || fail "a tall step: the prompt does not say which lines are in view" s
 [[ $(screen s | head -1) == "Attention Tracer · GPT-2"* ]] || fail "a tall step scrolled the screen (its first line is not the walkthrough's title)" s
-[[ $(screen s | tail -1) == "── step 1/2 · lines 1–"*"↑/↓ PgUp/PgDn scroll"* ]] || fail "a tall step: the prompt is not on the last row" s
-screen s | grep -qF "[13] scores · Attention scores" || fail "a tall step: its title is not shown" s
-screen s | grep -qF "scores[i, j] = q_i · k_j" || fail "a tall step: its body's first line is not shown" s
+[[ $(screen s | tail -1) == "── step 1/2 · lines 1–"*"↑/↓ PgUp/PgDn · → next · ← back · q quit ──" ]] || fail "a tall step: the prompt (with → and ←) is not on the last row" s
+# on the first step only the walkthrough's title line and the step's title, formula and shape stay: the
+# rest of the walkthrough's header scrolls with the body, which gets the other rows
+[[ $(screen s | sed '/^$/d' | sed -n 2p) == "[13] scores · Attention scores"* ]] || fail "step 1: the walkthrough's header is pinned above the step's title" s
+[[ $(screen s | tail -1) =~ lines\ 1–([0-9]+)\  && $(( ${BASH_REMATCH[1]} )) -ge 16 ]] || fail "step 1: the body does not get the rows the header left (fewer than 16 lines)" s
+body_first() { screen s | awk 'f { print; exit } /^    \[/ { f = 1 }'; }  # the line under the step's shape
+first_line=$(body_first)
+[[ -n $first_line ]] || fail "a tall step: no body under its heading" s
 tmx send-keys -t s Down
 wait_visible s "── step 1/2 · lines 2–" || fail "↓ did not scroll a line" s
-screen s | grep -qF "scores[i, j] = q_i · k_j" && fail "↓ did not scroll the body (its first line is still shown)" s
+[[ $(body_first) != "$first_line" ]] || fail "↓ did not scroll the body (its first line is still first)" s
 screen s | grep -qF "[13] scores · Attention scores" || fail "↓ scrolled the step's title away" s
 tmx send-keys -t s Up
 wait_visible s "── step 1/2 · lines 1–" || fail "↑ did not scroll back" s
-screen s | grep -qF "scores[i, j] = q_i · k_j" || fail "↑ did not bring the body's first line back" s
+[[ $(body_first) == "$first_line" ]] || fail "↑ did not bring the body's first line back" s
+tmx send-keys -t s j
+wait_visible s "── step 1/2 · lines 2–" || fail "j did not scroll a line down" s
+tmx send-keys -t s k
+wait_visible s "── step 1/2 · lines 1–" || fail "k did not scroll a line up" s
+tmx send-keys -t s Space
+wait_visible s "── step 1/2 · lines " || fail "no prompt after Space" s
+sleep 0.3
+[[ $(screen s | tail -1) == "── step 1/2 · lines "* && $(screen s | tail -1) != "── step 1/2 · lines 1–"* ]] || fail "Space on a tall step did not page down within it" s
+tmx send-keys -t s Home
+wait_visible s "── step 1/2 · lines 1–" || fail "Home did not go to the top of the step" s
 tmx send-keys -t s Right
 wait_visible s "── step 2/2 · lines 1–" || fail "→ on a tall step did not go to the next step, at its top" s
 for line in "[17] weights · Attention weights" "    weights = softmax(masked, dim=-1)" "    [H, T, T] = [4, 16, 16]"; do
   screen s | grep -qF -- "$line" || fail "a tall step: '$line' not shown at the top" s
 done
 [[ $(screen s | tail -1) =~ lines\ 1–([0-9]+)\ of\ ([0-9]+) && ${BASH_REMATCH[1]} -lt ${BASH_REMATCH[2]} ]] || fail "the tall step's last line is in view before scrolling" s
+[[ $(screen s | tail -1) == *"↑/↓ PgUp/PgDn · ← back · q quit ──" ]] || fail "the last step's prompt does not offer ← back alone (no → next)" s
+# the last step: Space, End and G reach its bottom; g and Home its top; Space at the bottom stays
+tmx send-keys -t s Space
+sleep 0.3
+[[ $(screen s | tail -1) =~ lines\ ([0-9]+)– && ${BASH_REMATCH[1]} -gt 1 ]] || fail "Space on the last (tall) step did not page down" s
+tmx send-keys -t s g
+wait_visible s "── step 2/2 · lines 1–" || fail "g did not go to the top of the step" s
+for key in End G; do
+  tmx send-keys -t s $key
+  sleep 0.3
+  [[ $(screen s | tail -1) =~ lines\ [0-9]+–([0-9]+)\ of\ ([0-9]+) && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] || fail "$key did not go to the bottom of the step" s
+  [[ $(screen s | tail -2 | head -1) == "$last" ]] || fail "$key: the step's last line '$last' is not above the prompt" s
+  tmx send-keys -t s Home
+  wait_visible s "── step 2/2 · lines 1–" || fail "Home did not go back to the top of the step" s
+done
+tmx send-keys -t s End Space
+wait_visible s "(the last step: q quits)" || fail "Space at the bottom of the last step did not say it is the last" s
+tmx send-keys -t s Home
+wait_visible s "── step 2/2 · lines 1–" || fail "Home did not go back to the top of the step" s
 for _ in $(seq 10); do  # PgDn until the prompt says the last line is in view
   prompt=$(screen s | tail -1)
   [[ $prompt =~ lines\ [0-9]+–([0-9]+)\ of\ ([0-9]+) && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] && break
@@ -171,4 +206,4 @@ tmx new-session -d -s m -x 140 -y 60 "TERM=dumb $attn run examples/masked_4x4.js
 wait_for m "heatmap of weights" || fail "no heatmap with TERM=dumb" m
 tmx capture-pane -e -p -t m | grep -q $'\e\\[[0-9;]*48;' && fail "TERM=dumb got colour codes" m
 tmx capture-pane -p -t m | grep -qF "t0  ██ ·· ·· ··" || fail "no shaded heatmap with TERM=dumb" m
-echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ on a short step ignored, q, Ctrl-D; line mode; a tall step at 80 × 24: heading kept, ↑/↓ PgUp/PgDn, resize) and --color auto / NO_COLOR checked in a tmux terminal"
+echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ on a short step ignored, q, Ctrl-D; line mode; a tall step at 80 × 24: heading kept, the header scrolling, ↑/↓ j/k PgUp/PgDn Space, Home/End g/G, resize) and --color auto / NO_COLOR checked in a tmux terminal"

@@ -23,7 +23,7 @@ Each printed number may be off by half a unit in its last printed decimal ("tole
 
 Exit codes: 0 every number matches, 1 some differ, 2 bad input.)");
   check->add_option("file", o.file, "input JSON file with an expect block (- reads standard input)")->required();
-  check->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
+  check->add_option("--format", o.format, "text (default) or json")->check(member_of({"text", "json"}));
   add_resources(check, o.resources);
 }
 

@@ -98,6 +98,9 @@ void add_tolerances(CLI::App* cmd, attn::Tolerance& t);
 // left to CLI11's conversion, which refuses it.
 CLI::Validator in_range(attn::IntRange range);
 CLI::Validator tolerance_check();
+// CLI11's IsMember (the same words and --help), and a value that is none of `names` gets the closest:
+// "--mistake: scale_dk not in {…} (did you mean "scale-dk"?)".
+CLI::Validator member_of(std::vector<std::string> names);
 attn::ColorMode color_mode(const std::string& choice);
 
 

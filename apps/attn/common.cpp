@@ -2,7 +2,11 @@
 #include "cli.hpp"
 
 #include <charconv>
+#include <string_view>
 #include <system_error>
+#include <vector>
+
+#include "attn/suggest.hpp"
 
 namespace attn_cli {
 
@@ -208,6 +212,18 @@ CLI::Validator tolerance_check() {
         return attn::tolerance_problem(value);
       },
       "NONNEGATIVE");
+}
+
+CLI::Validator member_of(std::vector<std::string> names) {
+  const CLI::Validator member = CLI::IsMember(names);
+  return CLI::Validator(
+      [member, names](std::string& text) {
+        std::string problem = member(text);
+        if (problem.empty()) return problem;
+        const std::vector<std::string_view> candidates(names.begin(), names.end());
+        return problem + attn::did_you_mean(text, candidates);
+      },
+      member.get_description());
 }
 
 attn::ColorMode color_mode(const std::string& choice) {

@@ -21,17 +21,17 @@ void setup_cost(CLI::App& app, CostOptions& o) {
     ...
     one [T, S] attention matrix: 100000 × 100000 × 4 bytes = 40.0 GB)");
   cost->add_option("file", o.file, "an input JSON (or give the sizes below)");
-  cost->add_option("--B", o.sizes.B, "batch size (default 1)");
-  cost->add_option("--T", o.sizes.T, "query length");
-  cost->add_option("--S", o.sizes.S, "key/value length (cross; default T)");
-  cost->add_option("--C", o.sizes.C, "model width");
-  cost->add_option("--H", o.sizes.H, "heads (default 1)");
+  cost->add_option("--B", o.sizes.B, "batch size (default 1)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--T", o.sizes.T, "query length")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--S", o.sizes.S, "key/value length (cross; default T)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--C", o.sizes.C, "model width")->check(CLI::Range(std::int64_t{1}, kMaxSize));
+  cost->add_option("--H", o.sizes.H, "heads (default 1)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--kv-heads", o.sizes.Hkv, "key/value heads, grouped-query attention (default H)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--Cs", o.sizes.Cs, "source width (cross; default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--dk", o.sizes.dk, "query/key width H·hs (default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--dv", o.sizes.dv, "value width H·hv (default dk)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
   cost->add_option("--Co", o.sizes.Co, "output width (default C)")->check(CLI::Range(std::int64_t{1}, kMaxSize));
-  cost->add_option("--mode", o.mode, "self (default), causal, cross or multi-head")->check(CLI::IsMember({"self", "causal", "cross", "multi-head"}));
+  cost->add_option("--mode", o.mode, "self (default), causal, cross or multi-head")->check(member_of({"self", "causal", "cross", "multi-head"}));
   cost->add_flag("--fused", o.sizes.fused, "one fused W_qkv projection");
   cost->add_flag("--no-output-projection", o.no_output_projection, "leave out W_o");
 }

@@ -46,10 +46,10 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens
   dec->add_option("--prefill", o.prefill, "tokens in the first causal pass, P (default 1); tokens P .. T − 1 are decoded one by one "
                                      "(not with --tokens: there the sentence is the prefill)");
   dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(in_range(attn::kPrecisionRange));
-  dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(member_of({"auto", "always", "never", "256", "truecolor"}));
   dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
   dec->add_option("--steps", o.steps, "only these step ids, in every pass (comma-separated: k.cache,weights)")->delimiter(',');
-  dec->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  dec->add_option("--backend", o.backend, "cpu (default) or cuda")->check(member_of({"cpu", "cuda"}));
   dec->add_option("--tokens", o.tokens,
                   "on a causal checkpoint: run the whole model and write N tokens after the sentence, the most probable each time, "
                   "showing each one's attention over the cache and the next-token probabilities")
@@ -57,7 +57,7 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens
   dec->add_option("--top", o.top, "with --tokens: the next-token candidates shown at each step (default 5)")->check(in_range(attn::kTopRange));
   dec->add_option("--head", o.head, "with --tokens: show this head's weight on every key (default: each head's three largest; text only)")
       ->check(in_range(attn::kDecodeHeadRange));
-  dec->add_option("--format", o.format, "with --tokens: text (default) or json")->check(CLI::IsMember({"text", "json"}));
+  dec->add_option("--format", o.format, "with --tokens: text (default) or json")->check(member_of({"text", "json"}));
   add_resources(dec, o.resources);
 }
 

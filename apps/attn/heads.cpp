@@ -21,8 +21,8 @@ void setup_heads(CLI::App& app, HeadsOptions& o) {
 
 FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (its "layer" is not used).)");
   heads->add_option("file", o.file, "input JSON file naming a checkpoint (- reads standard input)")->required();
-  heads->add_option("--format", o.format, "text (default), svg, html or json")->check(CLI::IsMember({"text", "svg", "html", "json"}));
-  heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+  heads->add_option("--format", o.format, "text (default), svg, html or json")->check(member_of({"text", "svg", "html", "json"}));
+  heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(member_of({"auto", "always", "never", "256", "truecolor"}));
   heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   add_resources(heads, o.resources);
 }

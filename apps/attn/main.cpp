@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/ranges.h>
 
@@ -65,8 +66,11 @@ std::string option_hint(const CLI::App& app, const CLI::App& cmd, const std::str
   const auto names = option_names(cmd);
   std::vector<std::string_view> bare_names;
   for (const auto& n : names) bare_names.push_back(std::string_view(n).substr(2));
-  const auto best = bare.size() >= 2 ? attn::closest(bare, bare_names) : std::nullopt;  // (one letter is close to every short name)
-  if (best) return fmt::format(" (did you mean --{}?)", *best);
+  // (one letter is close to every short name: it only differs in case, "--t" for --T)
+  const auto one_letter = [&](std::string_view n) { return bare.empty() || n.size() != 1 || std::tolower(static_cast<unsigned char>(n[0])) != std::tolower(static_cast<unsigned char>(bare[0])); };
+  auto best = attn::closest_all(bare, bare_names);
+  if (bare.size() < 2) best.erase(std::remove_if(best.begin(), best.end(), one_letter), best.end());
+  if (!best.empty()) return fmt::format(" (did you mean {}?)", attn::either(best, "--", ""));
   std::vector<std::string> owners;
   for (const CLI::App* sub : subcommands(app)) {
     const auto theirs = option_names(*sub);

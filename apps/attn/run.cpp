@@ -45,7 +45,7 @@ void declare_options(CLI::App* run, RunOptions& o) {
   run->add_option("--format", o.format,
                   "text (default), json, markdown (a handout), svg (heatmap pictures) or html (one self-contained page: a step "
                   "at a time, head and batch selectors, each number's computation on hover)")
-      ->check(CLI::IsMember({"text", "json", "markdown", "svg", "html"}));
+      ->check(member_of({"text", "json", "markdown", "svg", "html"}));
   run->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(in_range(attn::kPrecisionRange));
   run->add_option("--flash", o.flash, o.backward ? "BQxBK: after the trace, FlashAttention-2's tiled backward pass tile by tile (e.g. 2x3), "
                                                    "checked against grad.q, grad.k and grad.v"
@@ -60,16 +60,17 @@ void declare_options(CLI::App* run, RunOptions& o) {
   run->add_option("--color", o.color,
                   "auto (default: colour on a terminal, unless NO_COLOR is set or TERM=dumb), always, never, 256 or truecolor; "
                   "without colour heatmaps use the shades ' ░▒▓█'")
-      ->check(CLI::IsMember({"auto", "always", "never", "256", "truecolor"}));
+      ->check(member_of({"auto", "always", "never", "256", "truecolor"}));
   run->add_option("--heatmap", o.heatmaps, "steps drawn as heatmaps too (default weights; e.g. weights,scores; none)")
       ->delimiter(',')
       ->each([&o](const std::string&) { o.heatmap_given = true; });
   run->add_option("--heat-range", o.heat_range,
                   "heatmap colours: fixed (default: weights 0 to 1, other steps their whole range) or fit (each head's own "
                   "smallest to largest value, for near-uniform heads; the legend says which)")
-      ->check(CLI::IsMember({"fixed", "fit"}));
-  run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): →, Space or Enter next; ← or b back; a number and Enter goes to "
-                "that step; q or Ctrl-D quits. Redrawn in place; line by line where the terminal cannot (TERM=dumb)");
+      ->check(member_of({"fixed", "fit"}));
+  run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): → or Enter next, Space a page and then next; ← or b back; ↑/↓, "
+                "PgUp/PgDn and Home/End scroll a tall step; a number and Enter goes to that step; q or Ctrl-D quits. Redrawn in place; line "
+                "by line where the terminal cannot (TERM=dumb)");
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
   run->add_flag("--code", o.code, "show each step as the PyTorch that computes it (always in json, markdown and html; --dump writes "
                                   "the inputs it names, to run it)");
@@ -86,10 +87,10 @@ void declare_options(CLI::App* run, RunOptions& o) {
                                         "to and from the GPU");
   if (!o.backward) {
     run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
-        ->check(CLI::IsMember({"cpu", "cuda"}));
+        ->check(member_of({"cpu", "cuda"}));
   }
   add_resources(run, o.resources);
-  run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(member_of({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json, and the inputs the steps' "
                                         "code names as DIR/inputs/<name>.npy (a new or empty DIR, or one holding attn's own earlier "
                                         "output, which is replaced)");

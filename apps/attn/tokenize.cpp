@@ -31,7 +31,7 @@ void setup_tokenize(CLI::App& app, TokenizeOptions& o) {
   tok->add_flag("--add-special-tokens", o.tokens.add_special_tokens,
                 "put the tokenizer's own special tokens around the text (BOS, [CLS] ... [SEP]) as the hub's tokenizer does");
   tok->footer("Example:\n  $ attn tokenize examples/checkpoints/tiny-gpt2 \"The cat sat\"\n    byte-level BPE from vocab.json + merges.txt (457 tokens)\n    3 tokens\n       0       268  The\n       1       279  Ġcat\n       2       332  Ġsat");
-  tok->add_option("--format", o.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
+  tok->add_option("--format", o.format, "text (default) or json")->check(member_of({"text", "json"}));
 }
 
 // --texts FILE's array of strings.

@@ -197,7 +197,12 @@ PagerAction KeyDecoder::feed(char c) {
     return {PagerAction::Jump, n.value_or(0)};
   }
   digits_.clear();
-  if (c == ' ' || c == 'n') return {PagerAction::Next};
+  if (c == 'n') return {PagerAction::Next};
+  if (c == ' ') return {PagerAction::PageOrNext};
+  if (c == 'g') return {PagerAction::First};
+  if (c == 'G') return {PagerAction::Last};
+  if (c == 'k') return {PagerAction::LineUp};
+  if (c == 'j') return {PagerAction::LineDown};
   if (c == 'b' || c == 'p') return {PagerAction::Back};
   if (c == 'q' || c == 'Q' || c == kCtrlD) return {PagerAction::Quit};
   return {};
@@ -259,9 +264,8 @@ class Pager {
       top_ = 0, end_ = screen_.body.size();
       return;
     }
-    avail_ = rows_ - 1 - std::min(rows_ - 1, rows_of(screen_.heading, cols_));
-    if (avail_ < std::max<std::size_t>(5, rows_ / 3) && at_ == 0) {  // the whole header leaves too little: only its title stays
-      // (the rest of the header, after its title's lines, scrolls above the step's body)
+    if (at_ == 0) {  // pinned, the walkthrough's header would take the rows the step needs: only its title
+      // stays, as on every other step (the rest of the header scrolls above the step's body)
       const auto header_end = screen_.heading.end() - static_cast<std::ptrdiff_t>(screen_.step_lines);
       auto rest = screen_.heading.begin() + 1;
       while (rest != header_end && rest->starts_with("  ")) ++rest;  // (the title's wrapped lines)
@@ -270,8 +274,8 @@ class Pager {
       body.insert(body.end(), screen_.body.begin(), screen_.body.end());
       screen_.body = std::move(body);
       screen_.heading = step_screen(trace_, options_, shown_[at_], false).heading;
-      avail_ = rows_ - 1 - std::min(rows_ - 1, rows_of(screen_.heading, cols_));
     }
+    avail_ = rows_ - 1 - std::min(rows_ - 1, rows_of(screen_.heading, cols_));
     if (avail_ < 3) {  // a screen too small to keep a heading: all of it scrolls
       screen_.body.insert(screen_.body.begin(), screen_.heading.begin(), screen_.heading.end());
       screen_.heading.clear();
@@ -299,8 +303,10 @@ class Pager {
   // The prompt on the last line, rewritten in place in raw mode: the step, the lines in view of a
   // tall one, then a typed number, a note or the keys; cut to the terminal's width.
   void write_prompt() {
-    std::string what = raw_ ? "→ next · ← back · number+Enter: go to · q quit" : "Enter: next · b: back · a number: go to · q: quit";
-    if (raw_ && tall_) what = "↑/↓ PgUp/PgDn scroll · → next · q quit";
+    const bool last = at_ + 1 == shown_.size();  // (→ goes nowhere: not offered)
+    std::string what = raw_ ? fmt::format("{}← back · number+Enter: go to · q quit", last ? "" : "→ next · ")
+                            : fmt::format("{}b: back · a number: go to · q: quit", last ? "" : "Enter: next · ");
+    if (raw_ && tall_) what = fmt::format("↑/↓ PgUp/PgDn{} · ← back · q quit", last ? "" : " · → next");
     if (raw_ && !keys_.number().empty()) what = fmt::format("go to step: {}", keys_.number());
     else if (!note_.empty()) what = note_;
     const std::string where = raw_ && tall_ ? fmt::format(" · lines {}–{} of {}", top_ + 1, end_, screen_.body.size()) : "";
@@ -341,10 +347,14 @@ class Pager {
     if (a.kind == PagerAction::None) return;
     note_.clear();
     if (a.kind >= PagerAction::LineUp) return scroll(a.kind);
+    if (raw_ && tall_ && a.kind == PagerAction::First) return scroll_to(0);
+    if (raw_ && tall_ && a.kind == PagerAction::Last) return scroll_to(last_top());
+    if (raw_ && tall_ && a.kind == PagerAction::PageOrNext && end_ < screen_.body.size()) return scroll(PagerAction::PageDown);
     const std::size_t n = shown_.size();
     std::size_t next = at_;
     switch (a.kind) {
-      case PagerAction::Next:  // the last step stays: only q or Ctrl-D ends the walkthrough
+      case PagerAction::Next:
+      case PagerAction::PageOrNext:  // the last step stays: only q or Ctrl-D ends the walkthrough
         if (at_ + 1 < n) next = at_ + 1;
         else note_ = "(the last step: q quits)";
         break;
@@ -370,6 +380,9 @@ class Pager {
     if (kind == PagerAction::LineDown) top = std::min(top + 1, last_top());
     if (kind == PagerAction::PageUp) top = page_before(top_);
     if (kind == PagerAction::PageDown) top = std::min(end_, last_top());
+    scroll_to(top);
+  }
+  void scroll_to(std::size_t top) {
     redraw_ = top != top_;
     top_ = top;
   }

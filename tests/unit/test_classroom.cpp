@@ -310,7 +310,7 @@ TEST_CASE("heat range \"fit\": a near-uniform head's colours span its own values
 
 #include "attn/pager.hpp"
 
-TEST_CASE("step keys: arrows (even split across reads), PgUp/PgDn, Space, Enter, b, numbers, q and Ctrl-D", "[classroom]") {
+TEST_CASE("step keys: arrows (even split across reads), PgUp/PgDn, Space, Enter, b, g/G, j/k, numbers, q and Ctrl-D", "[classroom]") {
   using A = attn::PagerAction;
   auto kinds = [](const std::string& bytes) {
     attn::KeyDecoder d;
@@ -322,7 +322,9 @@ TEST_CASE("step keys: arrows (even split across reads), PgUp/PgDn, Space, Enter,
     }
     return out;
   };
-  CHECK(kinds("\x1b[C \r\n") == std::vector<int>{A::Next, A::Next, A::Next, A::Next});
+  CHECK(kinds("\x1b[C\r\nn") == std::vector<int>{A::Next, A::Next, A::Next, A::Next});
+  CHECK(kinds(" ") == std::vector<int>{A::PageOrNext});  // Space pages down a tall step, then goes on
+  CHECK(kinds("gGkj") == std::vector<int>{A::First, A::Last, A::LineUp, A::LineDown});  // as less: g/G top/bottom, k/j ↑/↓
   CHECK(kinds("\x1b[Db") == std::vector<int>{A::Back, A::Back});
   CHECK(kinds("\x1bOC\x1bOD") == std::vector<int>{A::Next, A::Back});  // application cursor mode
   CHECK(kinds("\x1b[A\x1b[B\x1bOA\x1bOB") == std::vector<int>{A::LineUp, A::LineDown, A::LineUp, A::LineDown});  // ↑ ↓ scroll a tall step

@@ -111,7 +111,7 @@ TEST_CASE("text: --precision changes the decimals", "[render]") {
 TEST_CASE("text: large tensors are summarised with edge items", "[render]") {
   const Trace t = trace_of(R"({"mode": "multi-head", "heads": 8, "random": {"seed": 0, "B": 2, "T": 4, "C": 512}})");
   const auto out = text(t);
-  CHECK_THAT(out, Catch::Contains("(summarised: 4096 values; edges of 3 shown)"));
+  CHECK_THAT(out, Catch::Contains("(summarised: 4096 values; edges of 3 shown; --summary-threshold 4096 shows\n     every value)"));  // (wrapped at 80)
   CHECK_THAT(out, Catch::Contains("… (H 3 .. 4 not shown)"));
   CHECK_THAT(out, Catch::Contains("batch 1 · head 7"));
   // a small tensor of the same run is printed whole
@@ -119,6 +119,14 @@ TEST_CASE("text: large tensors are summarised with edge items", "[render]") {
   TextOptions whole;
   whole.view.summary_threshold = 1 << 20;
   CHECK(text(t, whole).find("summarised") == std::string::npos);
+  // the threshold the note names shows that tensor whole; from Python, the note names the keyword
+  TextOptions as_said;
+  as_said.view.summary_threshold = 4096;
+  CHECK(text(t, as_said).find("(summarised: 4096 values") == std::string::npos);
+  TextOptions python;
+  python.door = attn::Door::Python;
+  python.width = 200;
+  CHECK_THAT(text(t, python), Catch::Contains("(summarised: 4096 values; edges of 3 shown; summary_threshold=4096 shows every value)"));
 }
 
 TEST_CASE("text: --shapes-only prints the shape flow", "[render]") {

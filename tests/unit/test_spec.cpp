@@ -233,3 +233,14 @@ TEST_CASE("self-attention over given keys of their own count: every query sees e
   CHECK(w.data()[1] == Approx(e / (2 + e)));
   CHECK(t.config.source_tokens[0].size() == 3);
 }
+
+TEST_CASE("did you mean: a swap of neighbours is one edit, and equally close names are all named", "[spec]") {
+  using V = std::vector<std::string_view>;
+  const V options{"steps", "step", "from", "to"};
+  CHECK(attn::closest_all("stesp", options) == V{"steps", "step"});  // one swap from steps, one deletion from step
+  CHECK(attn::did_you_mean("stesp", options) == " (did you mean \"steps\" or \"step\"?)");
+  CHECK(attn::closest_all("setps", options) == V{"steps"});  // a swap alone: one edit, not two
+  CHECK(attn::closest("wieghts", V{"weights", "scores"}) == "weights");
+  CHECK(attn::either(V{"a", "b", "c"}, "--", "") == "--a, --b or --c");
+  CHECK(attn::closest_all("zzzzzz", options).empty());
+}

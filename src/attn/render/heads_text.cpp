@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attn/model/heads.hpp"
+#include "attn/options.hpp"
 #include "attn/render/heads_layout.hpp"
 
 namespace attn::model {
@@ -78,6 +79,7 @@ struct LabelledFit {
   TextFit fit;
   std::vector<std::string> rows;
   std::size_t label_w = 0;
+  bool named = false;  // the rows carry their tokens whole ("10 ␣milk₂"), not only positions or cut ones
 };
 
 // A token's label cut to `width` cells, ending in "…" but keeping its occurrence's subscript
@@ -116,9 +118,18 @@ LabelledFit fit_labelled(const HeadsView& view, const std::vector<std::string>& 
     const TextFit f = fit(idx_w + 1 + t);
     if (f.block == out.fit.block && f.cell_w == out.fit.cell_w && f.per_band == out.fit.per_band) tw = t, out.fit = f, out.label_w = column(idx_w + 1 + t);
   }
+  out.named = tw > 0 && tw >= longest;
   for (std::int64_t i = 0; i < view.T; ++i)
     out.rows.push_back(pad_left(std::to_string(i), idx_w) + (tw == 0 ? "" : " " + pad_right(cut_label(labels[static_cast<std::size_t>(i)], tw), tw)));
   return out;
+}
+
+// The narrowest width above `width` (up to --width's largest) whose grid gives every token its own
+// row, labelled with its whole token, where the reader finds a token by its name; 0 when none does.
+int unpooled_width(const HeadsView& view, const std::vector<std::string>& labels, int width) {
+  for (int w = width + 1; w <= static_cast<int>(kWidthRange.hi); ++w)
+    if (const LabelledFit lf = fit_labelled(view, labels, w); lf.fit.block == 1 && lf.named) return w;
+  return 0;
 }
 
 // The keys' positions above a head's cells: every k-th key's at its column ("0    5    10"), k the
@@ -202,13 +213,14 @@ void pattern_legend(const HeadsView& view, std::ostream& out, std::size_t w);
 
 // Under the grid: how it was shrunk or wrapped, the shades' or colours' scale, what is masked, and
 // what the summaries' numbers mean; each wrapped to the width.
-void legend(const HeadsView& view, const TextFit& f, std::ostream& out, ColorMode color, int width) {
+void legend(const HeadsView& view, const TextFit& f, int unpooled, std::ostream& out, ColorMode color, int width) {
   const auto w = static_cast<std::size_t>(width);
   out << "\n";
   if (f.block > 1) {
     const std::int64_t last = std::max(view.T - (f.n - 1) * f.block, view.keys() - (f.m - 1) * f.block);
-    out << wrap(fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …{3})", f.block, f.block - 1,
-                            2 * f.block - 1, last != f.block ? fmt::format("; the last block has {}", last) : ""),
+    out << wrap(fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …{3}){4}", f.block, f.block - 1,
+                            2 * f.block - 1, last != f.block ? fmt::format("; the last block has {}", last) : "",
+                            unpooled > 0 ? fmt::format("; --width {} gives each token its row, named", unpooled) : ""),
                 w, "", "  ");
   }
   if (f.per_band < view.heads)
@@ -279,9 +291,10 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
   width = std::max(width, 20);
   view_heading(view, out, width, first);
   if (view.layers == 0 || view.heads == 0 || view.T == 0 || view.keys() == 0) return;
-  const LabelledFit lf = fit_labelled(view, token_labels(view), width);
+  const auto labels = token_labels(view);
+  const LabelledFit lf = fit_labelled(view, labels, width);
   grid(view, lf, out, color, width);
-  legend(view, lf.fit, out, color, width);
+  legend(view, lf.fit, lf.fit.block > 1 ? unpooled_width(view, labels, width) : 0, out, color, width);
   summaries(view, out, static_cast<std::size_t>(width));
 }
 

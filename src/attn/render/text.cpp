@@ -142,7 +142,7 @@ class TextRenderer {
       out_ << fmt::format("\n    {} = {}\n", s.id, format_fixed(s.value.at(0), o_.precision));
     } else {
       const TextLayout layout = layout_text_step(tr_, s, o_);
-      if (!layout.summary.empty()) out_ << "    " << layout.summary << "\n";
+      if (!layout.summary.empty()) out_ << wrap(layout.summary, width(), "    ", "     ");  // (its hint makes it long)
       for (const auto& t : layout.tables) write_table(t);
       for (const auto& line : layout.heat_lead) out_ << line << "\n";
       for (const auto& h : layout.heatmaps) write_heatmap(h);

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+
+#include "attn/options.hpp"
 
 namespace attn {
 namespace {
@@ -31,7 +34,8 @@ class Layouter {
 
   TextLayout run() const {
     TextLayout out;
-    if (l_.summarised) out.summary = fmt::format("(summarised: {} values; edges of {} shown)", s_.value.size(), o_.view.edge_items);
+    if (l_.summarised) out.summary = fmt::format("(summarised: {} values; edges of {} shown; {} shows every value)", s_.value.size(), o_.view.edge_items,
+                                                  option_with(o_.door, "summary_threshold", static_cast<std::int64_t>(s_.value.size())));
     tables(out);
     if (heatmap_able(s_) && std::find(o_.heatmaps.begin(), o_.heatmaps.end(), s_.id) != o_.heatmaps.end()) heatmaps(out);
     return out;
