@@ -231,12 +231,21 @@ class Step:
         return self._trace._fragment(self.id)
 
 
+class Steps(dict):
+    """A trace's steps by id, in order; a missing id raises KeyError naming it, the nearest id and every id."""
+
+    def __missing__(self, step_id):
+        near = _difflib.get_close_matches(str(step_id), list(self), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise KeyError(f"no step {step_id!r} in this trace{hint} (the steps: {', '.join(self)})")
+
+
 class Trace:
     """A run's every step, in order: `trace.steps[id]` is a Step; `trace.config` is the trace JSON's config."""
 
     def __init__(self, handle):
         self._handle = handle
-        self.steps = {row[0]: Step(row, self) for row in handle.steps()}
+        self.steps = Steps((row[0], Step(row, self)) for row in handle.steps())
         self._json = None
         self.flash_max_diff = handle.flash_max_diff()  # run(flash="BQxBK"): the tiled pass against the context
 
@@ -247,6 +256,10 @@ class Trace:
     def __repr__(self):
         c = self.config
         return f"<Trace {c.get('title') or ''!s}: {len(self.steps)} steps, mode {c.get('mode')}>"
+
+    def __str__(self):
+        """The text walkthrough, as text() writes it (print(trace) shows it)."""
+        return self.text()
 
     def __getitem__(self, step_id):
         return self.steps[step_id]

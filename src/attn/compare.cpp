@@ -64,6 +64,8 @@ StepDiff compare_step(const std::string& id, const Tensor& a, const Tensor& b, c
     const bool ok = values_match(x, y, tol, &err);
     d.max_abs = std::max(d.max_abs, err);  // infinite where one side is ±inf or NaN and the other is not the same
     if (!ok) bad.push_back({i, err});
+    if (!ok && std::isnan(x)) ++d.nan_a;
+    if (!ok && std::isnan(y)) ++d.nan_b;
   }
   d.differ = static_cast<std::int64_t>(bad.size());
   d.status = bad.empty() ? StepStatus::Same : StepStatus::Differ;

@@ -33,6 +33,7 @@ struct StepDiff {
   Shape shape_a, shape_b;
   std::int64_t compared = 0, differ = 0;
   double max_abs = 0;             // over finite pairs
+  std::int64_t nan_a = 0, nan_b = 0;  // NaN entries of a (the reference) and of b (the student) where the other is no NaN
   std::string note;               // "shapes differ only by size-1 axes"
   std::vector<WorstEntry> worst;  // up to 5, largest |a - b| first (non-finite mismatches first)
 };

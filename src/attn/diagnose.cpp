@@ -296,6 +296,15 @@ void render_matches(const Diagnosis& d, std::ostream& out) {
   out << fmt::format("verdict: {} (a tie)\n", listed(names, "or"));
 }
 
+// "largest |reference − student| = 0.25", or which side holds NaN: a NaN makes every difference NaN, not a size.
+std::string largest_difference(const StepDiff& f) {
+  std::vector<std::string> nan;
+  if (f.nan_b > 0) nan.push_back(fmt::format("NaN in the student's {} ({} of {} values)", f.id, f.nan_b, f.compared));
+  if (f.nan_a > 0) nan.push_back(fmt::format("NaN in the reference's {} ({} of {} values)", f.id, f.nan_a, f.compared));
+  if (nan.empty()) return fmt::format("largest |reference − student| = {}", value_text(f.max_abs));
+  return fmt::format("{}", fmt::join(nan, "; "));
+}
+
 }  // namespace
 
 void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
@@ -320,7 +329,7 @@ void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
   if (f.status == StepStatus::ShapeMismatch) {
     out << fmt::format("  shapes differ: reference {} vs student {}\n", shape_string(f.shape_a), shape_string(f.shape_b));
   } else {
-    out << fmt::format("  {} of {} entries differ; largest |reference − student| = {}\n", f.differ, f.compared, value_text(f.max_abs));
+    out << fmt::format("  {} of {} entries differ; {}\n", f.differ, f.compared, largest_difference(f));
     std::size_t w = 8;
     for (const auto& e : f.worst) w = std::max(w, e.position.size());
     out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", "position", w, "reference", "student");

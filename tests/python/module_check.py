@@ -67,6 +67,17 @@ def main(argv):
     arr[0, 0] = 42
     check(attn_tracer.run(base).steps["weights"].array[0, 0] != 42, "a step's array is the caller's own copy")
 
+    print("== a misspelt step id: KeyError naming it and the nearest id; str(trace) is the walkthrough")
+    t = attn_tracer.run(base)
+    for name, lookup in (("trace.steps['weigths']", lambda: t.steps["weigths"]), ("trace['weigths']", lambda: t["weigths"])):
+        try:
+            lookup()
+            check(False, f"{name} raises KeyError")
+        except KeyError as e:
+            check("no step 'weigths' in this trace; did you mean 'weights'? (the steps: x, q, k, v" in str(e), f"{name}: {e}")
+    check(t.steps.get("weigths") is None and "weights" in t.steps, "steps is still a mapping: get() and in")
+    check(str(t) == t.text() and str(t).startswith(t.text()[:20]) and "Attention weights" in str(t), "str(trace) is trace.text()")
+
     print("== bad input: InputError naming the path, nothing on stderr")
     cases = [
         ("a complex array", dict(base, embeddings=np.array(x, dtype=np.complex64)), "embeddings: expected real numbers"),

@@ -1,6 +1,8 @@
 // attn diagnose on students made in memory: ties between mistakes that give the same numbers, and the
 // scale factor read from the student's tensors. (The CLI fixtures and the NumPy students are in
 // tests/CMakeLists.txt and tests/reference/.)
+#include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "attn/diagnose.hpp"
@@ -85,4 +87,18 @@ TEST_CASE("diagnose: no factor where the difference is not the scale's", "[diagn
   CHECK_FALSE(d.scale.has_value());
   CHECK(d.tied == 1);
   CHECK_THAT(report(d), Catch::EndsWith("\nverdict: softmax-wrong-axis\n"));
+}
+
+TEST_CASE("diagnose: a student's NaN is said as NaN, with its count, not as an infinite difference", "[diagnose]") {
+  LoadedTrace student = student_of(kWide, Mistake::None, {"weights"});
+  Tensor& w = student.steps.front().value;  // (H, T, T) = (2, 4, 4): 32 values
+  std::fill(w.mutable_data(), w.mutable_data() + w.size(), std::numeric_limits<Scalar>::quiet_NaN());
+  const Diagnosis d = diagnosed(kWide, student);
+  CHECK(d.first.nan_b == 32);
+  const std::string text = report(d);
+  CHECK_THAT(text, Catch::Contains("\n  32 of 32 entries differ; NaN in the student's weights (32 of 32 values)\n"));
+  CHECK_THAT(text, !Catch::Contains("= inf"));
+  // half of them NaN: still NaN, counted
+  w.mutable_data()[0] = 0.5f;
+  CHECK_THAT(report(diagnosed(kWide, student)), Catch::Contains("NaN in the student's weights (31 of 32 values)"));
 }

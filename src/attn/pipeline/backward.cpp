@@ -287,6 +287,7 @@ Trace run_backward(const Spec& spec, Backend& backend, const PipelineOptions& op
   forward.mistake = Mistake::None;  // (a backward mistake: the forward pass is the correct one)
   Trace t = run_pipeline(spec, backend, forward);
   Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None);
+  recorder.facts.mistake = options.mistake;  // the step the mistake changes says what was computed
   attention_backward(spec, backend, recorder, t, options.mistake);
   Trace back = recorder.take();
   t.config.notes.push_back(upstream_note(spec, t.steps.back()));

@@ -108,7 +108,9 @@ StepText bias_text(std::string_view b, std::string_view grad, Dim d) {
 
 }  // namespace
 
-StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
+namespace {
+
+StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c) {
   const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
   const bool heads = s.H > 1;
   const std::string v = s.grouped() ? "v.repeat" : heads ? "v.heads" : "v", q = heads ? "q.heads" : "q", k = heads ? "k.heads" : "k";
@@ -254,6 +256,48 @@ StepText backward_text(StepId step, const Spec& s, const TraceConfig& c) {
               "the source made the keys and the values: its gradient sums the two paths", Dims{Dim::B, Dim::S, Dim::Cs}};
     default: return {};
   }
+}
+
+// The words of the one step a backward mistake changes (its formula empty for any other step): what the student computed.
+StepText mistaken_backward_text(StepId step, const Spec& s, Mistake m) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  const bool heads = s.H > 1;
+  switch (m) {
+    case Mistake::SoftmaxBackwardElementwise:
+      // the softmax's backward is the gradient of the logits, the first step back along the chain
+      if ((step != StepId::GradScores && chain_id(step) == "scores") || chain_id(step) != logits(s)) break;
+      return {"Gradient through the softmax",
+              fmt::format("grad.{} = weights ⊙ grad.weights{}", logits(s), mistake_mark(m, "elementwise, no rowsum term")),
+              "only the diagonal of the softmax's Jacobian: the rowsum(grad.weights ⊙ weights) that raising one score takes from the others is "
+              "left out",
+              bhts};
+    case Mistake::BackwardScaleForgotten:
+      if (step != StepId::GradScores) break;
+      return {"", fmt::format("grad.scores = grad.scaled{}", mistake_mark(m, "the scale left out")),
+              "the chain rule through scaled = scores × scale without the factor: the gradient passes unscaled", bhts};
+    case Mistake::BackwardDkUntransposed: {
+      // the first key gradient the pass shows: rotated keys, else the heads, else k itself
+      const StepId first = s.rope ? StepId::GradKRope : heads ? StepId::GradKHeads : StepId::GradK;
+      if (step != first) break;
+      const char* self = s.rope ? "k.rope" : heads ? "k.heads" : "k";
+      return {"", fmt::format("grad.{} = grad.scores · {}{}", self, s.rope ? "q.rope" : heads ? "q.heads" : "q", mistake_mark(m, "grad.scores, not grad.scoresᵀ")),
+              "the queries' rows of grad.scores taken as the keys': right only in shape (S = T), row j mixes query j's scores, not key j's",
+              Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
+    }
+    case Mistake::BackwardDxOnePath:
+      if (step != StepId::GradX) break;
+      return {"", fmt::format("grad.x = grad.q · {}{}", transposed(s, "W_q"), mistake_mark(m, "the keys' and values' paths left out")),
+              "only the queries' path: x made the keys and the values too, and their gradients were not added", Dims{Dim::B, Dim::T, Dim::C}};
+    default: break;
+  }
+  return {};
+}
+
+}  // namespace
+
+StepText backward_text(StepId step, const Spec& s, const TraceConfig& c, Mistake m) {
+  if (StepText t = mistaken_backward_text(step, s, m); !t.formula.empty()) return t;
+  return correct_backward_text(step, s, c);
 }
 
 std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {

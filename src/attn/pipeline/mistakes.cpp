@@ -121,6 +121,8 @@ std::string mistake_names(bool backward_pass) {
   return names;
 }
 
+std::string mistake_mark(Mistake m, std::string_view what) { return fmt::format("   (the mistake {}: {})", mistake_info(m).name, what); }
+
 void require_pass(Mistake m, bool backward_pass, Door door) {
   if (m == Mistake::None || is_backward(m) == backward_pass) return;
   const char* this_pass = backward_pass ? "backward" : "forward";

@@ -60,6 +60,8 @@ Mistake mistake_for_pass(std::string_view name, bool backward_pass, Door door);
 void require_pass(Mistake m, bool backward_pass, Door door);
 // The mistakes of one pass, by name, in all_mistakes' order: "scale-missing, ..."
 std::string mistake_names(bool backward_pass);
+// "   (the mistake scale-dk: d_k, not √d_k)": what ends the formula of the step a mistake changes.
+std::string mistake_mark(Mistake m, std::string_view what);
 
 enum class Projection { Input, Output };
 

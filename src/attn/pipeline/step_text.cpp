@@ -34,8 +34,16 @@ std::string compact_number(double v) {
 
 std::string bias_term(const std::optional<Tensor>& b, std::string_view name) { return b ? fmt::format(" + {}", name) : ""; }
 
-std::string weight_symbol(const Spec& s, std::string_view name) {
-  return s.layout == Layout::Torch ? fmt::format("{}ᵀ", name) : std::string(name);
+// flipped: a mistake read the weight in the other layout (w-transposed, output-transposed).
+std::string weight_symbol(const Spec& s, std::string_view name, bool flipped = false) {
+  return (s.layout == Layout::Torch) != flipped ? fmt::format("{}ᵀ", name) : std::string(name);
+}
+
+// A projection's formula ends so under w-transposed (every weight) or output-transposed (W_o only).
+std::string transposed_mark(const TextFacts& f, bool output) {
+  if (f.mistake == Mistake::WTransposed) return mistake_mark(f.mistake, "Wᵀ, the weights read in the other layout");
+  if (f.mistake == Mistake::OutputTransposed && output) return mistake_mark(f.mistake, "W_oᵀ, read in the other layout");
+  return "";
 }
 
 // What the projections read: the embeddings, or the embeddings plus positions.
@@ -50,7 +58,7 @@ std::string biased_name(const Spec& s) { return s.alibi_slopes.shape().empty() &
 std::string logits_name(const Spec& s) { return s.softcap ? "capped" : biased_name(s); }
 
 // q, k, v: a part of the fused projection, given, or projected on their own.
-StepText projection(StepId step, const Spec& s) {
+StepText projection(StepId step, const Spec& s, const TextFacts& f) {
   const auto& info = step_info(step);
   const int part = step == StepId::Q ? 0 : step == StepId::K ? 1 : 2;
   const char* id = part == 0 ? "q" : part == 1 ? "k" : "v";
@@ -70,7 +78,9 @@ StepText projection(StepId step, const Spec& s) {
   const auto& w = s.w;
   const std::optional<Tensor>& bias = part == 0 ? w.b_q : part == 1 ? w.b_k : w.b_v;
   const std::string wname = fmt::format("W_{}", id), bname = fmt::format("b_{}", id);
-  return {std::string(info.title), fmt::format("{} = {} · {}{}", id, input, weight_symbol(s, wname), bias_term(bias, bname)), "", dims};
+  const bool flipped = f.mistake == Mistake::WTransposed;
+  return {std::string(info.title),
+          fmt::format("{} = {} · {}{}{}", id, input, weight_symbol(s, wname, flipped), bias_term(bias, bname), transposed_mark(f, false)), "", dims};
 }
 
 // "merged = context.transpose(1, 2).reshape(B, T, C)", without B where the input has none.
@@ -79,7 +89,7 @@ std::string merged_formula(const Spec& s, const char* width) {
 }
 
 // q.view / q.heads and the same for k and v (Hkv heads of them when grouped).
-StepText head_split(StepId step, const Spec& s) {
+StepText head_split(StepId step, const Spec& s, const TextFacts& f) {
   const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
   const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
   const bool query = id[0] == 'q', value = id[0] == 'v';
@@ -97,6 +107,16 @@ StepText head_split(StepId step, const Spec& s) {
   const Dim heads = kv_group ? Dim::Hkv : Dim::H;
   const char* hname = kv_group ? "Hkv" : "H";
   const auto count = kv_group ? s.Hkv : s.H;
+  if (f.mistake == Mistake::HeadsInterleaved) {
+    // view(…, hs, H) then the last two axes swapped: a copy whose head h holds columns h, h + H, …
+    const std::string split = fmt::format("{}.view({}{}, {}, {}).transpose(-2, -1)", in, batch_lead(s), l, hn, hname);
+    return {title,
+            (view ? split : fmt::format("{}.transpose({}, {})", split, batch_axis(s, 1), batch_axis(s, 2))) +
+                mistake_mark(f.mistake, fmt::format("view(…, {}, {}), not view(…, {}, {})", hn, hname, hname, hn)),
+            fmt::format("a copy: head h takes the interleaved columns h, h + {0}, h + 2·{0}, … of the {1} = {2} features, not a block of {3} = {4}",
+                        hname, wn, width, hn, head),
+            view ? Dims{Dim::B, L, heads, h} : Dims{Dim::B, heads, L, h}};
+  }
   if (view) {
     return {title, fmt::format("{}.view({}{}, {}, {})", in, batch_lead(s), l, hname, hn),
             fmt::format("a view, no copy: the {} = {} features read as {} = {} heads of {} = {}", wn, width, hname, count, hn, head),
@@ -136,10 +156,20 @@ StepText cache_text(StepId step, const Spec& s) {
 }
 
 // k.repeat, v.repeat: grouped-query attention lines the kv heads up with the query heads.
-StepText repeat_text(StepId step, const Spec& s) {
+StepText repeat_text(StepId step, const Spec& s, const TextFacts& f) {
   const bool key = step == StepId::KRepeat;
   const auto n = s.H / s.Hkv;
   const std::string in = s.cached ? (key ? "k.cache" : "v.cache") : kv_rows_name(s, key);
+  if (f.mistake == Mistake::KvTiled) {
+    std::vector<std::string> heads;
+    for (std::int64_t h = 0; h < s.H && h < 4; ++h) heads.push_back(fmt::format("h{} ← kv{}", h, h % s.Hkv));
+    if (s.H > 4) heads.push_back("…");
+    return {key ? "Key heads repeated" : "Value heads repeated",
+            fmt::format("{}.repeat = {}.repeat({}H / Hkv = {}, 1, 1){}", key ? "k" : "v", in, s.batched ? "1, " : "", n,
+                        mistake_mark(f.mistake, "tiled, not repeat_kv's interleave")),
+            fmt::format("query head h reads kv head h mod {}: {}; the whole stack of kv heads copied {} times, as torch.tile", s.Hkv, fmt::join(heads, "; "), n),
+            Dims{Dim::B, Dim::H, Dim::S, key ? Dim::hs : Dim::hv}};
+  }
   std::vector<std::string> groups;
   for (std::int64_t g = 0; g < s.Hkv && g < 4; ++g) {
     groups.push_back(n == 1 ? fmt::format("h{} ← kv{}", g, g)
@@ -161,12 +191,30 @@ std::string fused_mask_words(const Spec& s) {
   return w;
 }
 
+// q.rope, k.rope under rope-before-split: the flat rows turned as one head of G·R features, then split again.
+StepText rope_before_split_text(const Spec& s, const TextFacts& f, bool query) {
+  const auto& r = *s.rope;
+  const char* id = query ? "q" : "k";
+  const auto G = query ? s.H : s.Hkv;
+  const char* g = query || !s.grouped() ? "H" : "Hkv";
+  const char* l = query || s.keys_are_queries() ? "T" : "S";
+  return {query ? "Queries rotated" : "Keys rotated",
+          fmt::format("{0}.rope = rope({0}.view({1}{2}, {3}·hs), R = {3}·{4} = {5}).view({1}{2}, {3}, hs).transpose({6}, {7}){8}", id, batch_lead(s),
+                      l, g, r.dims, G * r.dims, batch_axis(s, 1), batch_axis(s, 2), mistake_mark(f.mistake, "RoPE before the head split")),
+          fmt::format("the {} heads side by side turned as one head of {} rotated features: the pairs and the angles {}^(−2i/{}) run across the heads, "
+                      "not within each",
+                      G, G * r.dims, compact_number(r.theta), G * r.dims),
+          Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
+}
+
 // rope.cos, rope.sin, q.rope, k.rope.
-StepText rope_text(StepId step, const Spec& s) {
+StepText rope_text(StepId step, const Spec& s, const TextFacts& f) {
   const auto& r = *s.rope;
   const std::string theta = compact_number(r.theta);
   const bool partial = r.dims < s.hs();
-  const char* half = r.style == RopeStyle::Half ? "half" : "interleaved";
+  // rope-wrong-style turns the pairs of the other style
+  const bool half_style = (r.style == RopeStyle::Half) != (f.mistake == Mistake::RopeWrongStyle);
+  const char* half = half_style ? "half" : "interleaved";
   if ((step == StepId::RopeCos || step == StepId::RopeSin) && r.scaling.kind != RopeScaling::Kind::None) {
     const bool cos = step == StepId::RopeCos;
     const char* f = cos ? "cos" : "sin";
@@ -220,31 +268,59 @@ StepText rope_text(StepId step, const Spec& s) {
                          : (query ? s.H : s.Hkv) > 1    ? fmt::format("{}.heads", id)
                          : s.qk_norm                    ? fmt::format("{}.norm", id)
                                                         : std::string(id);
-  const std::string rotate = r.style == RopeStyle::Half ? "rotate_half" : "rotate_every_two";
+  if (f.mistake == Mistake::RopeBeforeSplit) return rope_before_split_text(s, f, query);
+  const std::string rotate = half_style ? "rotate_half" : "rotate_every_two";
   const std::int64_t first = query ? r.offset : r.key_first;
   std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
                                  "x·sin); {} {} is at position {}",
-                                 r.style == RopeStyle::Half ? fmt::format("(i, i + {})", r.dims / 2) : std::string("(2i, 2i + 1)"), half,
+                                 half_style ? fmt::format("(i, i + {})", r.dims / 2) : std::string("(2i, 2i + 1)"), half,
                                  query ? "query" : "key", query ? "i" : "j",
                                  first == 0 ? std::string(query ? "i" : "j") : fmt::format("{} + {}", first, query ? "i" : "j"));
   if (partial) note += fmt::format("; features {} .. {} pass unchanged (partial rotary, R = {} of hs = {})", r.dims, s.hs() - 1, r.dims, s.hs());
   return {query ? "Queries rotated" : "Keys rotated",
-          fmt::format("{0}.rope = {1} · cos + {2}({1}) · sin", id, in, rotate), note,
+          fmt::format("{0}.rope = {1} · cos + {2}({1}) · sin{3}", id, in, rotate,
+                      f.mistake == Mistake::RopeWrongStyle ? mistake_mark(f.mistake, fmt::format("{}, the other style", rotate)) : ""),
+          note,
           Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
 }
 
-StepText mask_text(const Spec& s) {
+// The mask's own rules (causal, window, padding): what mask-flipped inverts, and window-off-by-one widens.
+std::vector<std::string> built_in_rules(const Spec& s, const TextFacts& f) {
   std::vector<std::string> rules;
   if (s.causal) {
     const auto off = s.causal_offset();
     const std::string diag = off == 0 ? "i" : fmt::format("i + {}", off);
-    if (s.window > 0) rules.push_back(fmt::format("{} − {} < j ≤ {}", diag, s.window, diag));
+    if (s.window > 0 && f.mistake == Mistake::WindowOffByOne) rules.push_back(fmt::format("{} − {} ≤ j ≤ {}", diag, s.window, diag));
+    else if (s.window > 0) rules.push_back(fmt::format("{} − {} < j ≤ {}", diag, s.window, diag));
     else rules.push_back(off == 0 ? "j ≤ i" : fmt::format("j ≤ i + {} (bottom-right: S − T = {})", off, off));
   }
   if (!s.lengths.empty()) rules.push_back("j < length[b]");
+  return rules;
+}
+
+// The formula and note mask-flipped and window-off-by-one give the mask step.
+StepText mistaken_mask(const Spec& s, const TextFacts& f, std::vector<std::string> rules, std::string_view at) {
+  const Dims dims = s.mask_per_batch() ? Dims{Dim::B, Dim::T, Dim::S} : Dims{Dim::T, Dim::S};
+  const std::string user = s.user_mask == UserMask::Block  ? " and attn_mask.block[i, j] is false"
+                           : s.user_mask == UserMask::Keep ? " and attn_mask.keep[i, j] is true"
+                                                           : "";
+  if (f.mistake == Mistake::WindowOffByOne) {
+    return {"Mask", fmt::format("mask[{}] = 1 if {}{}, else 0{}", at, fmt::join(rules, " and "), user, mistake_mark(f.mistake, "≤, not <")),
+            fmt::format("the window keeps W + 1 = {} keys, the query's own included, one more than W = {}", s.window + 1, s.window), dims,
+            ValueKind::Mask};
+  }
+  const std::string formula = rules.empty() ? fmt::format("mask[{}] = 0 everywhere", at)
+                                            : fmt::format("mask[{}] = 1 if not ({}){}, else 0", at, fmt::join(rules, " and "), user);
+  return {"Mask", formula + mistake_mark(f.mistake, "the polarity flipped"),
+          "the keys the mask should keep are blocked and the ones it should block are kept", dims, ValueKind::Mask};
+}
+
+StepText mask_text(const Spec& s, const TextFacts& f) {
+  std::vector<std::string> rules = built_in_rules(s, f);
+  const bool per_batch = s.mask_per_batch();
+  if (f.mistake == Mistake::MaskFlipped || f.mistake == Mistake::WindowOffByOne) return mistaken_mask(s, f, rules, per_batch ? "b, i, j" : "i, j");
   if (s.user_mask == UserMask::Block) rules.push_back("attn_mask.block[i, j] is false");
   if (s.user_mask == UserMask::Keep) rules.push_back("attn_mask.keep[i, j] is true");
-  const bool per_batch = s.mask_per_batch();
   std::string formula = fmt::format("mask[{}] = 1 if {}, else 0", per_batch ? "b, i, j" : "i, j", fmt::join(rules, " and "));
   if (s.causal && rules.size() == 1 && s.causal_offset() == 0 && s.window == 0) formula += " (tril)";
   std::string note;
@@ -269,6 +345,12 @@ StepText masked_text(const Spec& s, const TextFacts& f) {
                        "key, the same weights; a row with every key blocked gets uniform weights instead of none",
                        compact_number(*s.mask_fill), compact_number(*s.mask_fill));
   }
+  if (f.mistake == Mistake::Fill1e9) {
+    return {"Masked scores", fmt::format("masked = {} where mask = 1, −1e9 where mask = 0{}", base, mistake_mark(f.mistake, "−1e9, not −inf")),
+            "exp(−1e9 − row max) underflows to 0 wherever the row keeps a key, the same weights; a row with every key blocked gets uniform "
+            "weights instead of none",
+            Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+  }
   return {"Masked scores",
           fmt::format("masked = {} where mask = 1, {} where mask = 0", base, s.mask_fill ? compact_number(f.fill) : "−inf"), note,
           Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
@@ -283,6 +365,17 @@ StepText weights_text(const Spec& s, const TextFacts& f) {
                                               "uniform, 1/S (masked_row \"uniform\", what a −1e9 fill gives)"};
     note += fmt::format("; {} row{} with every key masked: weights {}", f.empty_rows, f.empty_rows == 1 ? "" : "s",
                         kPolicy[static_cast<int>(s.masked_row)]);
+  }
+  if (f.mistake == Mistake::SoftmaxWrongAxis) {
+    return {"Attention weights", fmt::format("weights = softmax({}, dim=-2){}", input, mistake_mark(f.mistake, "over the queries, not the keys")),
+            "column j: how key j's attention spreads over the queries; each column sums to 1, the rows do not",
+            Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+  }
+  if (f.mask_after_softmax) {
+    return {"Attention weights",
+            fmt::format("weights = softmax({}, dim=-1) where mask = 1, 0 where mask = 0{}", input, mistake_mark(f.mistake, "masked after softmax")),
+            "softmax over every key, blocked ones included, then the blocked weights zeroed: a row with a blocked key sums to less than 1",
+            Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
   }
   return {"Attention weights", fmt::format("weights = softmax({}, dim=-1)", input), note, Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
 }
@@ -331,10 +424,18 @@ StepText qk_norm_text(StepId step, const Spec& s) {
 }
 
 // alibi: the bias by distance, with each head's slope.
-StepText alibi_text(const Spec& s) {
+StepText alibi_text(const Spec& s, const TextFacts& f) {
   std::vector<std::string> m;
   for (std::int64_t h = 0; h < s.H; ++h) m.push_back(short_number(s.alibi_slopes.data()[h]));
   const auto off = s.causal_offset();
+  if (f.mistake == Mistake::AlibiSignFlipped) {
+    return {"ALiBi bias",
+            fmt::format("alibi[h, i, j] = +m_h · ({} − j){}", off == 0 ? std::string("i") : fmt::format("i + {}", off),
+                        mistake_mark(f.mistake, "+m, not −m")),
+            fmt::format("slope{} m = {}; a key d positions behind the query gains m·d: the further back, the higher its score", s.H > 1 ? "s" : "",
+                        fmt::join(m, ", ")),
+            Dims{Dim::H, Dim::T, Dim::S}};
+  }
   return {"ALiBi bias", off == 0 ? "alibi[h, i, j] = −m_h · (i − j)" : fmt::format("alibi[h, i, j] = −m_h · (i + {} − j)", off),
           fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d{}", s.H > 1 ? "s" : "", fmt::join(m, ", "),
                       !s.alibi_default                 ? " (given)"
@@ -382,8 +483,73 @@ StepText context_text(const Spec& s, const TextFacts& f) {
                 (s.grouped() ? "; query head h reads kv head h / (H / Hkv)" : ""),
             Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
   }
+  if (f.mistake == Mistake::RopeOnV) {
+    return {"Context vectors", fmt::format("context = weights · rope({}){}", s.grouped() ? "v.repeat" : "v", mistake_mark(f.mistake, "v rotated too")),
+            "row i: the average of the value rows, each first turned by its position's angles as the keys are, weighted by row i of the weights",
+            Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+  }
   return {"Context vectors", s.grouped() ? "context = weights · v.repeat" : s.cached ? "context = weights · v.cache" : "context = weights · v", "row i: the average of the value rows, weighted by row i of the weights",
           Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+}
+
+// scores under qk-swapped: the keys against the queries.
+StepText qk_swapped_text(const Spec& s, const TextFacts& f) {
+  const char* q = s.rope ? "q.rope" : "q";
+  const char* k = s.grouped() ? "k.repeat" : s.cached ? "k.cache" : s.rope ? "k.rope" : "k";
+  return {"Attention scores", fmt::format("scores = {} · {}ᵀ{}", k, q, mistake_mark(f.mistake, "k · qᵀ, not q · kᵀ")),
+          "scores[i, j] = k_i · q_j: the transpose of q · kᵀ, so row i holds key i against every query",
+          Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+}
+
+// merged under heads-interleaved (heads put back interleaved) or merge-no-transpose (no transpose back).
+StepText mistaken_merge(const Spec& s, const TextFacts& f) {
+  const char* width = s.general() ? "dv" : "C";
+  const char* hn = s.general() ? "hv" : "hs";
+  if (f.mistake == Mistake::MergeNoTranspose) {
+    return {"Heads merged",
+            fmt::format("merged = context.reshape({}T, {}){}", batch_lead(s), width, mistake_mark(f.mistake, "no transpose back to [T, H, " + std::string(hn) + "] first")),
+            fmt::format("the [H, T, {0}] context read in its own order: row i of merged holds H consecutive [{0}] rows of the heads stacked head by head, not "
+                        "position i of every head", hn),
+            Dims{Dim::B, Dim::T, Dim::dv}};
+  }
+  return {"Heads merged",
+          fmt::format("merged = context.transpose({}, {}).transpose(-2, -1).reshape({}T, {}){}", batch_axis(s, 1), batch_axis(s, 2), batch_lead(s),
+                      width, mistake_mark(f.mistake, "the heads put back interleaved")),
+          fmt::format("head h fills the interleaved columns h, h + H, h + 2·H, … ({} = {})", hn, s.general() ? s.hv() : s.hs()),
+          Dims{Dim::B, Dim::T, Dim::dv}};
+}
+
+// output: merged · W_o, or what output-missing and the transposed-weight mistakes computed.
+StepText output_text(const Spec& s, const TextFacts& f) {
+  const char* in = s.H > 1 ? "merged" : "context";
+  const Dims dims{Dim::B, Dim::T, Dim::Co};
+  if (f.mistake == Mistake::OutputMissing) {
+    return {"Output projection", fmt::format("output = {}{}", in, mistake_mark(f.mistake, "no W_o")),
+            fmt::format("the output projection was skipped: output is {} itself", in), dims};
+  }
+  const bool flipped = f.mistake == Mistake::WTransposed || f.mistake == Mistake::OutputTransposed;
+  return {"Output projection",
+          fmt::format("output = {} · {}{}{}", in, weight_symbol(s, "W_o", flipped), bias_term(s.w.b_o, "b_o"), transposed_mark(f, true)), "", dims};
+}
+
+// scaled: the scores times 1/√d_k (or the given scale), or the factor a scale mistake used instead.
+StepText scaled_text(const Spec& s, const TraceConfig& c, const TextFacts& f) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  const char* dk_name = s.H > 1 ? "hs" : s.general() ? "dk" : "C";
+  const auto factor = [](double v) { return short_number(static_cast<Scalar>(v)); };
+  switch (f.mistake) {
+    case Mistake::ScaleMissing:
+      return {"Scaled scores", "scaled = scores" + mistake_mark(f.mistake, "no 1/√d_k"), "factor 1: the scores pass unscaled", bhts};
+    case Mistake::ScaleSqrtC:
+      return {"Scaled scores", "scaled = scores / √C" + mistake_mark(f.mistake, "√C, the model width, not √d_k"),
+              fmt::format("C = {}: factor 1/√{} = {}", s.C, s.C, factor(1.0 / std::sqrt(static_cast<double>(s.C)))), bhts};
+    case Mistake::ScaleDk:
+      return {"Scaled scores", "scaled = scores / d_k" + mistake_mark(f.mistake, "d_k, not √d_k"),
+              fmt::format("d_k = {} = {}: factor 1/{} = {}", dk_name, s.hs(), s.hs(), factor(1.0 / static_cast<double>(s.hs()))), bhts};
+    default: break;
+  }
+  if (s.scale_kind == ScaleKind::SqrtDk) return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", dk_name, s.hs(), c.scale), bhts};
+  return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
 }
 
 }  // namespace
@@ -404,23 +570,25 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
                   (s.cross() ? "; the source is taken as an encoder's output, which carries its positions already" : ""),
               Dims{Dim::B, Dim::T, Dim::C}};
     case StepId::Qkv:
-      return {"Fused projection", fmt::format("qkv = {} · {}{}", x_name(s), weight_symbol(s, "W_qkv"), bias_term(s.w.b_qkv, "b_qkv")),
+      return {"Fused projection",
+              fmt::format("qkv = {} · {}{}{}", x_name(s), weight_symbol(s, "W_qkv", f.mistake == Mistake::WTransposed), bias_term(s.w.b_qkv, "b_qkv"),
+                          transposed_mark(f, false)),
               s.grouped() ? fmt::format("one matmul makes q, k and v side by side: H = {} query heads, Hkv = {} key and value heads", s.H, s.Hkv)
                           : std::string("one matmul makes q, k and v side by side"),
               Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
     case StepId::Q:
     case StepId::K:
-    case StepId::V: return projection(step, s);
+    case StepId::V: return projection(step, s, f);
     case StepId::QView:
     case StepId::QHeads:
     case StepId::KView:
     case StepId::KHeads:
     case StepId::VView:
-    case StepId::VHeads: return head_split(step, s);
+    case StepId::VHeads: return head_split(step, s, f);
     case StepId::RopeCos:
     case StepId::RopeSin:
     case StepId::QRope:
-    case StepId::KRope: return rope_text(step, s);
+    case StepId::KRope: return rope_text(step, s, f);
     case StepId::QNorm:
     case StepId::KNorm: return qk_norm_text(step, s);
     case StepId::KPast:
@@ -428,21 +596,18 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::VPast:
     case StepId::VCache: return cache_text(step, s);
     case StepId::KRepeat:
-    case StepId::VRepeat: return repeat_text(step, s);
+    case StepId::VRepeat: return repeat_text(step, s, f);
     case StepId::KT:
       return {"Keys transposed",
               s.grouped() ? "kᵀ = k.repeat.transpose(-2, -1)" : s.cached ? "kᵀ = k.cache.transpose(-2, -1)" : s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)",
               "each column is one key: q · kᵀ then takes every query against every key", Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
     case StepId::Scores:
       if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
+      if (f.mistake == Mistake::QKSwapped) return qk_swapped_text(s, f);
       if (s.rope) return {"Attention scores", "scores = q.rope · kᵀ", "scores[i, j] = q_i · k_j, both rotated: how well query i matches key j", bhts};
       return {"Attention scores", "scores = q · kᵀ", "scores[i, j] = q_i · k_j: how well query i matches key j", bhts};
-    case StepId::Scaled:
-      if (s.scale_kind == ScaleKind::SqrtDk) {
-        return {"Scaled scores", "scaled = scores / √d_k", fmt::format("d_k = {} = {}: factor {}", s.H > 1 ? "hs" : s.general() ? "dk" : "C", s.hs(), c.scale), bhts};
-      }
-      return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
-    case StepId::Alibi: return alibi_text(s);
+    case StepId::Scaled: return scaled_text(s, c, f);
+    case StepId::Alibi: return alibi_text(s, f);
     case StepId::RelBucket:
     case StepId::RelBias: return relative_bias_text(step, s);
     case StepId::Biased:
@@ -462,7 +627,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
               fmt::format("Gemma 2's logit soft-capping: every score stays within (−{0}, {0}); small ones pass almost unchanged (tanh x ≈ x)",
                           compact_number(static_cast<Scalar>(*s.softcap))),
               bhts};
-    case StepId::Mask: return mask_text(s);
+    case StepId::Mask: return mask_text(s, f);
     case StepId::MaskAdd:
       return {"Additive mask (given)", "attn_mask.add (given)",
               "added to the scores before softmax: 0 keeps a score, −inf blocks it, other values bias it",
@@ -471,16 +636,14 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Weights: return weights_text(s, f);
     case StepId::Context: return context_text(s, f);
     case StepId::Merged:
+      if (f.mistake == Mistake::HeadsInterleaved || f.mistake == Mistake::MergeNoTranspose) return mistaken_merge(s, f);
       if (s.general()) {
         return {"Heads merged", merged_formula(s, "dv"),
                 fmt::format("head h fills columns h·hv .. (h+1)·hv − 1 (hv = {})", s.hv()), Dims{Dim::B, Dim::T, Dim::dv}};
       }
       return {"Heads merged", merged_formula(s, "C"),
               fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", s.hs()), Dims{Dim::B, Dim::T, Dim::dv}};
-    case StepId::Output:
-      return {"Output projection",
-              fmt::format("output = {} · {}{}", s.H > 1 ? "merged" : "context", weight_symbol(s, "W_o"), bias_term(s.w.b_o, "b_o")), "",
-              Dims{Dim::B, Dim::T, Dim::Co}};
+    case StepId::Output: return output_text(s, f);
     case StepId::Loss:
     case StepId::GradOutput:
     case StepId::GradWo:
@@ -514,7 +677,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::GradBv:
     case StepId::GradX:
     case StepId::GradSource: {
-      StepText t = backward_text(step, s, c);
+      StepText t = backward_text(step, s, c, f.mistake);
       if (t.title.empty()) t.title = std::string(step_info(step).title);
       return t;
     }

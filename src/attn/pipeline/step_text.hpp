@@ -18,7 +18,7 @@ struct TextFacts {
   bool mask_after_softmax = false;  // the mask-after-softmax mistake: no masked step
   std::int64_t empty_rows = 0;      // query rows with every key masked
   bool fused = false;               // --fused: the context from q, k and v in one pass, no [T, S] step
-  Mistake mistake = Mistake::None;  // --mistake: the step code is the student's (the words stay the correct ones)
+  Mistake mistake = Mistake::None;  // --mistake: the step the mistake changes says (and codes) what the student computed
 };
 
 struct StepText {
@@ -29,7 +29,8 @@ struct StepText {
 
 StepText step_text(StepId step, const Spec& spec, const TraceConfig& config, const TextFacts& facts);
 // The backward steps' words (backward_text.cpp); step_text hands them there. The title is the registry's unless set.
-StepText backward_text(StepId step, const Spec& spec, const TraceConfig& config);
+// Under a backward mistake, the step it changes says what was computed instead.
+StepText backward_text(StepId step, const Spec& spec, const TraceConfig& config, Mistake mistake = Mistake::None);
 
 // The header: sizes, scale (its factor and how it is written), entry point, labels, notes.
 TraceConfig make_config(const Spec& spec);
