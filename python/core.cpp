@@ -103,6 +103,7 @@ struct RunArgs {
   bool explain = false, code = false;
   std::int64_t precision = 4;
   py::object max_memory;
+  std::int64_t summary_threshold = 1000;  // tensors with more values are summarised (edges shown), as attn run's
 };
 
 // The trace of run (backward: of attn backward), its text options checked against it as attn run's.
@@ -125,6 +126,7 @@ std::unique_ptr<TraceHandle> trace(const RunArgs& a, attn::PipelineOptions optio
   h->text.code = a.code;
   h->text.view.head = a.head;
   h->text.view.batch = a.batch;
+  h->text.view.summary_threshold = a.summary_threshold;
   attn::check_text_options(h->trace, h->text);
   if (!a.steps.empty()) h->text.steps = attn::select_steps(h->trace, a.steps, "", "", kPython);  // unknown ids refused, as attn run --steps
   if (options.fused) h->text.heatmaps.clear();  // a fused trace keeps no weights to draw, as attn run --fused draws none
@@ -248,14 +250,17 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("run", [](const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
                   std::optional<std::int64_t> head, std::optional<std::int64_t> batch, const std::string& mistake, bool fused, bool explain,
-                  bool code, std::int64_t precision, const std::string& backend, const std::string& flash, const py::object& max_memory) {
-    return run(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory}, fused, backend, flash);
+                  bool code, std::int64_t precision, const std::string& backend, const std::string& flash, const py::object& max_memory,
+                  std::int64_t summary_threshold) {
+    return run(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory, summary_threshold}, fused,
+               backend, flash);
   });
 
   m.def("backward", [](const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
                        std::optional<std::int64_t> head, std::optional<std::int64_t> batch, const std::string& mistake, bool explain, bool code,
-                       std::int64_t precision, const py::object& max_memory) {
-    return trace(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory}, {}, true, "cpu", "");
+                       std::int64_t precision, const py::object& max_memory, std::int64_t summary_threshold) {
+    return trace(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory, summary_threshold}, {},
+                 true, "cpu", "");
   });
 
   m.def("check", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& max_memory) {

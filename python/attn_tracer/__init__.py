@@ -299,31 +299,34 @@ class Trace:
         return self._fragment()
 
 
-_TRACE_KEYWORDS = dict(steps=_step_ids, head=_int, batch=_int, mistake=_text, explain=_flag, code=_flag, precision=_int, max_memory=_memory)
+_TRACE_KEYWORDS = dict(steps=_step_ids, head=_int, batch=_int, mistake=_text, explain=_flag, code=_flag, precision=_int, max_memory=_memory,
+                       summary_threshold=_int)
 
 
 @_keywords(fused=_flag, backend=_text, flash=_text, **_TRACE_KEYWORDS)
 def run(spec, *, steps=None, head=None, batch=None, mistake=None, fused=False, explain=False, code=False, precision=4, backend="cpu",
-        flash=None, max_memory=None):
+        flash=None, max_memory=None, summary_threshold=1000):
     """Runs attention step by step on `spec` (a path, a JSON string, or a dict in attn's input format,
     whose tensors may be NumPy arrays or nested lists; a checkpoint spec too) and returns its Trace.
     The options are `attn run`'s: steps (ids shown by text()), head, batch, mistake (simulate one),
     fused (FlashAttention's one pass), explain, code, precision (0 .. 12), backend ("cpu" or "cuda"), flash ("BQxBK":
     FlashAttention's tiled pass tile by tile after the trace, in text(); trace.flash_max_diff is its
-    largest difference from the context), max_memory (bytes or "8G"; default half of physical memory)."""
+    largest difference from the context), max_memory (bytes or "8G"; default half of physical memory),
+    summary_threshold (text shows a tensor of more values by its edges, as --summary-threshold; default 1000)."""
     text, origin, base = _input(spec)
     return Trace(_call(_core.run, text, origin, base, steps or [], head, batch, mistake or "", fused, explain, code, precision,
-                       backend, flash or "", max_memory))
+                       backend, flash or "", max_memory, summary_threshold))
 
 
 @_keywords(**_TRACE_KEYWORDS)
-def backward(spec, *, steps=None, head=None, batch=None, mistake=None, explain=False, code=False, precision=4, max_memory=None):
+def backward(spec, *, steps=None, head=None, batch=None, mistake=None, explain=False, code=False, precision=4, max_memory=None,
+             summary_threshold=1000):
     """Runs attention on `spec`, then its backward pass (`attn backward`), and returns the Trace: the
     forward steps, then every gradient (grad.output back to grad.x and the parameters' grad.W_*). The
     spec's "backward" block says of which loss (grad_output, seed, or target); without it, of
     sum(output). mistake simulates a backward-pass mistake (softmax-backward-elementwise, ...)."""
     text, origin, base = _input(spec)
-    return Trace(_call(_core.backward, text, origin, base, steps or [], head, batch, mistake or "", explain, code, precision, max_memory))
+    return Trace(_call(_core.backward, text, origin, base, steps or [], head, batch, mistake or "", explain, code, precision, max_memory, summary_threshold))
 
 
 # ---- check, diff, diagnose, heads -----------------------------------------------------------------------

@@ -111,7 +111,7 @@ def ranges(attn, repo, two_heads, batched, gpt2):
         check(rc == 2 and message in err, f"attn {' '.join(args[:1] + args[2:])}: exit {rc}, {err.strip().splitlines()[0][:110]}")
 
 
-def types():
+def types(repo):
     print("== wrong types and unknown keywords: TypeError naming the keyword")
     cat = {"sentence": "cat sat", "mode": "self", "embeddings": [[1, 0, 1], [0, 1, 1]], "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}}
     refuses(lambda: attn_tracer.run(cat, head="1"), "TypeError", "head: expected an int, got str '1'", "run(head='1')")
@@ -136,6 +136,13 @@ def types():
     check("0.640  0.360" in t.text() and "[8] weights" in t.text() and "scores" not in t.text(),
           "NumPy integers and bools are ints and bools; one step id is a list of one")
     check(attn_tracer.run(cat, head=None).text() == attn_tracer.run(cat).text(), "None is the default where the default is None")
+    # a summarised step's note names the keyword that shows it whole: that keyword exists and does so
+    long_input = os.path.join(repo, "examples", "induction.json")
+    note = attn_tracer.run(long_input, steps="weights").text(width=200)
+    check("summary_threshold=1024 shows every value" in note, "the summary note names summary_threshold=1024")
+    whole = attn_tracer.run(long_input, steps="weights", summary_threshold=1024).text(width=200)
+    check("summarised" not in whole and "milk₂" in whole, "summary_threshold=1024 shows the weights whole")
+    refuses(lambda: attn_tracer.run(cat, summary_threshold=0), "InputError", "summary_threshold: expected 1 or more, got 0", "run(summary_threshold=0)")
 
 
 def non_finite(repo):
@@ -171,7 +178,7 @@ def main(argv):
     attn, repo = argv[1], argv[2]
     ex = lambda name: os.path.join(repo, "examples", name)
     ranges(attn, repo, ex("diagnose_causal_2heads.json"), ex("padding_batch2.json"), ex("tiny_gpt2.json"))
-    types()
+    types(repo)
     non_finite(repo)
     return outcome()
 
