@@ -220,7 +220,21 @@ TEST_CASE("heads text: colour cells and downsampling say what they show", "[head
   const auto said = std::find(nl.begin(), nl.end(), "each cell shows the largest weight of a");
   REQUIRE(nl.end() - said > 2);
   CHECK(said[1] == "  3 × 3 block of tokens (tokens 0–2,");
-  CHECK(said[2] == "  3–5, …; the last block has 1)");
+  CHECK(said[2] == "  3–5, …; the last block has 1); --width");
+  // "--width N gives each token its row, named": at N no block is pooled, at N − 1 one still is
+  REQUIRE(said[3].find(" gives each token its row, named") != std::string::npos);
+  const int unpooled = std::stoi(said[3].substr(2));
+  std::ostringstream at, below;
+  render_heads_text(wide, at, ColorMode::None, unpooled);
+  render_heads_text(wide, below, ColorMode::None, unpooled - 1);
+  const auto named_row = [](const std::string& text) {  // query 39's row, labelled with its whole token
+    for (const auto& line : lines_of(text))
+      if (line.rfind("39 t39 ", 0) == 0) return true;
+    return false;
+  };
+  CHECK(at.str().find("each cell shows the largest weight") == std::string::npos);
+  CHECK(named_row(at.str()));
+  CHECK(!named_row(below.str()));
   // 14 cells a side, one character each, the heads one column apart, within the 40 columns; each row
   // labelled with its block's positions, the layer's line with every 5th column's first position
   const auto top = std::find(nl.begin(), nl.end(), "      h0             h1");
