@@ -191,6 +191,20 @@ TEST_CASE("backward mistakes: the gradient step they change shows what was compu
   CHECK(step(dx, "grad.x").formula == "grad.x = grad.q · W_qᵀ   (the mistake backward-dx-one-path: the keys' and values' paths left out)");
 }
 
+TEST_CASE("backward mistakes on one head: the changed step keeps its shape's dims (no head axis)", "[mistakes][words]") {
+  // one head, no batch: grad.k is [S, dk]; the mistaken words once carried [B, H, S, hs] (an internal error)
+  const std::string spec = R"({"mode": "self", "random": {"seed": 3, "T": 3, "C": 4}})";
+  for (const auto m : {Mistake::SoftmaxBackwardElementwise, Mistake::BackwardScaleForgotten, Mistake::BackwardDkUntransposed, Mistake::BackwardDxOnePath}) {
+    INFO(mistake_info(m).name);
+    const Trace t = mistaken_backward(spec, m);
+    const Step& changed = marked(t, m);
+    CHECK(changed.dims.size() == changed.value.shape().size());
+  }
+  const Trace dk = mistaken_backward(spec, Mistake::BackwardDkUntransposed);
+  CHECK(step(dk, "grad.k").formula == "grad.k = grad.scores · q   (the mistake backward-dk-untransposed: grad.scores, not grad.scoresᵀ)");
+  CHECK(step(dk, "grad.k").value.shape() == Shape{3, 4});
+}
+
 TEST_CASE("every mistake of the catalogue marks the step it changes", "[mistakes][words]") {
   // the variants' mistakes need their variant: a Llama-like layer has RoPE, kv heads and a window
   const std::string llama = R"({"mode": "causal", "heads": 4, "kv_heads": 2, "window": 2, "rope": {},

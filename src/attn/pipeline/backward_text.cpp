@@ -296,8 +296,14 @@ StepText mistaken_backward_text(StepId step, const Spec& s, Mistake m) {
 }  // namespace
 
 StepText backward_text(StepId step, const Spec& s, const TraceConfig& c, Mistake m) {
-  if (StepText t = mistaken_backward_text(step, s, m); !t.formula.empty()) return t;
-  return correct_backward_text(step, s, c);
+  StepText t = correct_backward_text(step, s, c);
+  if (StepText wrong = mistaken_backward_text(step, s, m); !wrong.formula.empty()) {
+    // a mistake changes the values and the words, never the step's shape: its dims stay the correct ones
+    t.formula = std::move(wrong.formula);
+    t.note = std::move(wrong.note);
+    if (!wrong.title.empty()) t.title = std::move(wrong.title);
+  }
+  return t;
 }
 
 std::string backward_code(StepId step, const Spec& s, const TraceConfig& c) {
