@@ -202,6 +202,91 @@ py::dict step_diff(const attn::StepDiff& d) {
   return out;
 }
 
+// attn diff of two traces (Traces, dicts of step id -> array, or paths): its fields and text.
+py::dict diff_call(const py::object& a, const py::object& b, double atol, double rtol) {
+  const attn::Tolerance tol = tolerance(atol, rtol);
+  const attn::LoadedTrace ta = loaded(a, "a"), tb = loaded(b, "b");
+  attn::DiffReport r;
+  std::ostringstream text;
+  {
+    py::gil_scoped_release release;
+    r = attn::diff_traces(ta, tb, tol);
+    attn::render_diff_text(r, text);
+  }
+  py::dict out;
+  out["ok"] = r.same();
+  out["shared"] = r.shared;
+  out["first_diverging"] = r.first_diverging >= 0 ? py::object(py::str(r.steps[static_cast<std::size_t>(r.first_diverging)].id)) : py::none();
+  py::list steps;
+  for (const auto& s : r.steps) steps.append(step_diff(s));
+  out["steps"] = steps;
+  out["text"] = text.str();
+  return out;
+}
+
+// attn diagnose of a student's tensors against the spec: the verdict's fields and text.
+py::dict diagnose_call(const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& student, double atol,
+                       double rtol, const py::object& max_memory) {
+  const attn::Tolerance tol = tolerance(atol, rtol);
+  const MemoryLimit limit = memory_limit(max_memory);
+  const attn::LoadedTrace st = loaded(student, "student");
+  attn::Diagnosis d;
+  std::ostringstream out_text;
+  {
+    py::gil_scoped_release release;
+    const attn::Spec spec = parse(text, origin, base_dir, limit);
+    d = attn::diagnose(spec, origin, st, tol);
+    attn::render_diagnosis_text(d, out_text);
+  }
+  py::dict out;
+  out["correct"] = d.correct;
+  out["mistake"] = d.matches.empty() || d.matches.front().mistake == nullptr ? py::object(py::none()) : py::object(py::str(d.matches.front().mistake->name));
+  py::list mistakes;
+  for (const auto& mm : d.matches)
+    if (mm.mistake) mistakes.append(py::str(mm.mistake->name));
+  out["mistakes"] = mistakes;
+  out["first"] = d.correct ? py::object(py::none()) : py::object(step_diff(d.first));
+  out["compared"] = d.compared;
+  out["matching"] = d.matching;
+  out["unknown"] = d.unknown;
+  out["hints"] = d.hints;
+  out["text"] = out_text.str();
+  return out;
+}
+
+// attn decode: with tokens, the model's generation; without, the cache against the full causal pass.
+// (JSON text, the text shown, whether the cache reproduces the full pass)
+std::tuple<std::string, std::string, bool> decode_call(const std::string& text, const std::string& origin, const std::string& base_dir,
+                                                       std::optional<std::int64_t> tokens, std::optional<std::int64_t> top,
+                                                       std::optional<std::int64_t> prefill, const py::object& max_memory) {
+  const MemoryLimit limit = memory_limit(max_memory);
+  py::gil_scoped_release release;
+  attn::check_decode_options(kPython, tokens, top, prefill);
+  std::ostringstream shown;
+  auto backend = attn::make_cpu_backend();
+  if (tokens) {
+    const attn::model::CheckpointInput in = attn::model::load_checkpoint_input_text(text, origin, base_dir, "attn_tracer.decode(tokens=N)");
+    const attn::model::Generation g = attn::model::generate(in, *backend, *tokens, top.value_or(5), kPython);
+    std::ostringstream json;
+    attn::model::render_generation_json(g, json);
+    attn::model::render_generation_text(g, shown, attn::TextOptions{}, -1);
+    return std::make_tuple(json.str(), shown.str(), g.agrees);
+  }
+  const attn::Spec spec = parse(text, origin, base_dir, limit);
+  const attn::Decode d = attn::run_decode(spec, *backend, prefill, kPython);
+  attn::render_decode_text(d, shown, attn::TextOptions{}, {});
+  std::ostringstream json;  // the fields of the comparison (decode writes text only)
+  json << "{\"prefill\": " << d.prefill << ", \"compared\": \"" << d.last_id << "\", \"prefill_max\": " << d.prefill_max
+       << ", \"decoded_max\": " << d.decoded_max << ", \"tolerance\": " << attn::Decode::kTolerance << ", \"rows\": [";
+  for (std::size_t i = 0; i < d.rows.size(); ++i) {
+    const auto& r = d.rows[i];
+    json << (i ? ", " : "") << "{\"position\": " << r.position << ", \"weights\": " << r.weights << ", \"context\": " << r.context
+         << ", \"last\": " << r.last << "}";
+  }
+  json << "]}";
+  return std::make_tuple(json.str(), shown.str(), d.agrees());
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -275,85 +360,9 @@ PYBIND11_MODULE(_core, m) {
     return std::make_pair(json.str(), shown.str());
   });
 
-  m.def("diff", [](const py::object& a, const py::object& b, double atol, double rtol) {
-    const attn::Tolerance tol = tolerance(atol, rtol);
-    const attn::LoadedTrace ta = loaded(a, "a"), tb = loaded(b, "b");
-    attn::DiffReport r;
-    std::ostringstream text;
-    {
-      py::gil_scoped_release release;
-      r = attn::diff_traces(ta, tb, tol);
-      attn::render_diff_text(r, text);
-    }
-    py::dict out;
-    out["ok"] = r.same();
-    out["shared"] = r.shared;
-    out["first_diverging"] = r.first_diverging >= 0 ? py::object(py::str(r.steps[static_cast<std::size_t>(r.first_diverging)].id)) : py::none();
-    py::list steps;
-    for (const auto& s : r.steps) steps.append(step_diff(s));
-    out["steps"] = steps;
-    out["text"] = text.str();
-    return out;
-  });
-
-  m.def("diagnose", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& student, double atol,
-                       double rtol, const py::object& max_memory) {
-    const attn::Tolerance tol = tolerance(atol, rtol);
-    const MemoryLimit limit = memory_limit(max_memory);
-    const attn::LoadedTrace st = loaded(student, "student");
-    attn::Diagnosis d;
-    std::ostringstream out_text;
-    {
-      py::gil_scoped_release release;
-      const attn::Spec spec = parse(text, origin, base_dir, limit);
-      d = attn::diagnose(spec, origin, st, tol);
-      attn::render_diagnosis_text(d, out_text);
-    }
-    py::dict out;
-    out["correct"] = d.correct;
-    out["mistake"] = d.matches.empty() || d.matches.front().mistake == nullptr ? py::object(py::none()) : py::object(py::str(d.matches.front().mistake->name));
-    py::list mistakes;
-    for (const auto& mm : d.matches)
-      if (mm.mistake) mistakes.append(py::str(mm.mistake->name));
-    out["mistakes"] = mistakes;
-    out["first"] = d.correct ? py::object(py::none()) : py::object(step_diff(d.first));
-    out["compared"] = d.compared;
-    out["matching"] = d.matching;
-    out["unknown"] = d.unknown;
-    out["hints"] = d.hints;
-    out["text"] = out_text.str();
-    return out;
-  });
-
-  m.def("decode", [](const std::string& text, const std::string& origin, const std::string& base_dir, std::optional<std::int64_t> tokens,
-                     std::optional<std::int64_t> top, std::optional<std::int64_t> prefill, const py::object& max_memory) {
-    const MemoryLimit limit = memory_limit(max_memory);
-    py::gil_scoped_release release;
-    attn::check_decode_options(kPython, tokens, top, prefill);
-    std::ostringstream shown;
-    auto backend = attn::make_cpu_backend();
-    if (tokens) {
-      const attn::model::CheckpointInput in = attn::model::load_checkpoint_input_text(text, origin, base_dir, "attn_tracer.decode(tokens=N)");
-      const attn::model::Generation g = attn::model::generate(in, *backend, *tokens, top.value_or(5), kPython);
-      std::ostringstream json;
-      attn::model::render_generation_json(g, json);
-      attn::model::render_generation_text(g, shown, attn::TextOptions{}, -1);
-      return std::make_tuple(json.str(), shown.str(), g.agrees);
-    }
-    const attn::Spec spec = parse(text, origin, base_dir, limit);
-    const attn::Decode d = attn::run_decode(spec, *backend, prefill, kPython);
-    attn::render_decode_text(d, shown, attn::TextOptions{}, {});
-    std::ostringstream json;  // the fields of the comparison (decode writes text only)
-    json << "{\"prefill\": " << d.prefill << ", \"compared\": \"" << d.last_id << "\", \"prefill_max\": " << d.prefill_max
-         << ", \"decoded_max\": " << d.decoded_max << ", \"tolerance\": " << attn::Decode::kTolerance << ", \"rows\": [";
-    for (std::size_t i = 0; i < d.rows.size(); ++i) {
-      const auto& r = d.rows[i];
-      json << (i ? ", " : "") << "{\"position\": " << r.position << ", \"weights\": " << r.weights << ", \"context\": " << r.context
-           << ", \"last\": " << r.last << "}";
-    }
-    json << "]}";
-    return std::make_tuple(json.str(), shown.str(), d.agrees());
-  });
+  m.def("diff", &diff_call);
+  m.def("diagnose", &diagnose_call);
+  m.def("decode", &decode_call);
 
   m.def("heads", [](const std::string& text, const std::string& origin, const std::string& base_dir, const py::object& max_memory) {
     const MemoryLimit limit = memory_limit(max_memory);

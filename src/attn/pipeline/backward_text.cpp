@@ -259,8 +259,8 @@ StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c)
 }
 
 // The words of the one step a backward mistake changes (its formula empty for any other step): what the student computed.
+// Words only: the step keeps the correct text's dims (backward_text), as a mistake never changes a shape.
 StepText mistaken_backward_text(StepId step, const Spec& s, Mistake m) {
-  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
   const bool heads = s.H > 1;
   switch (m) {
     case Mistake::SoftmaxBackwardElementwise:
@@ -269,25 +269,23 @@ StepText mistaken_backward_text(StepId step, const Spec& s, Mistake m) {
       return {"Gradient through the softmax",
               fmt::format("grad.{} = weights ⊙ grad.weights{}", logits(s), mistake_mark(m, "elementwise, no rowsum term")),
               "only the diagonal of the softmax's Jacobian: the rowsum(grad.weights ⊙ weights) that raising one score takes from the others is "
-              "left out",
-              bhts};
+              "left out", {}};
     case Mistake::BackwardScaleForgotten:
       if (step != StepId::GradScores) break;
       return {"", fmt::format("grad.scores = grad.scaled{}", mistake_mark(m, "the scale left out")),
-              "the chain rule through scaled = scores × scale without the factor: the gradient passes unscaled", bhts};
+              "the chain rule through scaled = scores × scale without the factor: the gradient passes unscaled", {}};
     case Mistake::BackwardDkUntransposed: {
       // the first key gradient the pass shows: rotated keys, else the heads, else k itself
       const StepId first = s.rope ? StepId::GradKRope : heads ? StepId::GradKHeads : StepId::GradK;
       if (step != first) break;
       const char* self = s.rope ? "k.rope" : heads ? "k.heads" : "k";
       return {"", fmt::format("grad.{} = grad.scores · {}{}", self, s.rope ? "q.rope" : heads ? "q.heads" : "q", mistake_mark(m, "grad.scores, not grad.scoresᵀ")),
-              "the queries' rows of grad.scores taken as the keys': right only in shape (S = T), row j mixes query j's scores, not key j's",
-              Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
+              "the queries' rows of grad.scores taken as the keys': right only in shape (S = T), row j mixes query j's scores, not key j's", {}};
     }
     case Mistake::BackwardDxOnePath:
       if (step != StepId::GradX) break;
       return {"", fmt::format("grad.x = grad.q · {}{}", transposed(s, "W_q"), mistake_mark(m, "the keys' and values' paths left out")),
-              "only the queries' path: x made the keys and the values too, and their gradients were not added", Dims{Dim::B, Dim::T, Dim::C}};
+              "only the queries' path: x made the keys and the values too, and their gradients were not added", {}};
     default: break;
   }
   return {};
