@@ -9,13 +9,13 @@
 #include <random>
 #include <sstream>
 
-#include "attn/backend.hpp"
-#include "attn/cost.hpp"
-#include "attn/cpu/gemm.hpp"
-#include "attn/npy.hpp"
-#include "attn/pipeline.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/tools/cost.hpp"
+#include "attn/numerics/cpu/gemm.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/render/render.hpp"
-#include "attn/spec.hpp"
+#include "attn/core/spec.hpp"
 
 namespace {
 

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/backend.hpp"
-#include "attn/error.hpp"
-#include "attn/pipeline.hpp"
-#include "attn/spec.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/pipeline.hpp"
+#include "attn/core/spec.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -5,8 +5,8 @@
 #include <iostream>
 #include <string_view>
 
-#include "attn/error.hpp"
-#include "attn/npy.hpp"
+#include "attn/core/error.hpp"
+#include "attn/io/npy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

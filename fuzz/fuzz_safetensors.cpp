@@ -6,8 +6,8 @@
 #include <iostream>
 #include <vector>
 
-#include "attn/error.hpp"
-#include "attn/model/safetensors.hpp"
+#include "attn/core/error.hpp"
+#include "attn/model/formats/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

@@ -8,13 +8,13 @@
 #include <sstream>
 #include <string>
 
-#include "attn/backend.hpp"
-#include "attn/check.hpp"
-#include "attn/cost.hpp"
-#include "attn/error.hpp"
-#include "attn/pipeline.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/tools/check.hpp"
+#include "attn/tools/cost.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/render/render.hpp"
-#include "attn/spec.hpp"
+#include "attn/core/spec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   constexpr std::int64_t kMaxBytes = 8 << 20;

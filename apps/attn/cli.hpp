@@ -17,25 +17,25 @@
 
 #include <cstdlib>
 
-#include "attn/backend.hpp"
-#include "attn/check.hpp"
-#include "attn/cost.hpp"
-#include "attn/cross_check.hpp"
-#include "attn/decode.hpp"
-#include "attn/diagnose.hpp"
-#include "attn/flash.hpp"
-#include "attn/flash_backward.hpp"
-#include "attn/model/checkpoint.hpp"
-#include "attn/model/hub_cache.hpp"
-#include "attn/diff.hpp"
-#include "attn/npy.hpp"
-#include "attn/options.hpp"
-#include "attn/pager.hpp"
-#include "attn/error.hpp"
-#include "attn/pipeline.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/tools/check.hpp"
+#include "attn/tools/cost.hpp"
+#include "attn/tools/cross_check.hpp"
+#include "attn/pipeline/decode.hpp"
+#include "attn/tools/diagnose.hpp"
+#include "attn/pipeline/flash.hpp"
+#include "attn/pipeline/flash_backward.hpp"
+#include "attn/model/architectures/checkpoint.hpp"
+#include "attn/model/formats/hub_cache.hpp"
+#include "attn/tools/diff.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/core/options.hpp"
+#include "attn/render/pager.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/render/render.hpp"
-#include "attn/spec.hpp"
-#include "attn/trace_io.hpp"
+#include "attn/core/spec.hpp"
+#include "attn/io/trace_io.hpp"
 #include "attn/version.hpp"
 #include <sstream>
 
@@ -93,7 +93,7 @@ void print_report(int width, Render&& render) {
 }
 
 void add_tolerances(CLI::App* cmd, attn::Tolerance& t);
-// CLI11 checks that are the library's (attn/options.hpp), in its words, so that attn and attn_tracer
+// CLI11 checks that are the library's (attn/core/options.hpp), in its words, so that attn and attn_tracer
 // refuse the same values alike: an integer option's range, a tolerance. A value that is no number is
 // left to CLI11's conversion, which refuses it.
 CLI::Validator in_range(attn::IntRange range);

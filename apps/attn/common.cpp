@@ -6,7 +6,7 @@
 #include <system_error>
 #include <vector>
 
-#include "attn/suggest.hpp"
+#include "attn/core/suggest.hpp"
 
 namespace attn_cli {
 

@@ -1,7 +1,7 @@
 // attn decode: generation with a KV cache, a causal prefill, then a token at a time.
 #include "cli.hpp"
 
-#include "attn/model/generate.hpp"
+#include "attn/model/tools/generate.hpp"
 
 namespace attn_cli {
 namespace {

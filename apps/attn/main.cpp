@@ -8,7 +8,7 @@
 
 #include <fmt/ranges.h>
 
-#include "attn/suggest.hpp"
+#include "attn/core/suggest.hpp"
 
 namespace {
 

@@ -33,13 +33,13 @@
 #include <utility>
 #include <vector>
 
-#include "attn/backend.hpp"
-#include "attn/compare.hpp"
-#include "attn/decode.hpp"
-#include "attn/error.hpp"
-#include "attn/flash.hpp"
-#include "attn/pipeline.hpp"
-#include "attn/spec.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/tools/compare.hpp"
+#include "attn/pipeline/decode.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/flash.hpp"
+#include "attn/pipeline/pipeline.hpp"
+#include "attn/core/spec.hpp"
 
 namespace {
 

@@ -29,10 +29,10 @@
 #include <variant>
 #include <vector>
 
-#include "attn/backend.hpp"
-#include "attn/compare.hpp"  // attn::Tolerance
-#include "attn/error.hpp"
-#include "attn/tensor.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/tools/compare.hpp"  // attn::Tolerance
+#include "attn/core/error.hpp"
+#include "attn/core/tensor.hpp"
 
 namespace {
 

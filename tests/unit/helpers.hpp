@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "attn/backend.hpp"
-#include "attn/error.hpp"
-#include "attn/pipeline.hpp"
-#include "attn/spec.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/pipeline.hpp"
+#include "attn/core/spec.hpp"
 
 namespace attn::test {
 

@@ -2,9 +2,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "attn/check.hpp"
-#include "attn/compare.hpp"
-#include "attn/diagnose.hpp"
+#include "attn/tools/check.hpp"
+#include "attn/tools/compare.hpp"
+#include "attn/tools/diagnose.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

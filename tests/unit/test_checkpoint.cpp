@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "attn/error.hpp"
-#include "attn/model/checkpoint.hpp"
+#include "attn/core/error.hpp"
+#include "attn/model/architectures/checkpoint.hpp"
 #include "helpers.hpp"
 
 using attn::model::Architecture;

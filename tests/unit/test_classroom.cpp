@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "attn/explain.hpp"
+#include "attn/tools/explain.hpp"
 #include "attn/render/render.hpp"
 #include "helpers.hpp"
 
@@ -308,7 +308,7 @@ TEST_CASE("heat range \"fit\": a near-uniform head's colours span its own values
   CHECK_THAT(text.str(), Catch::Contains("colours fitted to each block's own values"));
 }
 
-#include "attn/pager.hpp"
+#include "attn/render/pager.hpp"
 
 TEST_CASE("step keys: arrows (even split across reads), PgUp/PgDn, Space, Enter, b, g/G, j/k, numbers, q and Ctrl-D", "[classroom]") {
   using A = attn::PagerAction;

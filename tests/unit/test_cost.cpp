@@ -2,7 +2,7 @@
 #include <regex>
 #include <sstream>
 
-#include "attn/cost.hpp"
+#include "attn/tools/cost.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "attn/random.hpp"
+#include "attn/numerics/random.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

@@ -5,8 +5,8 @@
 #include <limits>
 #include <sstream>
 
-#include "attn/diagnose.hpp"
-#include "attn/trace_io.hpp"
+#include "attn/tools/diagnose.hpp"
+#include "attn/io/trace_io.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

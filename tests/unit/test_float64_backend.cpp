@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "attn/check.hpp"
+#include "attn/tools/check.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
-#include "attn/cpu/exp.hpp"
-#include "attn/cpu/gemm.hpp"
+#include "attn/numerics/cpu/exp.hpp"
+#include "attn/numerics/cpu/gemm.hpp"
 
 #include <limits>
 
@@ -139,7 +139,7 @@ TEST_CASE("the softmax's exp: every kernel gives the portable bits, within 2 ulp
   attn::gemm::use_kernel(before);
 }
 
-#include "attn/cpu/deferred.hpp"
+#include "attn/numerics/cpu/deferred.hpp"
 
 using attn::cpu::Operand;
 

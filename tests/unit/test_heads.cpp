@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/model/heads.hpp"
+#include "attn/model/tools/heads.hpp"
 #include "attn/render/heads_layout.hpp"
 
 using namespace attn;

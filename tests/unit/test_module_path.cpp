@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/module_path.hpp"
+#include "attn/io/module_path.hpp"
 
 using attn::ModuleHost;
 using attn::module_candidates;

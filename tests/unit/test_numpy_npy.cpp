@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "attn/npy.hpp"
-#include "attn/trace_io.hpp"
-#include "attn/numpy_random.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/trace_io.hpp"
+#include "attn/numerics/numpy_random.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/steps.hpp"
+#include "attn/core/steps.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

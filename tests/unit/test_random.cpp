@@ -6,9 +6,9 @@
 #include <numbers>
 #include <random>
 
-#include "attn/fixed_math.hpp"
-#include "attn/position_tables.hpp"
-#include "attn/random.hpp"
+#include "attn/numerics/fixed_math.hpp"
+#include "attn/numerics/position_tables.hpp"
+#include "attn/numerics/random.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

@@ -1,6 +1,6 @@
 // Safetensors files written byte by byte into a temporary directory, read back through the maps:
 // values exactly (F32, F16 with subnormals/inf/NaN, BF16), rows, a two-shard index, and each refusal's
-// message. Needs only attn/model/safetensors.cpp.
+// message. Needs only attn/model/formats/safetensors.cpp.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -15,8 +15,8 @@
 
 #include <unistd.h>
 
-#include "attn/error.hpp"
-#include "attn/model/safetensors.hpp"
+#include "attn/core/error.hpp"
+#include "attn/model/formats/safetensors.hpp"
 
 using attn::model::StoredTensor;
 using attn::model::TensorStore;

@@ -1,5 +1,5 @@
 // Input format v1: what is accepted and how, and every refusal's exact message (JSON path + expectation).
-#include "attn/suggest.hpp"
+#include "attn/core/suggest.hpp"
 #include "helpers.hpp"
 
 using namespace attn;

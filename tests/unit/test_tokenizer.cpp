@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/error.hpp"
-#include "attn/model/tokenizer.hpp"
+#include "attn/core/error.hpp"
+#include "attn/model/tokenizers/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using attn::model::load_tokenizer;

@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/pipeline.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/pipeline/mistakes.hpp"
 #include "attn/pipeline/recorder.hpp"
-#include "attn/random.hpp"
+#include "attn/numerics/random.hpp"
 
 namespace attn {
 namespace {

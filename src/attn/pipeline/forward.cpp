@@ -7,8 +7,8 @@
 #include <limits>
 #include <optional>
 
-#include "attn/error.hpp"
-#include "attn/pipeline.hpp"
+#include "attn/core/error.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/pipeline/recorder.hpp"
 
 namespace attn {

@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/position_tables.hpp"
-#include "attn/suggest.hpp"
+#include "attn/core/error.hpp"
+#include "attn/numerics/position_tables.hpp"
+#include "attn/core/suggest.hpp"
 
 namespace attn {
 namespace {

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/backend.hpp"
-#include "attn/options.hpp"
-#include "attn/spec.hpp"
+#include "attn/numerics/backend.hpp"
+#include "attn/core/options.hpp"
+#include "attn/core/spec.hpp"
 
 namespace attn {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/error.hpp"
+#include "attn/core/error.hpp"
 #include "attn/pipeline/step_code.hpp"
 
 namespace attn {

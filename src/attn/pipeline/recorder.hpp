@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/backend.hpp"
+#include "attn/numerics/backend.hpp"
 #include "attn/pipeline/step_text.hpp"
-#include "attn/spec.hpp"
-#include "attn/trace.hpp"
+#include "attn/core/spec.hpp"
+#include "attn/core/trace.hpp"
 
 namespace attn {
 

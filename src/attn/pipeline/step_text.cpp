@@ -2,7 +2,7 @@
 // never formats text, and this file never touches a tensor.
 #include "attn/pipeline/step_text.hpp"
 #include "attn/pipeline/step_code.hpp"
-#include "attn/position_tables.hpp"
+#include "attn/numerics/position_tables.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "attn/config.hpp"
+#include "attn/core/config.hpp"
 #include "attn/pipeline/mistakes.hpp"
-#include "attn/spec.hpp"
-#include "attn/steps.hpp"
-#include "attn/trace.hpp"
+#include "attn/core/spec.hpp"
+#include "attn/core/steps.hpp"
+#include "attn/core/trace.hpp"
 
 namespace attn {
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "attn/json_text.hpp"
-#include "attn/model/generate.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/model/tools/generate.hpp"
 #include "attn/render/layout.hpp"
 #include "attn/render/render.hpp"
 

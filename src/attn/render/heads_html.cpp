@@ -9,8 +9,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "attn/json_text.hpp"
-#include "attn/model/heads.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/model/tools/heads.hpp"
 #include "attn/render/heads_layout.hpp"
 
 namespace attn::model {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/error.hpp"
-#include "attn/model/heads.hpp"
+#include "attn/core/error.hpp"
+#include "attn/model/tools/heads.hpp"
 #include "attn/render/layout.hpp"
 
 namespace attn::model {

@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "attn/model/heads.hpp"
+#include "attn/model/tools/heads.hpp"
 #include "attn/render/heads_layout.hpp"
 
 namespace attn::model {

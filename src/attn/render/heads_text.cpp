@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/model/heads.hpp"
-#include "attn/options.hpp"
+#include "attn/model/tools/heads.hpp"
+#include "attn/core/options.hpp"
 #include "attn/render/heads_layout.hpp"
 
 namespace attn::model {

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "attn/explain.hpp"
+#include "attn/tools/explain.hpp"
 #include "attn/render/render.hpp"
 
 namespace attn {

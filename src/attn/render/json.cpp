@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "attn/error.hpp"
-#include "attn/json_text.hpp"
-#include "attn/npy.hpp"
+#include "attn/core/error.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/io/npy.hpp"
 #include "attn/render/render.hpp"
 
 namespace attn {

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "attn/error.hpp"
+#include "attn/core/error.hpp"
 #include "attn/render/render.hpp"
-#include "attn/suggest.hpp"
+#include "attn/core/suggest.hpp"
 
 namespace attn {
 namespace {

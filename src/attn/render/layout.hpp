@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/options.hpp"
-#include "attn/trace.hpp"
+#include "attn/core/options.hpp"
+#include "attn/core/trace.hpp"
 
 namespace attn {
 

@@ -2,7 +2,7 @@
 // tables with token labels (one per batch row and head), and the explanation when asked.
 #include <fmt/format.h>
 
-#include "attn/explain.hpp"
+#include "attn/tools/explain.hpp"
 #include "attn/render/render.hpp"
 
 namespace attn {

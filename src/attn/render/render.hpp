@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "attn/json_text.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/render/color.hpp"
 #include "attn/render/layout.hpp"
-#include "attn/trace.hpp"
+#include "attn/core/trace.hpp"
 
 namespace attn {
 

@@ -10,7 +10,7 @@
 #include <limits>
 #include <sstream>
 
-#include "attn/explain.hpp"
+#include "attn/tools/explain.hpp"
 #include "attn/render/render.hpp"
 #include "attn/render/text_layout.hpp"
 

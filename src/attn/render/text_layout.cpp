@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attn/options.hpp"
+#include "attn/core/options.hpp"
 
 namespace attn {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <limits>
 
-#include "attn/error.hpp"
+#include "attn/core/error.hpp"
 #include "attn/spec/readers.hpp"
 
 namespace attn {

@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "attn/bytes.hpp"
-#include "attn/error.hpp"
-#include "attn/json_text.hpp"
-#include "attn/model/checkpoint.hpp"
-#include "attn/model/hub_cache.hpp"
+#include "attn/core/bytes.hpp"
+#include "attn/core/error.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/model/architectures/checkpoint.hpp"
+#include "attn/model/formats/hub_cache.hpp"
 #include "attn/spec/readers.hpp"
 
 namespace attn {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "attn/error.hpp"
+#include "attn/core/error.hpp"
 #include "attn/spec/readers.hpp"
 
 namespace attn {

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "attn/bytes.hpp"
-#include "attn/random.hpp"
+#include "attn/core/bytes.hpp"
+#include "attn/numerics/random.hpp"
 
 namespace attn {
 

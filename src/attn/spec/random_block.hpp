@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
-#include "attn/numpy_random.hpp"
-#include "attn/spec/json_read.hpp"
-#include "attn/spec/read_context.hpp"
-#include "attn/tensor.hpp"
+#include "attn/numerics/numpy_random.hpp"
+#include "attn/io/json_read.hpp"
+#include "attn/io/read_context.hpp"
+#include "attn/core/tensor.hpp"
 
 namespace attn {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "attn/spec.hpp"
-#include "attn/spec/json_read.hpp"
+#include "attn/core/spec.hpp"
+#include "attn/io/json_read.hpp"
 #include "attn/spec/random_block.hpp"
-#include "attn/spec/read_context.hpp"
+#include "attn/io/read_context.hpp"
 
 namespace attn {
 

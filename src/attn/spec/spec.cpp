@@ -1,7 +1,7 @@
 // JSON input -> validated Spec: the order the input format's blocks are read in (README "Input
 // format"), and loading the text from a file or standard input. The rules of each block live in
 // the readers beside this file; no attention arithmetic anywhere here.
-#include "attn/spec.hpp"
+#include "attn/core/spec.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -17,10 +17,10 @@
 #include <iterator>
 #include <limits>
 
-#include "attn/bytes.hpp"
-#include "attn/error.hpp"
+#include "attn/core/bytes.hpp"
+#include "attn/core/error.hpp"
 #include "attn/spec/readers.hpp"
-#include "attn/suggest.hpp"
+#include "attn/core/suggest.hpp"
 
 namespace attn {
 

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <numbers>
 
-#include "attn/fixed_math.hpp"
-#include "attn/position_tables.hpp"
+#include "attn/numerics/fixed_math.hpp"
+#include "attn/numerics/position_tables.hpp"
 #include "attn/spec/readers.hpp"
-#include "attn/spec/rope_scaling.hpp"
+#include "attn/numerics/rope_scaling.hpp"
 
 namespace attn {
 

@@ -1,0 +1,319 @@
+// attn heads: one head's summary (the only arithmetic of attn heads) and the JSON of a whole view.
+//
+// summarise_head reads one causal head, weights[i * T + j] for keys j ≤ i (what lies above the
+// diagonal is never read), in double:
+//   entropy           mean over all T queries of −Σ_{j≤i} w_ij log2 w_ij (bits; 0 · log 0 = 0)
+//   max_entropy       mean over all T queries of log2(i + 1): uniform weights over the visible keys
+//   max_off_diagonal  the largest w_ij with j < i, the first in row-major order on ties (query,
+//                     then key); T = 1 has none: 0 at (0, 0)
+//   the pattern, from three means over the queries i ≥ 1 (query 0 sees only key 0, so it says
+//   nothing about the head):
+//     previous = mean w_{i,i−1}, first = mean w_{i,0}, same = mean w_{i,i}
+//   - PreviousToken / FirstToken / SameToken when its mean is ≥ 0.5 (kPositional). More than one can
+//     pass only with shares that overlap (at i = 1 the previous token is the first token): the larger
+//     mean wins, a tie goes to previous, then first, then same. pattern_share is that mean.
+//   - else Broad when entropy ≥ 0.8 × max_entropy (kBroad; max_entropy > 0): pattern_share is
+//     entropy / max_entropy.
+//   - else Mixed: pattern_share is the largest of the three means.
+//   T = 1: the one query can attend only to itself: SameToken with share w_00 (1 for a softmax row),
+//   entropy and max_entropy 0.
+#include "attn/model/tools/heads.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/io/json_text.hpp"
+#include "attn/render/heads_layout.hpp"
+
+namespace attn::model {
+
+namespace {
+constexpr double kPositional = 0.5;  // mean weight on one relative position that names the pattern
+constexpr double kBroad = 0.8;       // fraction of the uniform entropy that makes a head broad
+
+// The pattern from the candidates' means (in order of precedence on ties): the largest at ≥ 0.5,
+// else broad when the entropy is ≥ 0.8 of the uniform one, else mixed (with the largest mean).
+template <std::size_t N>
+void name_pattern(HeadSummary& s, const std::pair<HeadPattern, double> (&candidates)[N]) {
+  const auto* best = &candidates[0];
+  for (const auto& p : candidates)
+    if (p.second > best->second) best = &p;
+  if (best->second >= kPositional) {
+    s.pattern = best->first;
+    s.pattern_share = best->second;
+  } else if (s.max_entropy > 0 && s.entropy >= kBroad * s.max_entropy) {
+    s.pattern = HeadPattern::Broad;
+    s.pattern_share = s.entropy / s.max_entropy;
+  } else {
+    s.pattern = HeadPattern::Mixed;
+    s.pattern_share = best->second;
+  }
+}
+}  // namespace
+
+const char* pattern_name(HeadPattern p) {
+  switch (p) {
+    case HeadPattern::PreviousToken: return "previous token";
+    case HeadPattern::FirstToken: return "first token";
+    case HeadPattern::SameToken: return "same token";
+    case HeadPattern::Broad: return "broad";
+    case HeadPattern::Mixed: return "mixed";
+    case HeadPattern::NextToken: return "next token";
+    case HeadPattern::StartToken: return "start token";
+    case HeadPattern::EndToken: return "end token";
+    case HeadPattern::Induction: return "induction";
+    case HeadPattern::Diagonal: return "diagonal";
+  }
+  return "mixed";
+}
+
+std::string HeadsView::part_title() const {
+  if (part == "encoder") return "encoder self-attention";
+  if (part == "decoder") return "decoder self-attention";
+  if (part == "cross") return "cross-attention";
+  return part;
+}
+
+std::string HeadsView::masked_text() const {
+  if (bidirectional) return "nothing masked (an encoder: every token sees every other, later ones too)";
+  std::int64_t W = 0;
+  std::vector<std::int64_t> sliding;
+  for (std::int64_t l = 0; l < static_cast<std::int64_t>(windows.size()); ++l) {
+    if (windows[static_cast<std::size_t>(l)] == 0) continue;
+    W = windows[static_cast<std::size_t>(l)];
+    sliding.push_back(l);
+  }
+  if (W == 0) return "masked (a query sees only itself and earlier tokens)";
+  const std::string within = W == 1 ? std::string("only itself: sliding window 1")
+                                    : fmt::format("itself and the {} before it: sliding window {}", W == 2 ? std::string("token") : fmt::format("{} tokens", W - 1), W);
+  if (static_cast<std::int64_t>(sliding.size()) == layers || layers == 0) return fmt::format("masked (a query sees {})", within);
+  return fmt::format("masked (a query sees itself and earlier tokens; on the sliding layers {}, {})", fmt::join(sliding, ", "), within);
+}
+
+namespace {
+constexpr double kInduction = 0.4;  // mean weight on the token after the earlier occurrence that names an induction head
+
+// The mean weight on the key after the query token's most recent earlier occurrence, over the
+// queries that have one; −1 with fewer than two such queries.
+double induction_score(const float* weights, std::int64_t T, const std::vector<std::int64_t>& ids) {
+  double sum = 0;
+  std::int64_t n = 0;
+  for (std::int64_t i = 1; i < T; ++i) {
+    for (std::int64_t j = i - 1; j >= 0; --j) {
+      if (ids[static_cast<std::size_t>(j)] != ids[static_cast<std::size_t>(i)]) continue;
+      sum += weights[i * T + j + 1];
+      ++n;
+      break;
+    }
+  }
+  return n >= 2 ? sum / static_cast<double>(n) : -1;
+}
+}  // namespace
+
+HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids) {
+  HeadSummary s;
+  if (T <= 0) return s;
+  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
+  double entropy = 0, max_entropy = 0;
+  bool have_off = false;
+  for (std::int64_t i = 0; i < T; ++i) {
+    double h = 0;
+    for (std::int64_t j = 0; j <= i; ++j) {
+      const double x = w(i, j);
+      if (x > 0) h -= x * std::log2(x);
+      if (j < i && (!have_off || x > s.max_off_diagonal)) {
+        s.max_off_diagonal = x;
+        s.max_query = i;
+        s.max_key = j;
+        have_off = true;
+      }
+    }
+    entropy += h;
+    max_entropy += std::log2(static_cast<double>(window > 0 ? std::min(i + 1, window) : i + 1));
+  }
+  s.entropy = entropy / static_cast<double>(T);
+  s.max_entropy = max_entropy / static_cast<double>(T);
+  if (T == 1) {
+    s.pattern = HeadPattern::SameToken;
+    s.pattern_share = w(0, 0);
+    return s;
+  }
+  double previous = 0, first = 0, same = 0;
+  for (std::int64_t i = 1; i < T; ++i) {
+    previous += w(i, i - 1);
+    first += w(i, 0);
+    same += w(i, i);
+  }
+  const double n = static_cast<double>(T - 1);
+  previous /= n, first /= n, same /= n;
+  // in order of precedence on ties
+  const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, previous}, {HeadPattern::FirstToken, first}, {HeadPattern::SameToken, same}};
+  name_pattern(s, positional);
+  if (ids != nullptr && static_cast<std::int64_t>(ids->size()) == T) {
+    const double induction = induction_score(weights, T, *ids);
+    const bool positional_named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
+    if (induction >= kInduction && (!positional_named || induction > s.pattern_share)) {
+      s.pattern = HeadPattern::Induction;
+      s.pattern_share = induction;
+    }
+  }
+  return s;
+}
+
+// An encoder's head (see heads.hpp). Over every query i: previous = mean w_{i,i−1} (i ≥ 1), next =
+// mean w_{i,i+1} (i ≤ T − 2), same = mean w_{i,i}, start = mean w_{i,start}, end = mean Σ_{e in ends}
+// w_{i,e}; the largest at ≥ 0.5 names the pattern (ties in that order), else broad when the entropy
+// is ≥ 0.8 of log2 T, else mixed. The largest off-diagonal weight is over every j ≠ i.
+HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const EncoderSpecials& sp) {
+  HeadSummary s;
+  if (T <= 0) return s;
+  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
+  double entropy = 0, previous = 0, next = 0, same = 0, start = 0, end = 0;
+  bool have_off = false;
+  for (std::int64_t i = 0; i < T; ++i) {
+    for (std::int64_t j = 0; j < T; ++j) {
+      const double x = w(i, j);
+      if (x > 0) entropy -= x * std::log2(x);
+      if (j != i && (!have_off || x > s.max_off_diagonal)) s.max_off_diagonal = x, s.max_query = i, s.max_key = j, have_off = true;
+    }
+    if (i >= 1) previous += w(i, i - 1);
+    if (i + 1 < T) next += w(i, i + 1);
+    same += w(i, i);
+    if (sp.start >= 0) start += w(i, sp.start);
+    for (const auto e : sp.ends) end += w(i, e);
+  }
+  const double n = static_cast<double>(T);
+  s.entropy = entropy / n;
+  s.max_entropy = std::log2(n);
+  const double pairs = T > 1 ? static_cast<double>(T - 1) : 1.0;
+  const std::pair<HeadPattern, double> named[5] = {{HeadPattern::PreviousToken, T > 1 ? previous / pairs : 0},
+                                                   {HeadPattern::NextToken, T > 1 ? next / pairs : 0},
+                                                   {HeadPattern::StartToken, sp.start >= 0 ? start / n : 0},
+                                                   {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n},
+                                                   {HeadPattern::SameToken, same / n}};
+  name_pattern(s, named);
+  if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
+  return s;
+}
+
+// A cross-attention head (see heads.hpp). Over every query i: diagonal = mean w_{i,d(i)} with d(i) =
+// round(i · (S − 1) / (T − 1)) (the source position as far through the source as i is through the
+// decoder's tokens; 0 for T = 1), start = mean w_{i,start} (or the first source token's), end = mean
+// Σ_{e in ends} w_{i,e}; the largest at ≥ 0.5 names the pattern (ties in that order), else broad when
+// the entropy is ≥ 0.8 of log2 S, else mixed. max_off_diagonal is the largest weight of all.
+HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int64_t S, const EncoderSpecials& sp) {
+  HeadSummary s;
+  if (T <= 0 || S <= 0) return s;
+  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * S + j]); };
+  double entropy = 0, diagonal = 0, start = 0, end = 0;
+  bool have = false;
+  for (std::int64_t i = 0; i < T; ++i) {
+    for (std::int64_t j = 0; j < S; ++j) {
+      const double x = w(i, j);
+      if (x > 0) entropy -= x * std::log2(x);
+      if (!have || x > s.max_off_diagonal) s.max_off_diagonal = x, s.max_query = i, s.max_key = j, have = true;
+    }
+    const std::int64_t d = T > 1 ? static_cast<std::int64_t>(std::llround(static_cast<double>(i * (S - 1)) / static_cast<double>(T - 1))) : 0;
+    diagonal += w(i, d);
+    start += w(i, sp.start >= 0 ? sp.start : 0);
+    for (const auto e : sp.ends) end += w(i, e);
+  }
+  const double n = static_cast<double>(T);
+  s.entropy = entropy / n;
+  s.max_entropy = std::log2(static_cast<double>(S));
+  const std::pair<HeadPattern, double> named[3] = {{HeadPattern::Diagonal, diagonal / n},
+                                                   {sp.start >= 0 ? HeadPattern::StartToken : HeadPattern::FirstToken, start / n},
+                                                   {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n}};
+  name_pattern(s, named);
+  if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
+  if (s.pattern == HeadPattern::FirstToken) s.label = "first source token";
+  return s;
+}
+
+namespace {
+
+// float32's shortest round-trip text; non-finite values as the strings "nan", "inf", "-inf"
+// (the trace JSON's convention), which JSON numbers cannot hold.
+std::string number(double v, bool single) {
+  if (const auto name = nonfinite_name(v)) return json_quote(*name);
+  if (v == 0) return "0";
+  return single ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+}
+
+}  // namespace
+
+namespace {
+
+// One view's JSON object, its lines indented by `indent` more spaces; `top` adds the format and model.
+void view_json(const HeadsView& view, std::ostream& out, const std::string& indent, bool top) {
+  heads_detail::check_view(view);
+  auto strings = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
+    return s + "]";
+  };
+  const std::string n = "\n" + indent;
+  out << "{";
+  if (top) out << n << "  \"format\": \"attn-heads\"," << n << "  \"model\": " << json_quote(view.model) << ",";
+  if (!view.part.empty()) out << n << "  \"part\": " << json_quote(view.part) << ",";
+  out << n << "  \"tokens\": " << strings(view.tokens) << "," << n << "  \"pieces\": " << strings(view.pieces) << ",";
+  if (view.cross) {
+    out << n << "  \"source_tokens\": " << strings(view.key_tokens) << "," << n << "  \"source_pieces\": " << strings(view.key_pieces) << "," << n
+        << "  \"S\": " << view.S << ",";
+  }
+  out << n << "  \"layers\": " << view.layers << "," << n << "  \"heads\": " << view.heads << "," << n << "  \"windows\": ["
+      << fmt::format("{}", fmt::join(view.windows, ", ")) << "],";
+  if (view.bidirectional) out << n << "  \"bidirectional\": true,";
+  out << n << "  \"notes\": " << strings(view.notes) << "," << n << "  \"weights\": [";
+  // [L][H][T][keys], one query's row a line
+  for (std::int64_t l = 0; l < view.layers; ++l) {
+    out << (l ? "," : "") << n << "    [";
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      out << (h ? "," : "") << n << "      [";
+      for (std::int64_t i = 0; i < view.T; ++i) {
+        out << (i ? "," : "") << n << "        [";
+        for (std::int64_t j = 0; j < view.keys(); ++j) out << (j ? ", " : "") << number(view.weight(l, h, i, j), true);
+        out << "]";
+      }
+      out << (view.T ? n + "      ]" : "]");
+    }
+    out << (view.heads ? n + "    ]" : "]");
+  }
+  out << (view.layers ? n + "  ]" : "]") << "," << n << "  \"summaries\": [";
+  for (std::int64_t l = 0; l < view.layers; ++l) {
+    out << (l ? "," : "") << n << "    [";
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      const auto& s = view.summary(l, h);
+      out << (h ? "," : "") << n << "      "
+          << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
+                         l, h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
+                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false),
+                         s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
+    }
+    out << (view.heads ? n + "    ]" : "]");
+  }
+  out << (view.layers ? n + "  ]" : "]") << n << "}";
+}
+
+}  // namespace
+
+void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out) {
+  if (views.size() == 1) {
+    view_json(views[0], out, "", true);
+    out << "\n";
+    return;
+  }
+  out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(views.empty() ? std::string() : views[0].model) << ",\n  \"parts\": [";
+  for (std::size_t k = 0; k < views.size(); ++k) {
+    out << (k ? ",\n    " : "\n    ");
+    view_json(views[k], out, "    ", false);
+  }
+  out << "\n  ]\n}\n";
+}
+
+}  // namespace attn::model

@@ -1,0 +1,44 @@
+// What a trace will cost before it runs: a dry run of the one pipeline on the shape-only backend
+// gives every step's shape and floating-point operations; the bytes follow. Used to refuse runs
+// that would not fit (--max-memory) and by attn cost.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/core/bytes.hpp"  // human_bytes, parse_bytes, default_max_memory: this header's users had them from here
+#include "attn/core/spec.hpp"
+#include "attn/core/trace.hpp"
+
+namespace attn {
+
+// every step's shape and flops; no values (fused: the trace of attn run --fused, with no [T, S] step)
+Trace plan_trace(const Spec& spec, bool fused = false);
+
+// Bytes the trace keeps: every step's values once (views share them) plus the row sums.
+double kept_bytes(const Trace& trace);
+double step_bytes(const Step& step);
+
+// Throws InputError (exit 2) with the estimate and the largest step when the trace would keep more
+// than max_bytes.
+void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& why_limit);
+
+struct SizeArgs {
+  std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1;
+  std::int64_t Hkv = 0;  // key/value heads (grouped-query); 0: H
+  std::int64_t Cs = 0, dk = 0, dv = 0, Co = 0;  // 0: C (Cs, dk, Co) and dk (dv)
+  Mode mode = Mode::Self;
+  bool batched = false;
+  bool fused = false, output_projection = true;
+};
+// A spec of the given sizes whose tensors have shapes only: attn cost without allocating anything.
+Spec spec_from_sizes(const SizeArgs& sizes);
+
+// attn cost: per step FLOPs and bytes, totals, and how they grow with T (doubling T quadruples
+// every [T, S] step).
+void render_cost(const Spec& spec, std::ostream& out);
+
+}  // namespace attn

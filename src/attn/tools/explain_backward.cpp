@@ -1,0 +1,255 @@
+// The backward pass's explanations (attn backward --explain): the softmax's Jacobian-vector
+// product written out for one row, the scale in the chain rule, grad.k's transpose, the values'
+// gradient, x's paths and a parameter's sum over rows; the numbers are this run's.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/tools/explain_detail.hpp"
+#include "attn/render/layout.hpp"
+
+namespace attn::explain_detail {
+namespace {
+
+// The softmax's backward (the step grad.masked, grad.scaled or grad.scores that reads grad.weights):
+// one row of this run written out, and why the rowsum term is there.
+// Whether the trace simulates a mistake (attn backward --mistake): its numbers are then the
+// student's, and a worked example of the correct rule beside them would contradict the table.
+bool simulated_mistake(const Trace& t) {
+  return std::any_of(t.config.notes.begin(), t.config.notes.end(), [](const std::string& n) { return n.starts_with("simulated mistake"); });
+}
+
+// The keys a row's vectors and Jacobian show: all of up to 6, else the first 3, a gap (−1), the last 2.
+std::vector<std::int64_t> shown_keys(std::int64_t S) {
+  if (S > 6) return {0, 1, 2, -1, S - 2, S - 1};
+  std::vector<std::int64_t> all;
+  for (std::int64_t j = 0; j < S; ++j) all.push_back(j);
+  return all;
+}
+
+// "[0.6405, 0.3595]": the shown entries, "…" for the gap.
+std::string vector_text(const std::vector<double>& v, const std::vector<std::int64_t>& shown) {
+  std::vector<std::string> parts;
+  for (const auto j : shown) parts.push_back(j < 0 ? "…" : signed_num(v[static_cast<std::size_t>(j)]));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+// "0.6405 · (−0.1198) + 0.3595 · 0.1198": the products with a nonzero first factor, the first 4 of them.
+std::string products_text(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<std::string> parts;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k] == 0) continue;
+    if (parts.size() == 4) {
+      parts.emplace_back("…");
+      break;
+    }
+    parts.push_back(fmt::format("{} · {}", signed_operand(a[k]), signed_operand(b[k])));
+  }
+  return fmt::format("{}", fmt::join(parts, " + "));
+}
+
+// J = diag(w) − w wᵀ of one row: J[j][k] = w[j] · (δ_jk − w[k]).
+std::vector<std::vector<double>> softmax_jacobian(const std::vector<double>& w) {
+  std::vector<std::vector<double>> J(w.size(), std::vector<double>(w.size()));
+  for (std::size_t j = 0; j < w.size(); ++j)
+    for (std::size_t k = 0; k < w.size(); ++k) J[j][k] = w[j] * ((j == k ? 1.0 : 0.0) - w[k]);
+  return J;
+}
+
+// J as preformatted lines (each starts with two spaces: shown as written, see explain.hpp), the keys
+// as row and column labels, right-aligned columns.
+std::string matrix_lines(const std::vector<std::vector<double>>& J, const std::vector<std::string>& keys, const std::vector<std::int64_t>& shown) {
+  const auto cell = [&](std::int64_t j, std::int64_t k) {
+    return j < 0 || k < 0 ? std::string("…") : signed_num(J[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)]);
+  };
+  const auto label = [&](std::int64_t j) { return j < 0 ? std::string("…") : keys[static_cast<std::size_t>(j)]; };
+  std::size_t lw = 1, cw = 1;
+  for (const auto j : shown) {
+    lw = std::max(lw, cells(label(j)));
+    cw = std::max(cw, cells(label(j)));
+    for (const auto k : shown) cw = std::max(cw, cells(cell(j, k)));
+  }
+  std::string out = "\n  " + pad_right("", lw);
+  for (const auto k : shown) out += "  " + pad_left(label(k), cw);
+  for (const auto j : shown) {
+    out += "\n  " + pad_right(label(j), lw);
+    for (const auto k : shown) out += "  " + pad_left(cell(j, k), cw);
+  }
+  return out + "\n";
+}
+
+// The softmax's backward (the step grad.masked, grad.scaled or grad.scores that reads grad.weights):
+// the Jacobian of one row with this run's numbers, J times the row's grad.weights, and the same
+// without J, as the code computes it.
+std::string explain_softmax_backward(const Trace& t, const Step& s, const ExplainBlock& b) {
+  if (simulated_mistake(t)) return "";
+  const Step* ws = t.find("weights");
+  const Step* dw = t.find("grad.weights");
+  if (ws == nullptr || dw == nullptr || !s.formula.starts_with("grad." + std::string(s.id.substr(5)) + " = weights")) return "";
+  const Row r = pick_row(*ws, b);
+  const auto S = ws->value.shape().back();
+  const Scalar* gp = dw->value.data() + (r.values - ws->value.data());  // the same row of grad.weights
+  const std::vector<double> w(r.values, r.values + S), g(gp, gp + S);
+  std::vector<std::string> keys;
+  for (std::int64_t j = 0; j < S; ++j) keys.push_back(axis_label(t.config, ws->dims.back(), j, b.batch));
+  const auto J = softmax_jacobian(w);
+  std::vector<double> jg(w.size());
+  double dot = 0;
+  for (std::size_t j = 0; j < w.size(); ++j) {
+    dot += w[j] * g[j];
+    for (std::size_t k = 0; k < w.size(); ++k) jg[j] += J[j][k] * g[k];
+  }
+  const auto shown = shown_keys(S);
+  const std::size_t first = static_cast<std::size_t>(std::find_if(w.begin(), w.end(), [](double x) { return x != 0; }) - w.begin());
+  if (first == w.size()) {  // an empty row (attn backward refuses masked_row today; kept so a row of 0s never indexes past the keys)
+    return fmt::format("{}For query {}, every key is masked and the weights are all 0, so the softmax's Jacobian J = diag(w) − w wᵀ is "
+                       "0 and so is the row's gradient.",
+                       block_prefix(*ws, b), tok(t, b, r.query));
+  }
+  std::vector<std::string> entries;
+  for (std::size_t j = 0; j < w.size() && entries.size() < 5; ++j) {
+    if (w[j] == 0) continue;
+    entries.push_back(entries.size() == 4 ? "…"
+                                          : fmt::format("{}: {} · ({} − {}) = {}", q(keys[j]), signed_num(w[j]), signed_num(g[j]),
+                                                        signed_operand(dot), signed_num(jg[j])));
+  }
+  const bool masked = t.find("masked") != nullptr;
+  return fmt::format(
+      "{}For query {}, the weights are a softmax of the row, so each weight depends on every score of the row, not only its own: "
+      "∂w[j]/∂score[k] = w[j] · (δ[j, k] − w[k]). Together these are the softmax's Jacobian, J = diag(w) − w wᵀ; with this row's "
+      "weights, w = {}, it is:{}"
+      "The chain rule multiplies J by the row's grad.weights, g = {}: J · g = {}, the row of {} above. Row {} of J, for one: {} = {}.{}\n"
+      "The code computes the same without building J: grad[j] = w[j] · (g[j] − Σ_k w[k] · g[k]). Here Σ_k w[k] · g[k] = {} = {}, and {}. "
+      "The entries of a row sum to 0. The weights sum to 1 whatever the scores are, so raising every score of a row by the same amount "
+      "changes nothing, and the rowsum term takes out that common part. The softmax treated elementwise (w ⊙ grad.weights, no rowsum "
+      "term) would miss it.",
+      block_prefix(*ws, b), tok(t, b, r.query), vector_text(w, shown), matrix_lines(J, keys, shown), vector_text(g, shown),
+      vector_text(jg, shown), s.id, q(keys[first]), products_text(J[first], g), signed_num(jg[first]),
+      masked ? " A masked key has w = 0, so its row and column of J are 0 and its entry is 0." : "", products_text(w, g), signed_num(dot),
+      fmt::join(entries, "; "));
+}
+
+// The other backward steps: what each is, with one number of this run worked out.
+// Where a [.., T, S] or [.., L, w] block starts for the view's batch row and head (other leading axes at 0).
+const Scalar* block_of(const Step& s, const ExplainBlock& b) { return s.value.data() + block_offset(s, b); }
+
+// The keys of a grad.weights row largest in size at the printed digits (several: a tie), and what
+// more weight on them would do to the loss.
+std::string largest_keys(const Trace& t, const Step& s, const ExplainBlock& b, const Row& r) {
+  const auto S = s.value.shape().back();
+  const auto size = [&](std::int64_t j) { return signed_num(std::fabs(r.values[j])); };  // |value| as printed
+  std::int64_t big = 0;
+  for (std::int64_t j = 1; j < S; ++j)
+    if (std::fabs(r.values[j]) > std::fabs(r.values[big])) big = j;
+  std::vector<std::string> all, raise, lower;
+  for (std::int64_t j = 0; j < S; ++j) {
+    if (size(j) != size(big)) continue;
+    const auto key = q(axis_label(t.config, s.dims.back(), j, b.batch));
+    all.push_back(key);
+    (r.values[j] > 0 ? raise : lower).push_back(key);
+  }
+  const auto effect = [](bool up) { return up ? "raise" : "lower"; };
+  if (all.size() == 1) {
+    return fmt::format("the largest in size is key {}: {}, so more weight there would {} the loss", all[0], signed_num(r.values[big]),
+                       effect(r.values[big] > 0));
+  }
+  const auto listed = [](const std::vector<std::string>& keys) {
+    return keys.size() == 1 ? keys[0] : fmt::format("{} and {}", fmt::join(keys.begin(), keys.end() - 1, ", "), keys.back());
+  };
+  if (raise.empty() || lower.empty()) {
+    return fmt::format("keys {} tie for the largest in size at {}, so more weight on any of them would {} the loss", listed(all),
+                       signed_num(r.values[big]), effect(lower.empty()));
+  }
+  return fmt::format("keys {} tie for the largest in size at ±{}: more weight on {} would lower the loss, on {} raise it", listed(all), size(big),
+                     listed(lower), listed(raise));
+}
+
+std::string explain_grad_weights(const Trace& t, const Step& s, const ExplainBlock& b) {
+  if (s.formula.find(" · v") == std::string::npos) return "";  // the upstream gradient itself: its note says which
+  const Row r = pick_row(s, b);
+  return fmt::format("{}Entry [i, j] says how the loss would change if query i put a little more weight on key j (its value row "
+                     "would count more in the context). For query {}, {}. These are not yet the scores' gradients: the weights of a row "
+                     "must sum to 1, which the next step (the softmax's backward) accounts for.",
+                     block_prefix(s, b), tok(t, b, r.query), largest_keys(t, s, b, r));
+}
+
+std::string explain_grad_scores(const Trace& t, const Step& s, const ExplainBlock& b) {
+  if (!s.formula.starts_with("grad.scores = grad.scaled")) return explain_softmax_backward(t, s, b);
+  const Step* scaled = t.find("grad.scaled");
+  if (simulated_mistake(t)) return "";
+  if (scaled == nullptr) return "";
+  const Row r = pick_row(*scaled, b);
+  const auto S = s.value.shape().back();
+  std::int64_t j = 0;
+  while (j + 1 < S && r.values[j] == 0) ++j;
+  const Scalar* out = block_of(s, b) + r.query * S;
+  const std::string factor = signed_num(t.config.scale_factor);
+  return fmt::format("The forward pass multiplied the scores by {0}, so a change in a score moved the scaled score {0} times as "
+                     "much: the chain rule multiplies the gradient by the same factor. For query {1}, key {2}: {3} × {0} = {4}. "
+                     "Forgetting this factor is a common slip in a hand-written backward pass.",
+                     factor, tok(t, b, r.query), q(axis_label(t.config, s.dims.back(), j, b.batch)), signed_operand(r.values[j]),
+                     signed_num(out[j]));
+}
+
+std::string explain_grad_k(const Trace&, const Step& s, const ExplainBlock&) {
+  if (s.formula.find("grad.scoresᵀ") == std::string::npos) {
+    return s.formula.find("merged") != std::string::npos ? "The heads' gradients side by side again: the backward of the head split is the merge." : "";
+  }
+  return "scores = q · kᵀ: key j sits in column j of the scores, so its gradient gathers column j of grad.scores, one entry per "
+         "query: grad.k[j] = Σ_i grad.scores[i, j] · q[i]. That is grad.scoresᵀ · q. Without the transpose (grad.scores · q) row j "
+         "would be used, which belongs to query j, not key j. The queries' gradient is the mirror image: grad.q[i] = Σ_j "
+         "grad.scores[i, j] · k[j], row i, no transpose.";
+}
+
+std::string explain_grad_v(const Trace& t, const Step& s, const ExplainBlock&) {
+  if (s.formula.find("weightsᵀ") == std::string::npos) {
+    if (s.formula.find("summed over the copies") != std::string::npos) {
+      return fmt::format("Each kv head was repeated to serve H / Hkv = {} query heads, so each copy received gradients of its own; the "
+                         "repeat's backward adds the copies up.",
+                         t.config.H / t.config.Hkv);
+    }
+    return s.formula.find("merged") != std::string::npos ? "The heads' gradients side by side again: the backward of the head split is the merge." : "";
+  }
+  return "context[i] = Σ_j weights[i, j] · v[j]: value row j went into every query's context, with that query's weight. So its "
+         "gradient collects from every query: grad.v[j] = Σ_i weights[i, j] · grad.context[i]. A key no query attends to gets 0.";
+}
+
+std::string explain_grad_x(const Trace& t, const Step& s, const ExplainBlock&) {
+  if (s.formula.find(" + ") == std::string::npos) {
+    return t.config.mode == Mode::Cross ? "In cross-attention x made only the queries, so only their path leads back to it; the source "
+                                          "takes the keys' and values' paths (grad.source)."
+                                        : "";
+  }
+  return "x was used three times: q = x · W_q, k = x · W_k and v = x · W_v. A small change in x moves all three, and the loss "
+         "feels each, so the gradients of the three paths add. Taking only the queries' path is a common slip when the "
+         "forward pass is read as \"x goes into the queries\".";
+}
+
+std::string explain_grad_param(const Trace& t, const Step& s, const ExplainBlock&) {
+  const auto& c = t.config;
+  const std::int64_t rows = c.B * (s.id == "grad.W_k" || s.id == "grad.W_v" || s.id == "grad.b_k" || s.id == "grad.b_v" ? c.S : c.T);
+  const bool bias = t.find("grad.b_" + s.id.substr(s.id.find('_') + 1)) != nullptr;
+  return fmt::format("The same parameter was used by every row: {} of them here ({}). Each row's contribution is its input row "
+                     "times its output gradient row (an outer product); the parameter's gradient is their sum, which is what the "
+                     "product of the transposed input with the gradient computes.{}",
+                     rows, c.batched ? "every position of every batch row" : "every position",
+                     bias ? " The bias was added to every row, so its gradient is the sum of the rows' gradients." : "");
+}
+
+}  // namespace
+
+const std::map<std::string_view, Explainer>& backward_explainers() {
+  static const std::map<std::string_view, Explainer> kTable = {
+      {"grad.masked", explain_softmax_backward}, {"grad.scaled", explain_softmax_backward}, {"grad.scores", explain_grad_scores},
+      {"grad.capped", explain_softmax_backward},  {"grad.biased", explain_softmax_backward},
+      {"grad.weights", explain_grad_weights},     {"grad.k", explain_grad_k},       {"grad.k.heads", explain_grad_k},
+      {"grad.v", explain_grad_v},                 {"grad.v.heads", explain_grad_v}, {"grad.x", explain_grad_x},
+      {"grad.W_q", explain_grad_param},           {"grad.W_k", explain_grad_param}, {"grad.W_v", explain_grad_param},
+      {"grad.W_o", explain_grad_param},           {"grad.W_qkv", explain_grad_param},
+  };
+  return kTable;
+}
+
+}  // namespace attn::explain_detail
