@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include "attn/model/tools/generate.hpp"
+#include "attn/tools/cost.hpp"
 
 namespace attn_cli {
 namespace {

@@ -40,6 +40,7 @@
 #include "attn/pipeline/flash.hpp"
 #include "attn/pipeline/pipeline.hpp"
 #include "attn/core/spec.hpp"
+#include "attn/tools/cost.hpp"
 
 namespace {
 

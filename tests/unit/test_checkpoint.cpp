@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "attn/numerics/position_tables.hpp"
 #include "attn/core/error.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
 #include "helpers.hpp"

@@ -43,4 +43,15 @@ std::optional<Layout> layout_from_name(std::string_view s) { return value_of(kLa
 std::optional<Entry> entry_from_name(std::string_view s) { return value_of(kEntries, s); }
 std::optional<Dim> dim_from_name(std::string_view s) { return value_of(kDims, s); }
 
+std::string RopeScaling::describe() const {
+  switch (kind) {
+    case Kind::None: return "none";
+    case Kind::Linear: return fmt::format("linear (factor {})", factor);
+    case Kind::Llama3:
+      return fmt::format("llama3 (factor {}, low_freq_factor {}, high_freq_factor {}, original_max_position_embeddings {})", factor, low_freq_factor,
+                         high_freq_factor, original);
+  }
+  return "none";
+}
+
 }  // namespace attn

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,6 +56,19 @@ std::optional<Entry> entry_from_name(std::string_view name);
 std::optional<Dim> dim_from_name(std::string_view name);
 
 inline bool is_token_axis(Dim d) { return d == Dim::T || d == Dim::S; }
+
+// RoPE's frequency scaling, as the model hub's rope_type names it. None: θ_i = theta^(−2i/R).
+// Linear: θ_i / factor (positions squeezed by the factor). Llama3 (Llama 3.1's
+// _compute_llama3_parameters): a pair whose wavelength 2π/θ_i is shorter than original /
+// high_freq_factor keeps θ_i (high band), one longer than original / low_freq_factor gets
+// θ_i / factor (low band), and one between gets (1 − s)·θ_i/factor + s·θ_i with
+// s = (original / wavelength − low_freq_factor) / (high_freq_factor − low_freq_factor) (middle band).
+struct RopeScaling {
+  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+  double factor = 1, low_freq_factor = 1, high_freq_factor = 4, original = 8192;
+  // "llama3 (factor 32, low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192)"
+  std::string describe() const;
+};
 
 }  // namespace attn
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "attn/core/config.hpp"
-#include "attn/numerics/position_tables.hpp"
 #include "attn/core/tensor.hpp"
 
 namespace attn {
@@ -113,7 +112,7 @@ struct Spec {
   Tensor alibi_slopes;
   bool alibi_default = true;  // slopes by Press et al.'s rule, not given
   // T5's relative position bias: one learned number per head and bucket of the key − query distance,
-  // added to the scores (position_tables.hpp computes the buckets and looks the numbers up).
+  // added to the scores (numerics/position_tables.hpp computes the buckets and looks the numbers up).
   struct RelativeBias {
     Tensor table;    // (NB, H): relative_attention_bias.weight, NB = num_buckets
     Tensor buckets;  // (T, S): key j's bucket for query i, as numbers

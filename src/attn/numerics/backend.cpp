@@ -7,28 +7,11 @@
 #include <filesystem>
 #include <string>
 
-#include "attn/tools/cost.hpp"
 #include "attn/core/error.hpp"
 #include "attn/io/module_path.hpp"
 #include "attn/core/options.hpp"
 
 namespace attn {
-
-void require_fits_on(Backend& backend, const Spec& spec, bool fused) {
-  const Backend::Memory memory = backend.memory();
-  if (memory.free < 0) return;
-  const Trace plan = plan_trace(spec, fused);
-  const double total = kept_bytes(plan);
-  if (total <= static_cast<double>(memory.free)) return;
-  const Step* largest = nullptr;
-  for (const auto& s : plan.steps)
-    if (largest == nullptr || step_bytes(s) > step_bytes(*largest)) largest = &s;
-  throw DeviceError(fmt::format("--backend {}: this trace would keep up to {} of tensors on the device, more than its {} free (of {}); the "
-                                "largest step is {} [{}] = {} = {}. Use a smaller T (attn cost shows how the size grows), or --backend cpu",
-                                backend.name(), human_bytes(total), human_bytes(static_cast<double>(memory.free)),
-                                human_bytes(static_cast<double>(memory.total)), largest->id, fmt::join(largest->dims, ", "),
-                                shape_string(largest->value.shape()), human_bytes(step_bytes(*largest))));
-}
 
 std::unique_ptr<Backend> make_backend(std::string_view name, Door door) {
   if (name == "cpu") return make_cpu_backend();

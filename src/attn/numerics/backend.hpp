@@ -161,11 +161,6 @@ class Backend {
   }
 };
 
-// Throws DeviceError (exit 2) with the estimate and the largest step when the spec's trace (its
-// dry run, plan_trace) would keep more than the backend's free memory; nothing where the backend
-// does not say how much it has (the CPU). Call it after make_backend, before run_pipeline.
-void require_fits_on(Backend& backend, const Spec& spec, bool fused = false);
-
 // A backend that computes nothing: shapes only, and the floating-point operations each primitive
 // would do. The pipeline run on it is a dry run: every step's shape and cost, no allocation.
 std::unique_ptr<Backend> make_shape_backend();

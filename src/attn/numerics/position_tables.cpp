@@ -83,17 +83,6 @@ RelativeBiasTables relative_bias_tables(const Tensor& table, std::int64_t T, std
   return r;
 }
 
-std::string RopeScaling::describe() const {
-  switch (kind) {
-    case Kind::None: return "none";
-    case Kind::Linear: return fmt::format("linear (factor {})", factor);
-    case Kind::Llama3:
-      return fmt::format("llama3 (factor {}, low_freq_factor {}, high_freq_factor {}, original_max_position_embeddings {})", factor, low_freq_factor,
-                         high_freq_factor, original);
-  }
-  return "none";
-}
-
 namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;

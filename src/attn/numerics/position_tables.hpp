@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/config.hpp"
 #include "attn/core/tensor.hpp"
 
 namespace attn {
@@ -32,18 +33,7 @@ struct RelativeBiasTables {
 RelativeBiasTables relative_bias_tables(const Tensor& table, std::int64_t T, std::int64_t S, std::int64_t offset, bool bidirectional,
                                         std::int64_t max_distance);
 
-// RoPE's frequency scaling, as the model hub's rope_type names it. None: θ_i = theta^(−2i/R).
-// Linear: θ_i / factor (positions squeezed by the factor). Llama3 (Llama 3.1's
-// _compute_llama3_parameters): a pair whose wavelength 2π/θ_i is shorter than original /
-// high_freq_factor keeps θ_i (high band), one longer than original / low_freq_factor gets
-// θ_i / factor (low band), and one between gets (1 − s)·θ_i/factor + s·θ_i with
-// s = (original / wavelength − low_freq_factor) / (high_freq_factor − low_freq_factor) (middle band).
-struct RopeScaling {
-  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
-  double factor = 1, low_freq_factor = 1, high_freq_factor = 4, original = 8192;
-  // "llama3 (factor 32, low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192)"
-  std::string describe() const;
-};
+// RopeScaling (core/config.hpp): RoPE's frequency scaling, as the model hub's rope_type names it.
 enum class RopeBand { High, Middle, Low };
 
 // Each pair's angle per position, θ_i, scaled; in double with attn's own exp and log.

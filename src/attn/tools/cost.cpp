@@ -223,4 +223,20 @@ void render_cost(const Spec& spec, std::ostream& out) {
   growth_table(spec, c, out);
 }
 
+void require_fits_on(Backend& backend, const Spec& spec, bool fused) {
+  const Backend::Memory memory = backend.memory();
+  if (memory.free < 0) return;
+  const Trace plan = plan_trace(spec, fused);
+  const double total = kept_bytes(plan);
+  if (total <= static_cast<double>(memory.free)) return;
+  const Step* largest = nullptr;
+  for (const auto& s : plan.steps)
+    if (largest == nullptr || step_bytes(s) > step_bytes(*largest)) largest = &s;
+  throw DeviceError(fmt::format("--backend {}: this trace would keep up to {} of tensors on the device, more than its {} free (of {}); the "
+                                "largest step is {} [{}] = {} = {}. Use a smaller T (attn cost shows how the size grows), or --backend cpu",
+                                backend.name(), human_bytes(total), human_bytes(static_cast<double>(memory.free)),
+                                human_bytes(static_cast<double>(memory.total)), largest->id, fmt::join(largest->dims, ", "),
+                                shape_string(largest->value.shape()), human_bytes(step_bytes(*largest))));
+}
+
 }  // namespace attn

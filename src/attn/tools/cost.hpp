@@ -12,6 +12,7 @@
 #include "attn/core/bytes.hpp"  // human_bytes, parse_bytes, default_max_memory: this header's users had them from here
 #include "attn/core/spec.hpp"
 #include "attn/core/trace.hpp"
+#include "attn/numerics/backend.hpp"
 
 namespace attn {
 
@@ -25,6 +26,11 @@ double step_bytes(const Step& step);
 // Throws InputError (exit 2) with the estimate and the largest step when the trace would keep more
 // than max_bytes.
 void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& why_limit);
+
+// Throws DeviceError (exit 2) with the estimate and the largest step when the spec's trace (its
+// dry run, plan_trace) would keep more than the backend's free memory; nothing where the backend
+// does not say how much it has (the CPU). Call it after make_backend, before run_pipeline.
+void require_fits_on(Backend& backend, const Spec& spec, bool fused = false);
 
 struct SizeArgs {
   std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1;
