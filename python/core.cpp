@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "attn/core/select_steps.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/core/bytes.hpp"
 #include "attn/core/config.hpp"

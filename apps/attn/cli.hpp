@@ -30,6 +30,7 @@
 #include "attn/tools/diff.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/core/options.hpp"
+#include "attn/core/select_steps.hpp"
 #include "attn/render/pager.hpp"
 #include "attn/core/error.hpp"
 #include "attn/pipeline/pipeline.hpp"

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "attn/core/select_steps.hpp"
 #include "attn/tools/explain.hpp"
 #include "attn/render/render.hpp"
 #include "helpers.hpp"

@@ -6,7 +6,7 @@
 #include <array>
 #include <string_view>
 
-#include "attn/render/layout.hpp"
+#include "attn/core/text.hpp"
 
 namespace attn {
 

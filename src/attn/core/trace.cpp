@@ -74,4 +74,11 @@ std::string position_label(const TraceConfig& c, const Dims& dims, const Shape& 
   return fmt::format("[{}] ({})", fmt::join(idx, ", "), fmt::join(parts, ", "));
 }
 
+const Step* blocking_step(const Trace& trace, const Step& step) {
+  if (step.kind == ValueKind::Mask) return nullptr;
+  const Step* masked = trace.find("masked");
+  // the same axes, not only the same sizes: x [T, C] is no score matrix when C happens to equal T
+  return masked != nullptr && masked->value.shape() == step.value.shape() && masked->dims == step.dims ? masked : nullptr;
+}
+
 }  // namespace attn

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,12 @@ struct Trace {
     return nullptr;
   }
 };
+
+// Which cells of a step are blocked (heatmaps, explanations): -inf in the trace's masked step of the same shape. A blocked
+// weight is exactly 0, which alone would look like a small weight. nullptr: nothing is blocked.
+const Step* blocking_step(const Trace& trace, const Step& step);
+inline bool blocked(const Step* masked, std::int64_t at) {
+  return masked != nullptr && masked->value.at(at) == -std::numeric_limits<Scalar>::infinity();
+}
 
 }  // namespace attn

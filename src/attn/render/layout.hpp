@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/core/options.hpp"
+#include "attn/core/text.hpp"
 #include "attn/core/trace.hpp"
 
 namespace attn {
@@ -51,12 +52,6 @@ bool is_scalar(const Step& step);
 // The step's shape line: "[T, S] = [2, 2]", or "a scalar (one number)".
 std::string shape_line(const Step& step);
 
-// Steps to show: ids (all when empty), then the range from..to (inclusive, by trace order).
-// Unknown ids are an InputError naming the option (steps, from, to; ids_key for the ids, as the door
-// spells it) and the trace's steps.
-std::vector<std::size_t> select_steps(const Trace& trace, const std::vector<std::string>& ids, const std::string& from,
-                                      const std::string& to, Door door = Door::Cli, std::string_view ids_key = "steps");
-
 // --heatmap: the requested step ids ("none" for no heatmap), each refused unless this trace has it
 // and it is a queries × keys step.
 std::vector<std::string> heatmap_steps(const Trace& trace, const std::vector<std::string>& requested);
@@ -76,40 +71,5 @@ HeatScale heat_scale(const Step& step);
 // --heat-range fit: the range of one block's finite values that are not blocked (a near-uniform
 // head's 0.17 … 0.24 spread over the whole ramp), or heat_scale when the block has none.
 HeatScale fitted_heat_scale(const Step& step, const Step* masked, std::int64_t offset, std::int64_t count);
-
-// Which cells of a heatmap are blocked: -inf in the trace's masked step of the same shape. A blocked
-// weight is exactly 0, which alone would look like a small weight. nullptr: nothing is blocked.
-const Step* blocking_step(const Trace& trace, const Step& step);
-inline bool blocked(const Step* masked, std::int64_t at) {
-  return masked != nullptr && masked->value.at(at) == -std::numeric_limits<Scalar>::infinity();
-}
-
-// For SVG and HTML text and attribute values: < > & " ' as entities.
-std::string markup_escape(std::string_view s);
-
-// Display width in terminal cells (display_width.cpp): East Asian wide characters and emoji count 2,
-// combining marks 0, everything else 1; not bytes, not code points.
-std::size_t cells(std::string_view s);
-// Word-wraps a paragraph to `width` cells, the prefixes included: the first line starts with
-// `first`, the others with `rest` (a hanging indent); each line ends in "\n".
-std::string wrap(const std::string& text, std::size_t width, const std::string& first, const std::string& rest);
-// A line's " · "-separated parts, and the parts joined again within `width` after `lead`: a line
-// that would pass it ends in " ·" and the next starts with lead + two spaces.
-// A step's code as lines: its "; "-separated statements one a line.
-std::vector<std::string> code_lines(const std::string& code);
-std::vector<std::string> split_parts(const std::string& text);
-std::string join_fitting(const std::vector<std::string>& parts, std::size_t width, const std::string& lead = "");
-// Text fitted to `width`: a line that would pass it wraps under its own indent (+2), between its
-// " · " parts where it has them, else at words; lines with colour escapes and table rows (runs of
-// spaces inside) are left whole.
-std::string fit_lines(const std::string& text, std::size_t width);
-int char_width(char32_t c);
-// The code point at byte i of UTF-8 text and its length in bytes (a malformed byte: U+FFFD, 1).
-std::pair<char32_t, std::size_t> decode_utf8(std::string_view s, std::size_t i);
-// Cut to at most max_cells code points, ending in "…" when cut ("" when max_cells is 0).
-std::string clip(std::string_view s, std::size_t max_cells);
-// Padded with spaces to `width` cells, on the left (right-aligned) or the right.
-std::string pad_left(std::string_view s, std::size_t width);
-std::string pad_right(std::string_view s, std::size_t width);
 
 }  // namespace attn

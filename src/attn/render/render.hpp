@@ -70,11 +70,6 @@ void render_svg(const Trace& trace, std::ostream& out, const TextOptions& option
 // labels, heatmaps, each entry's computation on hover, and print styles for handouts.
 void render_html(const Trace& trace, std::ostream& out, const TextOptions& options);
 
-// Shared number formatting: fixed decimals, "-inf"/"inf"/"nan", never "-0"; scientific (3.0000e+38)
-// from 1e10 on, where fixed notation would be a row of unreadable digits.
-std::string format_fixed(Scalar v, int precision);
-
-
 // Whether a step can be drawn as a heatmap: its last two axes are tokens (queries x keys).
 bool heatmap_able(const Step& step);
 

@@ -16,50 +16,6 @@
 
 namespace attn {
 
-std::string format_fixed(Scalar v, int precision) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // Beyond ten integer digits, fixed notation is a row of digits nobody reads (3e38 has 39): the same
-  // decimals in scientific notation, 3.0000e+38
-  if (std::fabs(v) >= 1e10F) {
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, std::max(precision, 0));
-    return std::string(buf, r.ptr);
-  }
-  // The exact value rounded to `precision` decimals (as "{:.Nf}" prints it). Up to 12 decimals, and
-  // while the digits fit 2^53, in integers: v · 10^p is exact in double (v's 24-bit significand
-  // times 5^p's at most 29 bits), so rounding it to an integer (ties to even, as the exact decimal
-  // expansion is rounded) gives the digits.
-  constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
-  if (precision >= 0 && precision <= 12) {
-    const double scaled = std::nearbyint(std::fabs(static_cast<double>(v)) * kPow10[precision]);
-    if (scaled < 0x1p53) {
-      char digits[32];
-      const auto n = static_cast<std::uint64_t>(scaled);
-      auto r = std::to_chars(digits, digits + sizeof digits, n);
-      auto len = static_cast<int>(r.ptr - digits);
-      std::string s;
-      s.reserve(static_cast<std::size_t>(std::max(len, precision + 1) + 3));
-      if (std::signbit(v) && n != 0) s += '-';  // "-0.0000" would be a rounding artefact, not a negative number
-      if (len <= precision) {  // 0.00ddd
-        s += "0.";
-        s.append(static_cast<std::size_t>(precision - len), '0');
-        s.append(digits, r.ptr);
-      } else {
-        s.append(digits, digits + (len - precision));
-        if (precision > 0) s += '.', s.append(digits + (len - precision), r.ptr);
-      }
-      return s;
-    }
-  }
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-  std::string s = r.ec == std::errc{} ? std::string(buf, r.ptr) : fmt::format("{:.{}f}", v, precision);
-  // "-0.0000" is a rounding artefact, not a negative number.
-  if (s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
-  return s;
-}
-
 bool heatmap_able(const Step& s) {
   const auto r = s.dims.size();
   if (r < 2 || s.kind == ValueKind::Mask) return false;

@@ -12,7 +12,7 @@
 #include "attn/tools/compare.hpp"
 #include "attn/core/error.hpp"
 #include "attn/io/json_text.hpp"
-#include "attn/render/render.hpp"
+#include "attn/core/text.hpp"
 #include "attn/core/suggest.hpp"
 
 namespace attn {

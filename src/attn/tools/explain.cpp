@@ -4,8 +4,7 @@
 #include "attn/tools/explain.hpp"
 #include "attn/tools/explain_detail.hpp"
 
-#include "attn/render/layout.hpp"
-#include "attn/render/render.hpp"
+#include "attn/core/text.hpp"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "attn/tools/explain_detail.hpp"
-#include "attn/render/layout.hpp"
+#include "attn/core/text.hpp"
 
 namespace attn::explain_detail {
 namespace {

@@ -9,8 +9,7 @@
 
 #include "attn/tools/explain.hpp"
 #include "attn/tools/explain_detail.hpp"
-#include "attn/render/layout.hpp"
-#include "attn/render/render.hpp"
+#include "attn/core/text.hpp"
 
 namespace attn {
 
