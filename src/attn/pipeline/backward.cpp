@@ -144,43 +144,49 @@ BT upstream(const Spec& s, Backend& be, Recorder& r, const Step& out_step, const
   throw InternalError("attn backward: unknown upstream");
 }
 
-// The backward pass, from the loss back to the inputs: each line one forward step's chain rule.
-void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, Mistake m) {
-  const auto B = s.B, H = s.H, G = s.Hkv, T = s.T, S = s.S, hs = s.hs(), hv = s.hv();
+// The gradients the output's side hands down: of the weights (B, H, T, S) and of the values (B, G, S, hv),
+// none where the weights end the forward pass.
+struct ValueGrads {
+  BT d_weights, d_v_heads;
+};
+
+// 1. From the upstream gradient back through W_o, the heads' merge and context = weights · v.
+ValueGrads output_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, const BT& out, const BT& w, bool values) {
+  const auto B = s.B, H = s.H, G = s.Hkv, T = s.T, S = s.S, hv = s.hv();
   const bool heads = H > 1;
-  const bool values = s.entry == Entry::Embeddings || !s.v.shape().empty();  // no v: the weights are the last step
-  const Step& last = f.steps.back();  // output, merged, the context, or the weights
-  const BT out = saved(be, f, last.id, values ? Shape{B, T, element_count(last.value.shape()) / (B * T)} : Shape{B, H, T, S});
-  const BT w = saved(be, f, "weights", {B * H, T, S});
-
-  BT d_weights, d_v_heads;  // (B, H, T, S), (B, G, S, hv)
+  const Step& last = f.steps.back();
+  ValueGrads g;
   if (!values) {
-    d_weights = r.emit(StepId::GradWeights, upstream(s, be, r, last, out));
-  } else {
-    // output = merged · W_o + b_o
-    const BT d_out = r.emit(StepId::GradOutput, upstream(s, be, r, last, out));
-    BT d_merged = d_out;  // (B, T, dv)
-    if (s.w.W_o) {
-      const BT merged = saved(be, f, heads ? "merged" : "context", {B, T, s.dv});
-      r.emit(StepId::GradWo, weight_grad(be, s, merged, d_out));
-      if (s.w.b_o) r.emit(StepId::GradBo, bias_grad(be, d_out));
-      d_merged = input_grad(be, d_out, *s.w.W_o);
-      if (heads) r.emit(StepId::GradMerged, d_merged);
-    }
-    // merged = context with the heads side by side
-    BT d_context = heads ? split(be, d_merged, H) : d_merged.view({B, 1, T, hv});  // (B, H, T, hv)
-    if (heads || s.w.W_o) d_context = r.emit(StepId::GradContext, d_context);
-
-    // context = weights · v (v repeated to the H query heads when grouped: each kv head sums its copies)
-    const BT v = saved(be, f, s.grouped() ? "v.repeat" : heads ? "v.heads" : "v", {B * H, S, hv});
-    d_weights = r.emit(StepId::GradWeights, be.matmul(d_context.view({B * H, T, hv}), be.transpose_last2(v)).view({B, H, T, S}));
-    d_v_heads = be.matmul(be.transpose_last2(w), d_context.view({B * H, T, hv})).view({B, H, S, hv});
-    if (s.grouped()) d_v_heads = sum_groups(be, r.emit(StepId::GradVRepeat, d_v_heads), G);
-    if (heads) r.emit(StepId::GradVHeads, d_v_heads);
+    g.d_weights = r.emit(StepId::GradWeights, upstream(s, be, r, last, out));
+    return g;
   }
+  // output = merged · W_o + b_o
+  const BT d_out = r.emit(StepId::GradOutput, upstream(s, be, r, last, out));
+  BT d_merged = d_out;  // (B, T, dv)
+  if (s.w.W_o) {
+    const BT merged = saved(be, f, heads ? "merged" : "context", {B, T, s.dv});
+    r.emit(StepId::GradWo, weight_grad(be, s, merged, d_out));
+    if (s.w.b_o) r.emit(StepId::GradBo, bias_grad(be, d_out));
+    d_merged = input_grad(be, d_out, *s.w.W_o);
+    if (heads) r.emit(StepId::GradMerged, d_merged);
+  }
+  // merged = context with the heads side by side
+  BT d_context = heads ? split(be, d_merged, H) : d_merged.view({B, 1, T, hv});  // (B, H, T, hv)
+  if (heads || s.w.W_o) d_context = r.emit(StepId::GradContext, d_context);
 
-  // weights = softmax(logits): d logits = w ⊙ (d w − rowsum(d w ⊙ w)). Then back along the logits'
-  // steps, each emitted under the id of the step it is the gradient of.
+  // context = weights · v (v repeated to the H query heads when grouped: each kv head sums its copies)
+  const BT v = saved(be, f, s.grouped() ? "v.repeat" : heads ? "v.heads" : "v", {B * H, S, hv});
+  g.d_weights = r.emit(StepId::GradWeights, be.matmul(d_context.view({B * H, T, hv}), be.transpose_last2(v)).view({B, H, T, S}));
+  g.d_v_heads = be.matmul(be.transpose_last2(w), d_context.view({B * H, T, hv})).view({B, H, S, hv});
+  if (s.grouped()) g.d_v_heads = sum_groups(be, r.emit(StepId::GradVRepeat, g.d_v_heads), G);
+  if (heads) r.emit(StepId::GradVHeads, g.d_v_heads);
+  return g;
+}
+
+// 2. weights = softmax(logits): d logits = w ⊙ (d w − rowsum(d w ⊙ w)). Then back along the logits'
+// steps, each emitted under the id of the step it is the gradient of, to the scores' gradient.
+BT logits_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, const BT& w, const BT& d_weights, Mistake m) {
+  const auto B = s.B, H = s.H, T = s.T, S = s.S;
   const bool scaled = s.scale_kind != ScaleKind::None, biased = !s.alibi_slopes.shape().empty();
   const StepId chain[] = {StepId::GradMasked, StepId::GradCapped, StepId::GradBiased, StepId::GradScaled, StepId::GradScores};
   const bool present[] = {s.masking(), s.softcap.has_value(), biased, scaled, true};
@@ -210,13 +216,18 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f,
   }
   if (biased) d = r.emit(next(), d, /*view=*/true);  // biased = scaled + alibi: the bias is a constant, the gradient passes
   // scaled = scores · factor
-  const BT d_scores = scaled ? r.emit(StepId::GradScores, be.scale(d, m == Mistake::BackwardScaleForgotten ? 1.0 : f.config.scale_exact)) : d;
-  if (s.entry == Entry::Scores) {  // the scores were given: they are where the pass ends, with v's
-    if (values) r.emit(StepId::GradV, merge(be, d_v_heads));
-    return;
-  }
+  return scaled ? r.emit(StepId::GradScores, be.scale(d, m == Mistake::BackwardScaleForgotten ? 1.0 : f.config.scale_exact)) : d;
+}
 
-  // scores = q · kᵀ (q rotated, k rotated and repeated): d q = d scores · k, d k = d scoresᵀ · q
+// The queries' and the keys' gradients, flat: (B, T, dk), (B, S, G·hs).
+struct QueryKeyGrads {
+  BT d_q, d_k;
+};
+
+// 3. scores = q · kᵀ (q rotated, k rotated and repeated): d q = d scores · k, d k = d scoresᵀ · q
+QueryKeyGrads scores_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, const BT& d_scores, Mistake m) {
+  const auto B = s.B, H = s.H, G = s.Hkv, T = s.T, S = s.S, hs = s.hs();
+  const bool heads = H > 1;
   const BT q = saved(be, f, s.rope ? "q.rope" : heads ? "q.heads" : "q", {B * H, T, hs});
   const BT k = saved(be, f, s.grouped() ? "k.repeat" : s.rope ? "k.rope" : heads ? "k.heads" : "k", {B * H, S, hs});
   BT d_q_heads = be.matmul(d_scores.view({B * H, T, S}), k).view({B, H, T, hs});
@@ -233,11 +244,13 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f,
   if (heads) r.emit(StepId::GradQHeads, d_q_heads), r.emit(StepId::GradKHeads, d_k_heads);
   const BT d_q = r.emit(StepId::GradQ, merge(be, d_q_heads));  // (B, T, dk)
   const BT d_k = r.emit(StepId::GradK, merge(be, d_k_heads));  // (B, S, G·hs)
-  if (!values) return;
-  const BT d_v = r.emit(StepId::GradV, merge(be, d_v_heads));  // (B, S, G·hv)
-  if (s.entry != Entry::Embeddings) return;
+  return {d_q, d_k};
+}
 
-  const BT x = saved(be, f, s.positions != Positions::None ? "x.pos" : "x", {B, T, s.C});
+// 4. The projections: q, k and v back to their weights, biases and inputs (x, and the source in cross mode).
+void projections_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, const QueryKeyGrads& qk, const BT& d_v, Mistake m) {
+  const BT &d_q = qk.d_q, &d_k = qk.d_k;
+  const BT x = saved(be, f, s.positions != Positions::None ? "x.pos" : "x", {s.B, s.T, s.C});
   if (s.w.W_qkv) {
     // q, k, v = slices of qkv = x · W_qkv + b_qkv: the slices' backward puts the gradients side by side
     const BT d_qkv = r.emit(StepId::GradQkv, side_by_side(be, side_by_side(be, d_q, d_k), d_v));
@@ -247,7 +260,7 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f,
     return;
   }
   // q = x · W_q + b_q, k = src · W_k + b_k, v = src · W_v + b_v (src: the source in cross mode, else x)
-  const BT src = s.cross() ? saved(be, f, "source", {B, S, s.Cs}) : x;
+  const BT src = s.cross() ? saved(be, f, "source", {s.B, s.S, s.Cs}) : x;
   r.emit(StepId::GradWq, weight_grad(be, s, x, d_q));
   if (s.w.b_q) r.emit(StepId::GradBq, bias_grad(be, d_q));
   r.emit(StepId::GradWk, weight_grad(be, s, src, d_k));
@@ -264,6 +277,31 @@ void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f,
   } else {
     r.emit(StepId::GradX, m == Mistake::BackwardDxOnePath ? from_q : be.add(from_q, from_kv));
   }
+}
+
+// The backward pass, from the loss back to the inputs: each pass one forward step's chain rule, or a few.
+void attention_backward(const Spec& s, Backend& be, Recorder& r, const Trace& f, Mistake m) {
+  const auto B = s.B, H = s.H, T = s.T, S = s.S;
+  const bool values = s.entry == Entry::Embeddings || !s.v.shape().empty();  // no v: the weights are the last step
+  const Step& last = f.steps.back();  // output, merged, the context, or the weights
+  const BT out = saved(be, f, last.id, values ? Shape{B, T, element_count(last.value.shape()) / (B * T)} : Shape{B, H, T, S});
+  const BT w = saved(be, f, "weights", {B * H, T, S});
+
+  // 1. the output back to the weights and the values
+  const ValueGrads vg = output_backward(s, be, r, f, out, w, values);
+  // 2. the softmax and the logits' steps back to the scores
+  const BT d_scores = logits_backward(s, be, r, f, w, vg.d_weights, m);
+  if (s.entry == Entry::Scores) {  // the scores were given: they are where the pass ends, with v's
+    if (values) r.emit(StepId::GradV, merge(be, vg.d_v_heads));
+    return;
+  }
+  // 3. the scores back to the queries and the keys
+  const QueryKeyGrads qk = scores_backward(s, be, r, f, d_scores, m);
+  if (!values) return;
+  const BT d_v = r.emit(StepId::GradV, merge(be, vg.d_v_heads));  // (B, S, G·hv)
+  if (s.entry != Entry::Embeddings) return;
+  // 4. q, k and v back through the projections to x (and the source)
+  projections_backward(s, be, r, f, qk, d_v, m);
 }
 
 std::string upstream_note(const Spec& s, const Step& last) {

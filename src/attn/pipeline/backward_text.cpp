@@ -110,10 +110,9 @@ StepText bias_text(std::string_view b, std::string_view grad, Dim d) {
 
 namespace {
 
-StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c) {
-  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+// The output's side, from the loss back to the context: the upstream gradient, W_o and the heads' merge.
+StepText output_grad_text(StepId step, const Spec& s) {
   const bool heads = s.H > 1;
-  const std::string v = s.grouped() ? "v.repeat" : heads ? "v.heads" : "v", q = heads ? "q.heads" : "q", k = heads ? "k.heads" : "k";
   switch (step) {
     case StepId::Loss:
       return {"", fmt::format("loss = mean(({} − target)²)", out_name(s)), "the mean squared error over every entry", Dims{Dim::One}};
@@ -131,6 +130,16 @@ StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c)
       }
       return {"", fmt::format("grad.context = grad.output · {}", transposed(s, "W_o")), "the chain rule through output = context · W_o",
               Dims{Dim::B, Dim::H, Dim::T, Dim::hv}};
+    default: return {};
+  }
+}
+
+// context = weights · v: the weights' gradient, and the values' (summed over their copies when grouped).
+StepText values_grad_text(StepId step, const Spec& s) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  const bool heads = s.H > 1;
+  const std::string v = s.grouped() ? "v.repeat" : heads ? "v.heads" : "v";
+  switch (step) {
     case StepId::GradWeights:
       if (!values(s)) return upstream_text(s, "grad.weights", bhts);
       return {"", fmt::format("grad.weights = {} · {}ᵀ", context_grad(s), v),
@@ -147,47 +156,59 @@ StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c)
       }
       return {"", "grad.v.heads = weightsᵀ · grad.context", "each key's value collects the gradient of every query, in proportion to that query's weight on it",
               Dims{Dim::B, Dim::H, Dim::S, Dim::hv}};
-    case StepId::GradMasked:
-    case StepId::GradCapped:
-    case StepId::GradBiased:
-    case StepId::GradScaled:
-    case StepId::GradScores: {
-      const std::string self(chain_id(step)), prev = before(s, self);
-      if (self == logits(s)) {
-        return {"Gradient through the softmax", fmt::format("grad.{} = weights ⊙ (grad.weights − rowsum(grad.weights ⊙ weights))", self),
-                std::string("the softmax's Jacobian times grad.weights: a row's weights sum to 1, so raising one score lowers the others, which "
-                            "the rowsum term subtracts") +
-                    (s.masking() ? "; a masked key has weight 0, so its gradient is exactly 0" : ""),
-                bhts};
-      }
-      if (prev == "scaled") {
-        if (s.scale_kind == ScaleKind::SqrtDk) {
-          return {"", "grad.scores = grad.scaled / √d_k", fmt::format("the chain rule through scaled = scores / √d_k: the same factor again, {}", c.scale),
-                  bhts};
-        }
-        return {"", fmt::format("grad.scores = grad.scaled × {}", c.scale_factor),
-                fmt::format("the chain rule through scaled = scores × {0}: the same factor again", c.scale_factor), bhts};
-      }
-      if (prev == "biased") {
-        return {"", fmt::format("grad.{} = grad.biased", self), "the ALiBi bias depends on no input (only on distances): the gradient passes unchanged",
-                bhts};
-      }
-      if (prev == "capped") {
-        return {"", fmt::format("grad.{0} = grad.capped ⊙ (1 − (capped / {1})²)", self, static_cast<Scalar>(*s.softcap)),
-                fmt::format("the derivative of {0} · tanh(x / {0}) is 1 − tanh²(x / {0}): near 1 for small scores, near 0 where the cap "
-                            "flattens them",
-                            static_cast<Scalar>(*s.softcap)),
-                bhts};
-      }
-      // the mask's backward: masked = masked_fill(logits, blocked, fill) (+ an additive mask)
-      if (s.blocking()) {
-        return {"", fmt::format("grad.{} = grad.masked, 0 where a key is masked", self),
-                "masked_fill put a constant where a key is blocked, so no gradient reaches that score: exactly 0, whatever its weight's "
-                "gradient was",
-                bhts};
-      }
-      return {"", fmt::format("grad.{} = grad.masked", self), "an additive mask is a constant: the gradient passes through unchanged", bhts};
+    case StepId::GradV:
+      if (heads) return {"", "grad.v = grad.v.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, false)}};
+      return {"", fmt::format("grad.v = weightsᵀ · {}", context_grad(s)),
+              "each key's value collects the gradient of every query, in proportion to that query's weight on it", Dims{Dim::B, Dim::S, Dim::dv}};
+    default: return {};
+  }
+}
+
+// The logits' chain, from the softmax's input back to the scores: one of grad.masked, .capped, .biased, .scaled, .scores.
+StepText logits_grad_text(StepId step, const Spec& s, const TraceConfig& c) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  const std::string self(chain_id(step)), prev = before(s, self);
+  if (self == logits(s)) {
+    return {"Gradient through the softmax", fmt::format("grad.{} = weights ⊙ (grad.weights − rowsum(grad.weights ⊙ weights))", self),
+            std::string("the softmax's Jacobian times grad.weights: a row's weights sum to 1, so raising one score lowers the others, which "
+                        "the rowsum term subtracts") +
+                (s.masking() ? "; a masked key has weight 0, so its gradient is exactly 0" : ""),
+            bhts};
+  }
+  if (prev == "scaled") {
+    if (s.scale_kind == ScaleKind::SqrtDk) {
+      return {"", "grad.scores = grad.scaled / √d_k", fmt::format("the chain rule through scaled = scores / √d_k: the same factor again, {}", c.scale),
+              bhts};
     }
+    return {"", fmt::format("grad.scores = grad.scaled × {}", c.scale_factor),
+            fmt::format("the chain rule through scaled = scores × {0}: the same factor again", c.scale_factor), bhts};
+  }
+  if (prev == "biased") {
+    return {"", fmt::format("grad.{} = grad.biased", self), "the ALiBi bias depends on no input (only on distances): the gradient passes unchanged",
+            bhts};
+  }
+  if (prev == "capped") {
+    return {"", fmt::format("grad.{0} = grad.capped ⊙ (1 − (capped / {1})²)", self, static_cast<Scalar>(*s.softcap)),
+            fmt::format("the derivative of {0} · tanh(x / {0}) is 1 − tanh²(x / {0}): near 1 for small scores, near 0 where the cap "
+                        "flattens them",
+                        static_cast<Scalar>(*s.softcap)),
+            bhts};
+  }
+  // the mask's backward: masked = masked_fill(logits, blocked, fill) (+ an additive mask)
+  if (s.blocking()) {
+    return {"", fmt::format("grad.{} = grad.masked, 0 where a key is masked", self),
+            "masked_fill put a constant where a key is blocked, so no gradient reaches that score: exactly 0, whatever its weight's "
+            "gradient was",
+            bhts};
+  }
+  return {"", fmt::format("grad.{} = grad.masked", self), "an additive mask is a constant: the gradient passes through unchanged", bhts};
+}
+
+// scores = q · kᵀ back to the queries and the keys: rotated, repeated, split into heads, or flat.
+StepText query_key_grad_text(StepId step, const Spec& s) {
+  const bool heads = s.H > 1;
+  const std::string q = heads ? "q.heads" : "q", k = heads ? "k.heads" : "k";
+  switch (step) {
     case StepId::GradQRope:
       return {"", fmt::format("grad.q.rope = grad.scores · {}", s.grouped() ? "k.repeat" : "k.rope"),
               "scores = q.rope · kᵀ: the gradient of the rotated queries", Dims{Dim::B, Dim::H, Dim::T, Dim::hs}};
@@ -201,11 +222,6 @@ StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c)
       }
       return {"", "grad.k.rope = grad.scoresᵀ · q.rope", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
               Dims{Dim::B, Dim::H, Dim::S, Dim::hs}};
-    case StepId::GradQkv:
-      return {"", "grad.qkv = [grad.q | grad.k | grad.v]", "q, k and v were slices of qkv: their gradients side by side, in the same columns",
-              Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
-    case StepId::GradWqkv: return weight_text(s, "W_qkv", x_in(s), "qkv", Dim::C, s.grouped() ? Dim::DqkvG : Dim::Dqkv);
-    case StepId::GradBqkv: return bias_text("b_qkv", "qkv", s.grouped() ? Dim::DqkvG : Dim::Dqkv);
     case StepId::GradQHeads:
       if (s.rope) return turned_back("grad.q.heads", "grad.q.rope", Dims{Dim::B, Dim::H, Dim::T, Dim::hs});
       return {"", fmt::format("grad.q.heads = grad.scores · {}", s.grouped() ? "k.repeat" : k),
@@ -227,10 +243,18 @@ StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c)
       if (s.rope) return turned_back("grad.k", "grad.k.rope", Dims{Dim::B, Dim::S, Dim::dk});
       return {"", "grad.k = grad.scoresᵀ · q", "scores = q · kᵀ puts the keys in the columns, so their gradient takes grad.scoresᵀ",
               Dims{Dim::B, Dim::S, Dim::dk}};
-    case StepId::GradV:
-      if (heads) return {"", "grad.v = grad.v.heads merged", "the head split's backward is the merge", Dims{Dim::B, Dim::S, kv_width(s, false)}};
-      return {"", fmt::format("grad.v = weightsᵀ · {}", context_grad(s)),
-              "each key's value collects the gradient of every query, in proportion to that query's weight on it", Dims{Dim::B, Dim::S, Dim::dv}};
+    default: return {};
+  }
+}
+
+// The projections' side: q, k and v back to their weights, biases and inputs (x, and the source in cross mode).
+StepText projection_grad_text(StepId step, const Spec& s) {
+  switch (step) {
+    case StepId::GradQkv:
+      return {"", "grad.qkv = [grad.q | grad.k | grad.v]", "q, k and v were slices of qkv: their gradients side by side, in the same columns",
+              Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
+    case StepId::GradWqkv: return weight_text(s, "W_qkv", x_in(s), "qkv", Dim::C, s.grouped() ? Dim::DqkvG : Dim::Dqkv);
+    case StepId::GradBqkv: return bias_text("b_qkv", "qkv", s.grouped() ? Dim::DqkvG : Dim::Dqkv);
     case StepId::GradWq: return weight_text(s, "W_q", x_in(s), "q", Dim::C, Dim::dk);
     case StepId::GradBq: return bias_text("b_q", "q", Dim::dk);
     case StepId::GradWk: return weight_text(s, "W_k", s.cross() ? "source" : x_in(s), "k", s.cross() ? Dim::Cs : Dim::C, kv_width(s, true));
@@ -255,6 +279,36 @@ StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c)
       return {"", fmt::format("grad.source = grad.k · {} + grad.v · {}", transposed(s, "W_k"), transposed(s, "W_v")),
               "the source made the keys and the values: its gradient sums the two paths", Dims{Dim::B, Dim::S, Dim::Cs}};
     default: return {};
+  }
+}
+
+// Each backward step's correct words, by the part of the pass it belongs to (the order the pass runs them).
+StepText correct_backward_text(StepId step, const Spec& s, const TraceConfig& c) {
+  switch (step) {
+    case StepId::Loss:
+    case StepId::GradOutput:
+    case StepId::GradWo:
+    case StepId::GradBo:
+    case StepId::GradMerged:
+    case StepId::GradContext: return output_grad_text(step, s);
+    case StepId::GradWeights:
+    case StepId::GradVRepeat:
+    case StepId::GradVHeads:
+    case StepId::GradV: return values_grad_text(step, s);
+    case StepId::GradMasked:
+    case StepId::GradCapped:
+    case StepId::GradBiased:
+    case StepId::GradScaled:
+    case StepId::GradScores: return logits_grad_text(step, s, c);
+    case StepId::GradQRope:
+    case StepId::GradKRepeat:
+    case StepId::GradKRope:
+    case StepId::GradQHeads:
+    case StepId::GradKHeads:
+    case StepId::GradQ:
+    case StepId::GradK: return query_key_grad_text(step, s);
+    // grad.qkv, the projections' weights and biases, grad.x and grad.source (no words for any other step)
+    default: return projection_grad_text(step, s);
   }
 }
 

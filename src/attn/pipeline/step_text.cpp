@@ -1,19 +1,19 @@
 // The table of step words. Each entry says what its step is in the spec's terms; the forward pass
-// never formats text, and this file never touches a tensor.
+// never formats text, and this file never touches a tensor. The positions' words are in
+// step_text_positions.cpp, the heads' layout's in step_text_heads.cpp, the backward's in backward_text.cpp.
 #include "attn/pipeline/step_text.hpp"
 #include "attn/pipeline/step_code.hpp"
+#include "attn/pipeline/step_words.hpp"
 #include "attn/numerics/position_tables.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <tuple>
-
 #include <cmath>
 #include <limits>
 
 namespace attn {
-namespace {
+namespace step_words {
 
 // 0.125, 0.5774: at most four decimals, no trailing zeros.
 std::string short_number(double v) {
@@ -31,6 +31,12 @@ std::string compact_number(double v) {
   }
   return s;
 }
+
+}  // namespace step_words
+
+using namespace step_words;
+
+namespace {
 
 std::string bias_term(const std::optional<Tensor>& b, std::string_view name) { return b ? fmt::format(" + {}", name) : ""; }
 
@@ -83,205 +89,12 @@ StepText projection(StepId step, const Spec& s, const TextFacts& f) {
           fmt::format("{} = {} · {}{}{}", id, input, weight_symbol(s, wname, flipped), bias_term(bias, bname), transposed_mark(f, false)), "", dims};
 }
 
-// "merged = context.transpose(1, 2).reshape(B, T, C)", without B where the input has none.
-std::string merged_formula(const Spec& s, const char* width) {
-  return fmt::format("merged = context.transpose({}, {}).reshape({}T, {})", batch_axis(s, 1), batch_axis(s, 2), batch_lead(s), width);
-}
-
-// q.view / q.heads and the same for k and v (Hkv heads of them when grouped).
-StepText head_split(StepId step, const Spec& s, const TextFacts& f) {
-  const bool view = step == StepId::QView || step == StepId::KView || step == StepId::VView;
-  const char* id = (step == StepId::QView || step == StepId::QHeads) ? "q" : (step == StepId::KView || step == StepId::KHeads) ? "k" : "v";
-  const bool query = id[0] == 'q', value = id[0] == 'v';
-  // what is split: OLMo 2's q and k are normalised first
-  const std::string in = !value && s.qk_norm && s.qk_norm->whole_width ? fmt::format("{}.norm", id) : std::string(id);
-  const Dim L = query ? Dim::T : Dim::S;
-  const char* l = query || s.keys_are_queries() ? "T" : "S";  // as the shape is written
-  const auto title = std::string(step_info(step).title);
-  // classic widths say C and hs; general ones dk and hs for q and k, dv and hv for v
-  const Dim h = value ? Dim::hv : Dim::hs;
-  const char* hn = value && s.general() ? "hv" : "hs";
-  const bool kv_group = !query && s.grouped();
-  const std::string wn = kv_group ? fmt::format("Hkv·{}", hn) : !s.general() ? "C" : value ? "dv" : "dk";
-  const auto width = kv_group ? (value ? s.dvkv() : s.dkv()) : value ? s.dv : s.dk, head = value ? s.hv() : s.hs();
-  const Dim heads = kv_group ? Dim::Hkv : Dim::H;
-  const char* hname = kv_group ? "Hkv" : "H";
-  const auto count = kv_group ? s.Hkv : s.H;
-  if (f.mistake == Mistake::HeadsInterleaved) {
-    // view(…, hs, H) then the last two axes swapped: a copy whose head h holds columns h, h + H, …
-    const std::string split = fmt::format("{}.view({}{}, {}, {}).transpose(-2, -1)", in, batch_lead(s), l, hn, hname);
-    return {title,
-            (view ? split : fmt::format("{}.transpose({}, {})", split, batch_axis(s, 1), batch_axis(s, 2))) +
-                mistake_mark(f.mistake, fmt::format("view(…, {}, {}), not view(…, {}, {})", hn, hname, hname, hn)),
-            fmt::format("a copy: head h takes the interleaved columns h, h + {0}, h + 2·{0}, … of the {1} = {2} features, not a block of {3} = {4}",
-                        hname, wn, width, hn, head),
-            view ? Dims{Dim::B, L, heads, h} : Dims{Dim::B, heads, L, h}};
-  }
-  if (view) {
-    return {title, fmt::format("{}.view({}{}, {}, {})", in, batch_lead(s), l, hname, hn),
-            fmt::format("a view, no copy: the {} = {} features read as {} = {} heads of {} = {}", wn, width, hname, count, hn, head),
-            Dims{Dim::B, L, heads, h}};
-  }
-  return {title, fmt::format("{}.view({}{}, {}, {}).transpose({}, {})", in, batch_lead(s), l, hname, hn, batch_axis(s, 1), batch_axis(s, 2)),
-          kv_group ? fmt::format("each of the Hkv = {} key/value heads holds its own [{}, {}] matrix", s.Hkv, l, hn)
-                   : fmt::format("each head now holds its own [{}, {}] matrix", l, hn),
-          Dims{Dim::B, heads, L, h}};
-}
-
-// The key or value rows the cache and the repeat read: rotated keys, else the kv heads, else the flat rows.
-std::string kv_rows_name(const Spec& s, bool key) {
-  const bool per_head = s.qk_norm && !s.qk_norm->whole_width;
-  if (key) return s.rope ? "k.rope" : per_head ? "k.norm" : s.Hkv > 1 ? "k.heads" : s.qk_norm ? "k.norm" : "k";
-  return s.Hkv > 1 ? "v.heads" : "v";
-}
-
-// k.past, k.cache, v.past, v.cache: attn decode's KV cache, before and after the new token's append.
-StepText cache_text(StepId step, const Spec& s) {
-  const bool key = step == StepId::KPast || step == StepId::KCache, past = step == StepId::KPast || step == StepId::VPast;
-  const char* id = key ? "k" : "v";
-  const Dims dims{Dim::B, s.grouped() ? Dim::Hkv : Dim::H, Dim::S, key ? Dim::hs : Dim::hv};
-  const std::string heads = s.grouped() ? fmt::format("Hkv = {}", s.Hkv) : fmt::format("H = {}", s.H);
-  const auto t = s.S - 1;  // the new token's position among the keys
-  if (past) {
-    return {step == StepId::KPast ? "Key cache before the append" : "Value cache before the append",
-            fmt::format("{}.past = the cache: {} of positions 0 .. {}", id, key ? "keys (rotated)" : "values", t - 1),
-            fmt::format("kept from earlier steps, never recomputed: {} heads × {} positions", heads, t), dims};
-  }
-  const std::string row = kv_rows_name(s, key);
-  return {step == StepId::KCache ? "Key cache after the append" : "Value cache after the append",
-          fmt::format("{}.cache = cat({}.past, {}, dim=-2)", id, id, row),
-          fmt::format("the new token's row appended at position {}: {} heads × {} positions; {} bytes per token for k and v together", t, heads,
-                      s.S, s.Hkv * (s.hs() + s.hv()) * static_cast<std::int64_t>(sizeof(Scalar))),
-          dims};
-}
-
-// k.repeat, v.repeat: grouped-query attention lines the kv heads up with the query heads.
-StepText repeat_text(StepId step, const Spec& s, const TextFacts& f) {
-  const bool key = step == StepId::KRepeat;
-  const auto n = s.H / s.Hkv;
-  const std::string in = s.cached ? (key ? "k.cache" : "v.cache") : kv_rows_name(s, key);
-  if (f.mistake == Mistake::KvTiled) {
-    std::vector<std::string> heads;
-    for (std::int64_t h = 0; h < s.H && h < 4; ++h) heads.push_back(fmt::format("h{} ← kv{}", h, h % s.Hkv));
-    if (s.H > 4) heads.push_back("…");
-    return {key ? "Key heads repeated" : "Value heads repeated",
-            fmt::format("{}.repeat = {}.repeat({}H / Hkv = {}, 1, 1){}", key ? "k" : "v", in, s.batched ? "1, " : "", n,
-                        mistake_mark(f.mistake, "tiled, not repeat_kv's interleave")),
-            fmt::format("query head h reads kv head h mod {}: {}; the whole stack of kv heads copied {} times, as torch.tile", s.Hkv, fmt::join(heads, "; "), n),
-            Dims{Dim::B, Dim::H, Dim::S, key ? Dim::hs : Dim::hv}};
-  }
-  std::vector<std::string> groups;
-  for (std::int64_t g = 0; g < s.Hkv && g < 4; ++g) {
-    groups.push_back(n == 1 ? fmt::format("h{} ← kv{}", g, g)
-                     : n == 2 ? fmt::format("h{}, h{} ← kv{}", g * n, g * n + 1, g)
-                              : fmt::format("h{} .. h{} ← kv{}", g * n, g * n + n - 1, g));
-  }
-  if (s.Hkv > 4) groups.push_back("…");
-  return {key ? "Key heads repeated" : "Value heads repeated", fmt::format("{}.repeat = repeat_kv({}, H / Hkv = {})", key ? "k" : "v", in, n),
-          fmt::format("query head h reads kv head ⌊h / {}⌋: {}; a copy for the product, as Llama's repeat_kv (expand, then reshape){}",
-                      n, fmt::join(groups, "; "), key ? fmt::format("; a cache holds only the Hkv = {} heads", s.Hkv) : ""),
-          Dims{Dim::B, Dim::H, Dim::S, key ? Dim::hs : Dim::hv}};
-}
-
 // ", masked causally, window 4, padding" for the fused context's formula.
 std::string fused_mask_words(const Spec& s) {
   std::string w = s.causal ? ", masked causally" : ", masked";
   if (s.window > 0) w += fmt::format(" with a window of {}", s.window);
   if (!s.lengths.empty()) w += " and the padding";
   return w;
-}
-
-// q.rope, k.rope under rope-before-split: the flat rows turned as one head of G·R features, then split again.
-StepText rope_before_split_text(const Spec& s, const TextFacts& f, bool query) {
-  const auto& r = *s.rope;
-  const char* id = query ? "q" : "k";
-  const auto G = query ? s.H : s.Hkv;
-  const char* g = query || !s.grouped() ? "H" : "Hkv";
-  const char* l = query || s.keys_are_queries() ? "T" : "S";
-  return {query ? "Queries rotated" : "Keys rotated",
-          fmt::format("{0}.rope = rope({0}.view({1}{2}, {3}·hs), R = {3}·{4} = {5}).view({1}{2}, {3}, hs).transpose({6}, {7}){8}", id, batch_lead(s),
-                      l, g, r.dims, G * r.dims, batch_axis(s, 1), batch_axis(s, 2), mistake_mark(f.mistake, "RoPE before the head split")),
-          fmt::format("the {} heads side by side turned as one head of {} rotated features: the pairs and the angles {}^(−2i/{}) run across the heads, "
-                      "not within each",
-                      G, G * r.dims, compact_number(r.theta), G * r.dims),
-          Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
-}
-
-// rope.cos, rope.sin, q.rope, k.rope.
-StepText rope_text(StepId step, const Spec& s, const TextFacts& f) {
-  const auto& r = *s.rope;
-  const std::string theta = compact_number(r.theta);
-  const bool partial = r.dims < s.hs();
-  // rope-wrong-style turns the pairs of the other style
-  const bool half_style = (r.style == RopeStyle::Half) != (f.mistake == Mistake::RopeWrongStyle);
-  const char* half = half_style ? "half" : "interleaved";
-  if ((step == StepId::RopeCos || step == StepId::RopeSin) && r.scaling.kind != RopeScaling::Kind::None) {
-    const bool cos = step == StepId::RopeCos;
-    const char* f = cos ? "cos" : "sin";
-    const std::string rows = r.table_first == 0 ? std::string("row p is position p") : fmt::format("row r is position r + {}", r.table_first);
-    const auto& sc = r.scaling;
-    std::string note;
-    if (sc.kind == RopeScaling::Kind::Linear) {
-      note = fmt::format("θ_i = {}^(−2i/{}) / {} (linear scaling: every pair turns {} times slower); {}", theta, r.dims, compact_number(sc.factor),
-                         compact_number(sc.factor), rows);
-    } else {
-      // the three bands as ranges of pairs (by wavelength 2π/θ_i, in positions)
-      std::vector<std::string> parts;
-      const auto pairs = r.dims / 2;
-      for (const auto& [band, one, many] :
-           {std::tuple{RopeBand::High, "keeps it", "keep it"}, std::tuple{RopeBand::Middle, "is smoothed", "are smoothed"},
-            std::tuple{RopeBand::Low, "gets", "get"}}) {
-        std::int64_t lo = -1, hi = -1;
-        for (std::int64_t i = 0; i < pairs; ++i)
-          if (rope_band(i, r.dims, r.theta, sc) == band) hi = i, lo = lo < 0 ? i : lo;
-        if (lo < 0) continue;
-        const std::string range = lo == hi ? fmt::format("pair {} {}", lo, one) : fmt::format("pairs {} .. {} {}", lo, hi, many);
-        const char* what = band == RopeBand::High     ? " (wavelength under {0} / {1} = {2} positions)"
-                           : band == RopeBand::Middle ? " between θ_i and θ_i / {5}"
-                                                      : " θ_i / {5} (wavelength over {0} / {3} = {4})";
-        parts.push_back(range + fmt::format(fmt::runtime(what), compact_number(sc.original), compact_number(sc.high_freq_factor),
-                                                  compact_number(sc.original / sc.high_freq_factor), compact_number(sc.low_freq_factor),
-                                                  compact_number(sc.original / sc.low_freq_factor), compact_number(sc.factor)));
-      }
-      note = fmt::format("θ_i = {}^(−2i/{}) with Llama 3's scaling: {}; {}", theta, r.dims, fmt::join(parts, ", "), rows);
-    }
-    return {cos ? "Rotary cosines (scaled)" : "Rotary sines (scaled)",
-            r.table_first == 0 ? fmt::format("rope.{0}[p, i] = {0}(p · θ_i)", f) : fmt::format("rope.{0}[r, i] = {0}((r + {1}) · θ_i)", f, r.table_first),
-            note, Dims{Dim::P, Dim::R2}};
-  }
-  if (step == StepId::RopeCos || step == StepId::RopeSin) {
-    const bool cos = step == StepId::RopeCos;
-    const double slowest = std::pow(r.theta, -static_cast<double>(r.dims - 2) / static_cast<double>(r.dims));
-    return {cos ? "Rotary cosines" : "Rotary sines",
-            r.table_first == 0 ? fmt::format("rope.{0}[p, i] = {0}(p · {1}^(−2i/{2}))", cos ? "cos" : "sin", theta, r.dims)
-                               : fmt::format("rope.{0}[r, i] = {0}((r + {3}) · {1}^(−2i/{2}))", cos ? "cos" : "sin", theta, r.dims, r.table_first),
-            fmt::format("{}; {}", r.table_first == 0 ? std::string("row p is position p") : fmt::format("row r is position r + {}", r.table_first),
-                        r.dims == 2 ? std::string("the one pair turns by 1 radian per position")
-                                    : fmt::format("pair i turns by {}^(−2i/R) radians per position, from 1 (pair 0) down to {} (pair {})",
-                                                  theta, short_number(slowest), r.dims / 2 - 1)),
-            Dims{Dim::P, Dim::R2}};
-  }
-  const bool query = step == StepId::QRope;
-  const char* id = query ? "q" : "k";
-  const bool per_head = s.qk_norm && !s.qk_norm->whole_width;
-  const std::string in = per_head                       ? fmt::format("{}.norm", id)
-                         : (query ? s.H : s.Hkv) > 1    ? fmt::format("{}.heads", id)
-                         : s.qk_norm                    ? fmt::format("{}.norm", id)
-                                                        : std::string(id);
-  if (f.mistake == Mistake::RopeBeforeSplit) return rope_before_split_text(s, f, query);
-  const std::string rotate = half_style ? "rotate_half" : "rotate_every_two";
-  const std::int64_t first = query ? r.offset : r.key_first;
-  std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
-                                 "x·sin); {} {} is at position {}",
-                                 half_style ? fmt::format("(i, i + {})", r.dims / 2) : std::string("(2i, 2i + 1)"), half,
-                                 query ? "query" : "key", query ? "i" : "j",
-                                 first == 0 ? std::string(query ? "i" : "j") : fmt::format("{} + {}", first, query ? "i" : "j"));
-  if (partial) note += fmt::format("; features {} .. {} pass unchanged (partial rotary, R = {} of hs = {})", r.dims, s.hs() - 1, r.dims, s.hs());
-  return {query ? "Queries rotated" : "Keys rotated",
-          fmt::format("{0}.rope = {1} · cos + {2}({1}) · sin{3}", id, in, rotate,
-                      f.mistake == Mistake::RopeWrongStyle ? mistake_mark(f.mistake, fmt::format("{}, the other style", rotate)) : ""),
-          note,
-          Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
 }
 
 // The mask's own rules (causal, window, padding): what mask-flipped inverts, and window-off-by-one widens.
@@ -380,24 +193,6 @@ StepText weights_text(const Spec& s, const TextFacts& f) {
   return {"Attention weights", fmt::format("weights = softmax({}, dim=-1)", input), note, Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
 }
 
-// positions: a learned table, or the original Transformer's sinusoids.
-StepText positions_text(const Spec& s) {
-  if (s.positions == Positions::Learned) {
-    return {"Positional encodings (given)", "positions (given, learned)", "one learned row per position, as GPT-2's wpe",
-            Dims{Dim::T, Dim::C}};
-  }
-  if (s.C <= 2) {
-    return {"Positional encodings", "positions[p, 0] = sin(p), positions[p, 1] = cos(p)",
-            "row p is position p; with C = 2 there is one pair of columns, turning 1 radian per position", Dims{Dim::T, Dim::C}};
-  }
-  return {"Positional encodings", "positions[p, 2i] = sin(p / 10000^(2i/C)), positions[p, 2i+1] = cos(p / 10000^(2i/C))",
-          fmt::format("row p is position p; each pair of columns turns at its own rate, from 1 radian per position (pair 0) "
-                      "down to 1/10000^({}/{}) = {} (pair {})",
-                      2 * ((s.C - 1) / 2), s.C, compact_number(1.0 / std::pow(10000.0, 2.0 * static_cast<double>((s.C - 1) / 2) / static_cast<double>(s.C))),
-                      (s.C - 1) / 2),
-          Dims{Dim::T, Dim::C}};
-}
-
 // q.norm, k.norm: per head (Qwen3, Gemma 3) or over the whole width (OLMo 2).
 StepText qk_norm_text(StepId step, const Spec& s) {
   const bool query = step == StepId::QNorm;
@@ -421,56 +216,6 @@ StepText qk_norm_text(StepId step, const Spec& s) {
                       query ? "query" : "key", n.family, id, n.plus_one ? "; Gemma's norms multiply by 1 + the stored weight" : "",
                       query ? "query" : "key"),
           Dims{Dim::B, query ? Dim::H : s.grouped() ? Dim::Hkv : Dim::H, query ? Dim::T : Dim::S, Dim::hs}};
-}
-
-// alibi: the bias by distance, with each head's slope.
-StepText alibi_text(const Spec& s, const TextFacts& f) {
-  std::vector<std::string> m;
-  for (std::int64_t h = 0; h < s.H; ++h) m.push_back(short_number(s.alibi_slopes.data()[h]));
-  const auto off = s.causal_offset();
-  if (f.mistake == Mistake::AlibiSignFlipped) {
-    return {"ALiBi bias",
-            fmt::format("alibi[h, i, j] = +m_h · ({} − j){}", off == 0 ? std::string("i") : fmt::format("i + {}", off),
-                        mistake_mark(f.mistake, "+m, not −m")),
-            fmt::format("slope{} m = {}; a key d positions behind the query gains m·d: the further back, the higher its score", s.H > 1 ? "s" : "",
-                        fmt::join(m, ", ")),
-            Dims{Dim::H, Dim::T, Dim::S}};
-  }
-  return {"ALiBi bias", off == 0 ? "alibi[h, i, j] = −m_h · (i − j)" : fmt::format("alibi[h, i, j] = −m_h · (i + {} − j)", off),
-          fmt::format("slope{} m = {}{}; a key d positions behind the query loses m·d{}", s.H > 1 ? "s" : "", fmt::join(m, ", "),
-                      !s.alibi_default                 ? " (given)"
-                      : (s.H & (s.H - 1)) == 0         ? fmt::format(" (2^(−8(h+1)/{}), Press et al.)", s.H)
-                                                       : " (Press et al.'s interpolation between the powers of two around H)",
-                      s.causal ? "" : ", and one d positions after it gains m·d (no causal mask hides those)"),
-          Dims{Dim::H, Dim::T, Dim::S}};
-}
-
-// rel.bucket, rel.bias: T5's relative position bias, looked up by bucket.
-StepText relative_bias_text(StepId step, const Spec& s) {
-  const auto& r = *s.relative_bias;
-  const std::int64_t NB = r.table.dim(0), half = r.bidirectional ? NB / 2 : NB, exact = half / 2;
-  const auto off = s.causal_offset();
-  const std::string n = off == 0 ? "j − i" : fmt::format("j − (i + {})", off);
-  if (step == StepId::RelBucket) {
-    // where each logarithmic bucket begins: the distances at which the bucket changes
-    std::vector<std::int64_t> starts;
-    for (std::int64_t d = exact, last = -1; d <= r.max_distance; ++d) {
-      const std::int64_t b = t5_bucket(-d, false, half, r.max_distance);
-      if (b != last) starts.push_back(d), last = b;
-    }
-    return {"Relative position buckets", fmt::format("rel.bucket[i, j] = bucket({})", n),
-            fmt::format("{}a distance d below {} has a bucket of its own; from {} on the buckets widen logarithmically, {} + ⌊ln(d/{}) / "
-                        "ln({}/{}) · {}⌋: they begin at d = {}, and every distance from {} on shares the last ({} buckets in all)",
-                        r.bidirectional ? fmt::format("keys before the query use buckets 0–{}, keys after it {}–{} (an encoder sees both sides); ",
-                                                      half - 1, half, NB - 1)
-                                        : "causal: only keys at or before the query, d = i − j; ",
-                        exact, exact, exact, exact, r.max_distance, exact, half - exact, fmt::join(starts, ", "), starts.back(), NB),
-            Dims{Dim::T, Dim::S}, ValueKind::Index};
-  }
-  return {"Relative position bias", "rel.bias[h, i, j] = table[rel.bucket[i, j], h]",
-          fmt::format("one learned number per bucket and head ({} × {}, {}); T5 computes it in block 0 and every block of the stack reuses it",
-                      NB, s.H, r.source.empty() ? std::string("given") : r.source),
-          Dims{Dim::H, Dim::T, Dim::S}};
 }
 
 // context: weights · v, or the fused pass's.
@@ -499,24 +244,6 @@ StepText qk_swapped_text(const Spec& s, const TextFacts& f) {
   return {"Attention scores", fmt::format("scores = {} · {}ᵀ{}", k, q, mistake_mark(f.mistake, "k · qᵀ, not q · kᵀ")),
           "scores[i, j] = k_i · q_j: the transpose of q · kᵀ, so row i holds key i against every query",
           Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
-}
-
-// merged under heads-interleaved (heads put back interleaved) or merge-no-transpose (no transpose back).
-StepText mistaken_merge(const Spec& s, const TextFacts& f) {
-  const char* width = s.general() ? "dv" : "C";
-  const char* hn = s.general() ? "hv" : "hs";
-  if (f.mistake == Mistake::MergeNoTranspose) {
-    return {"Heads merged",
-            fmt::format("merged = context.reshape({}T, {}){}", batch_lead(s), width, mistake_mark(f.mistake, "no transpose back to [T, H, " + std::string(hn) + "] first")),
-            fmt::format("the [H, T, {0}] context read in its own order: row i of merged holds H consecutive [{0}] rows of the heads stacked head by head, not "
-                        "position i of every head", hn),
-            Dims{Dim::B, Dim::T, Dim::dv}};
-  }
-  return {"Heads merged",
-          fmt::format("merged = context.transpose({}, {}).transpose(-2, -1).reshape({}T, {}){}", batch_axis(s, 1), batch_axis(s, 2), batch_lead(s),
-                      width, mistake_mark(f.mistake, "the heads put back interleaved")),
-          fmt::format("head h fills the interleaved columns h, h + H, h + 2·H, … ({} = {})", hn, s.general() ? s.hv() : s.hs()),
-          Dims{Dim::B, Dim::T, Dim::dv}};
 }
 
 // output: merged · W_o, or what output-missing and the transposed-weight mistakes computed.
@@ -552,10 +279,8 @@ StepText scaled_text(const Spec& s, const TraceConfig& c, const TextFacts& f) {
   return {"Scaled scores", fmt::format("scaled = scores × {}", c.scale), fmt::format("factor {}", c.scale), bhts};
 }
 
-}  // namespace
-
-StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextFacts& f) {
-  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+// x, source, x.pos: the inputs as given (a checkpoint layer's x, an encoder's output), or with positions added.
+StepText input_text(StepId step, const Spec& s) {
   switch (step) {
     case StepId::X:
       if (!s.x_note.empty()) return {"Layer input", "x", s.x_note, Dims{Dim::B, Dim::T, Dim::C}};
@@ -563,19 +288,84 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::Source:
       if (!s.source_note.empty()) return {"Encoder output", "source", s.source_note, Dims{Dim::B, Dim::S, Dim::Cs}};
       return {"Source embeddings", "source", "", Dims{Dim::B, Dim::S, Dim::Cs}};
-    case StepId::Positions: return positions_text(s);
     case StepId::XPos:
       return {"Embeddings plus positions", "x.pos = x + positions",
               std::string("the projections read x.pos: the same token at another position now gives other q, k and v") +
                   (s.cross() ? "; the source is taken as an encoder's output, which carries its positions already" : ""),
               Dims{Dim::B, Dim::T, Dim::C}};
-    case StepId::Qkv:
-      return {"Fused projection",
-              fmt::format("qkv = {} · {}{}{}", x_name(s), weight_symbol(s, "W_qkv", f.mistake == Mistake::WTransposed), bias_term(s.w.b_qkv, "b_qkv"),
-                          transposed_mark(f, false)),
-              s.grouped() ? fmt::format("one matmul makes q, k and v side by side: H = {} query heads, Hkv = {} key and value heads", s.H, s.Hkv)
-                          : std::string("one matmul makes q, k and v side by side"),
-              Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
+    default: return {};
+  }
+}
+
+// qkv: the fused projection, q, k and v side by side.
+StepText qkv_text(const Spec& s, const TextFacts& f) {
+  return {"Fused projection",
+          fmt::format("qkv = {} · {}{}{}", x_name(s), weight_symbol(s, "W_qkv", f.mistake == Mistake::WTransposed), bias_term(s.w.b_qkv, "b_qkv"),
+                      transposed_mark(f, false)),
+          s.grouped() ? fmt::format("one matmul makes q, k and v side by side: H = {} query heads, Hkv = {} key and value heads", s.H, s.Hkv)
+                      : std::string("one matmul makes q, k and v side by side"),
+          Dims{Dim::B, Dim::T, s.grouped() ? Dim::DqkvG : Dim::Dqkv}};
+}
+
+// kᵀ, and the scores: given, q · kᵀ (rotated), or the keys against the queries under qk-swapped.
+StepText keys_transposed_text(const Spec& s) {
+  return {"Keys transposed",
+          s.grouped() ? "kᵀ = k.repeat.transpose(-2, -1)" : s.cached ? "kᵀ = k.cache.transpose(-2, -1)" : s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)",
+          "each column is one key: q · kᵀ then takes every query against every key", Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
+}
+StepText scores_text(const Spec& s, const TextFacts& f) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
+  if (f.mistake == Mistake::QKSwapped) return qk_swapped_text(s, f);
+  if (s.rope) return {"Attention scores", "scores = q.rope · kᵀ", "scores[i, j] = q_i · k_j, both rotated: how well query i matches key j", bhts};
+  return {"Attention scores", "scores = q · kᵀ", "scores[i, j] = q_i · k_j: how well query i matches key j", bhts};
+}
+
+// biased: the scores plus T5's relative bias or ALiBi's; capped: Gemma 2's soft-capping.
+StepText biased_text(const Spec& s) {
+  const Dims bhts{Dim::B, Dim::H, Dim::T, Dim::S};
+  if (s.relative_bias) {
+    return {"Scores with the relative position bias", fmt::format("biased = {} + rel.bias", scaled_name(s)),
+            fmt::format("no positions are added to x: each head learns how much a key {} positions away should gain or lose{}",
+                        s.relative_bias->bidirectional ? "before or after the query and so many" : "so many",
+                        s.scale_kind == ScaleKind::None ? "; T5 does not divide the scores by √d_k (its initialisation of W_q absorbs it)" : ""),
+            bhts};
+  }
+  return {"Scores with the ALiBi bias", fmt::format("biased = {} + alibi", scaled_name(s)),
+          s.causal ? "no positions are added to x: the further a key lies behind the query, the lower its score"
+                   : "no positions are added to x: a key's score moves by its distance from the query, down behind it, up after it",
+          bhts};
+}
+StepText capped_text(const Spec& s) {
+  return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(static_cast<Scalar>(*s.softcap)), biased_name(s)),
+          fmt::format("Gemma 2's logit soft-capping: every score stays within (−{0}, {0}); small ones pass almost unchanged (tanh x ≈ x)",
+                      compact_number(static_cast<Scalar>(*s.softcap))),
+          Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
+}
+
+// attn_mask.add: the given additive mask.
+StepText mask_add_text(const Spec& s) {
+  return {"Additive mask (given)", "attn_mask.add (given)",
+          "added to the scores before softmax: 0 keeps a score, −inf blocks it, other values bias it",
+          s.user_add.dim(0) == 1 ? Dims{Dim::T, Dim::S} : Dims{Dim::B, Dim::T, Dim::S}};
+}
+
+// A backward step: backward_text's words, titled by the registry where they set none.
+StepText gradient_text(StepId step, const Spec& s, const TraceConfig& c, const TextFacts& f) {
+  StepText t = backward_text(step, s, c, f.mistake);
+  if (t.title.empty()) t.title = std::string(step_info(step).title);
+  return t;
+}
+
+}  // namespace
+
+StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextFacts& f) {
+  switch (step) {
+    case StepId::X:
+    case StepId::Source:
+    case StepId::XPos: return input_text(step, s);
+    case StepId::Positions: return positions_text(s);
+    case StepId::Qkv: return qkv_text(s, f);
     case StepId::Q:
     case StepId::K:
     case StepId::V: return projection(step, s, f);
@@ -597,52 +387,20 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::VCache: return cache_text(step, s);
     case StepId::KRepeat:
     case StepId::VRepeat: return repeat_text(step, s, f);
-    case StepId::KT:
-      return {"Keys transposed",
-              s.grouped() ? "kᵀ = k.repeat.transpose(-2, -1)" : s.cached ? "kᵀ = k.cache.transpose(-2, -1)" : s.rope ? "kᵀ = k.rope.transpose(-2, -1)" : "kᵀ = k.transpose(-2, -1)",
-              "each column is one key: q · kᵀ then takes every query against every key", Dims{Dim::B, Dim::H, Dim::hs, Dim::S}};
-    case StepId::Scores:
-      if (s.entry == Entry::Scores) return {"Attention scores (given)", "scores (given)", "taken as given: no projections, no d_k", bhts};
-      if (f.mistake == Mistake::QKSwapped) return qk_swapped_text(s, f);
-      if (s.rope) return {"Attention scores", "scores = q.rope · kᵀ", "scores[i, j] = q_i · k_j, both rotated: how well query i matches key j", bhts};
-      return {"Attention scores", "scores = q · kᵀ", "scores[i, j] = q_i · k_j: how well query i matches key j", bhts};
+    case StepId::KT: return keys_transposed_text(s);
+    case StepId::Scores: return scores_text(s, f);
     case StepId::Scaled: return scaled_text(s, c, f);
     case StepId::Alibi: return alibi_text(s, f);
     case StepId::RelBucket:
     case StepId::RelBias: return relative_bias_text(step, s);
-    case StepId::Biased:
-      if (s.relative_bias) {
-        return {"Scores with the relative position bias", fmt::format("biased = {} + rel.bias", scaled_name(s)),
-                fmt::format("no positions are added to x: each head learns how much a key {} positions away should gain or lose{}",
-                            s.relative_bias->bidirectional ? "before or after the query and so many" : "so many",
-                            s.scale_kind == ScaleKind::None ? "; T5 does not divide the scores by √d_k (its initialisation of W_q absorbs it)" : ""),
-                bhts};
-      }
-      return {"Scores with the ALiBi bias", fmt::format("biased = {} + alibi", scaled_name(s)),
-              s.causal ? "no positions are added to x: the further a key lies behind the query, the lower its score"
-                       : "no positions are added to x: a key's score moves by its distance from the query, down behind it, up after it",
-              bhts};
-    case StepId::Capped:
-      return {"Soft-capped scores", fmt::format("capped = {0} · tanh({1} / {0})", compact_number(static_cast<Scalar>(*s.softcap)), biased_name(s)),
-              fmt::format("Gemma 2's logit soft-capping: every score stays within (−{0}, {0}); small ones pass almost unchanged (tanh x ≈ x)",
-                          compact_number(static_cast<Scalar>(*s.softcap))),
-              bhts};
+    case StepId::Biased: return biased_text(s);
+    case StepId::Capped: return capped_text(s);
     case StepId::Mask: return mask_text(s, f);
-    case StepId::MaskAdd:
-      return {"Additive mask (given)", "attn_mask.add (given)",
-              "added to the scores before softmax: 0 keeps a score, −inf blocks it, other values bias it",
-              s.user_add.dim(0) == 1 ? Dims{Dim::T, Dim::S} : Dims{Dim::B, Dim::T, Dim::S}};
+    case StepId::MaskAdd: return mask_add_text(s);
     case StepId::Masked: return masked_text(s, f);
     case StepId::Weights: return weights_text(s, f);
     case StepId::Context: return context_text(s, f);
-    case StepId::Merged:
-      if (f.mistake == Mistake::HeadsInterleaved || f.mistake == Mistake::MergeNoTranspose) return mistaken_merge(s, f);
-      if (s.general()) {
-        return {"Heads merged", merged_formula(s, "dv"),
-                fmt::format("head h fills columns h·hv .. (h+1)·hv − 1 (hv = {})", s.hv()), Dims{Dim::B, Dim::T, Dim::dv}};
-      }
-      return {"Heads merged", merged_formula(s, "C"),
-              fmt::format("head h fills columns h·hs .. (h+1)·hs − 1 (hs = {})", s.hs()), Dims{Dim::B, Dim::T, Dim::dv}};
+    case StepId::Merged: return merged_text(s, f);
     case StepId::Output: return output_text(s, f);
     case StepId::Loss:
     case StepId::GradOutput:
@@ -676,11 +434,7 @@ StepText step_text(StepId step, const Spec& s, const TraceConfig& c, const TextF
     case StepId::GradWv:
     case StepId::GradBv:
     case StepId::GradX:
-    case StepId::GradSource: {
-      StepText t = backward_text(step, s, c, f.mistake);
-      if (t.title.empty()) t.title = std::string(step_info(step).title);
-      return t;
-    }
+    case StepId::GradSource: return gradient_text(step, s, c, f);
   }
   return {};
 }

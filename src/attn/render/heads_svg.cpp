@@ -54,29 +54,44 @@ void panel(std::ostream& o, const HeadsView& v, std::int64_t l, std::int64_t h, 
   o << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"/>\n", x, y, S * s, T * s);
 }
 
-// One view's title (the first), grid and legend into b from y on; returns the y below it and widens `width`.
-int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bool first) {
-  check_view(view);
-  const auto labels = token_labels(view);
-  const auto key_labels_ = token_labels(view.key_labels());
-  const auto T = view.T, S = view.keys();
-  const int s = token_px(std::max(T, S));
-  const int P = static_cast<int>(T) * s;                       // panel height
-  const int PW = static_cast<int>(S) * s;                      // panel width
-  const int step = std::max(1, static_cast<int>(std::ceil(12.0 / s)));  // label every step-th token
-  auto label_of = [&](const std::vector<std::string>& ls, std::int64_t i) {
-    return clip(step > 1 ? fmt::format("{} {}", i, ls[static_cast<std::size_t>(i)]) : ls[static_cast<std::size_t>(i)], kLabelChars);
-  };
-  auto label = [&](std::int64_t i) { return label_of(labels, i); };
-  auto key_label = [&](std::int64_t j) { return label_of(key_labels_, j); };
-  std::size_t label_chars = cells("queries ↓");
-  for (std::int64_t i = 0; i < T; i += step) label_chars = std::max(label_chars, cells(label(i)));
-  const int label_px = static_cast<int>(std::ceil(label_chars * kCharW));
-  const int pitch_x = std::max(PW, 116) + 16;                   // a caption needs about 116 px
-  const int caption_h = 16;
-  const int pitch_y = P + caption_h + 10;
-  const std::size_t caption_chars = static_cast<std::size_t>((pitch_x - 8) / kCharW);
+// One view's grid: pixels per token, the panels' size and pitch, how the labels are thinned, and the
+// left edge and top of the panels (set once the titles above them are written).
+struct Grid {
+  std::vector<std::string> labels, key_labels;
+  int s = 0, P = 0, PW = 0, step = 1;  // px per token, panel height and width, label every step-th token
+  int label_px = 0, pitch_x = 0, pitch_y = 0;
+  std::size_t caption_chars = 0;
+  int left = 0, head_row = 0, top = 0;
 
+  std::string label_of(const std::vector<std::string>& ls, std::int64_t i) const {
+    return clip(step > 1 ? fmt::format("{} {}", i, ls[static_cast<std::size_t>(i)]) : ls[static_cast<std::size_t>(i)], kLabelChars);
+  }
+  std::string label(std::int64_t i) const { return label_of(labels, i); }
+  std::string key_label(std::int64_t j) const { return label_of(key_labels, j); }
+};
+
+Grid grid_of(const HeadsView& view) {
+  Grid g;
+  g.labels = token_labels(view);
+  g.key_labels = token_labels(view.key_labels());
+  const auto T = view.T, S = view.keys();
+  g.s = token_px(std::max(T, S));
+  g.P = static_cast<int>(T) * g.s;                                  // panel height
+  g.PW = static_cast<int>(S) * g.s;                                 // panel width
+  g.step = std::max(1, static_cast<int>(std::ceil(12.0 / g.s)));  // label every step-th token
+  std::size_t label_chars = cells("queries ↓");
+  for (std::int64_t i = 0; i < T; i += g.step) label_chars = std::max(label_chars, cells(g.label(i)));
+  g.label_px = static_cast<int>(std::ceil(label_chars * kCharW));
+  g.pitch_x = std::max(g.PW, 116) + 16;                   // a caption needs about 116 px
+  const int caption_h = 16;
+  g.pitch_y = g.P + caption_h + 10;
+  g.caption_chars = static_cast<std::size_t>((g.pitch_x - 8) / kCharW);
+  return g;
+}
+
+// The document's title (the first view), the part's notes and title, the view's sizes and notes; returns the y below them.
+int titles_svg(const HeadsView& view, std::ostringstream& b, int y, bool first) {
+  const auto T = view.T, S = view.keys();
   if (first) {
     y += 22;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", y, esc("attn heads · " + view.model));
@@ -100,51 +115,55 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
     y += 15;
     b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y, esc("note: " + n));
   }
-  const int left = 10 + 34 + label_px + 8;  // layer label, query labels, a margin
-  const int head_row = y + 30;
-  const int top = head_row + 10;
-  width = std::max({width, left + static_cast<int>(view.heads) * pitch_x, 560});
-  width = std::max(width, 10 + static_cast<int>(std::ceil(cells("attn heads · " + view.model) * 9.0)));
-  for (const auto& n : view.notes) width = std::max(width, 10 + static_cast<int>(std::ceil(cells("note: " + n) * 6.0)));  // 11 px text
+  return y;
+}
 
-  b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">queries ↓</text>\n", left - 6,
-                   top - 4, kFont);
+// The head numbers, and each layer's row: its number, the query labels, the panels and their captions.
+void panels_svg(const HeadsView& view, const Grid& g, std::ostringstream& b) {
+  b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">queries ↓</text>\n", g.left - 6,
+                   g.top - 4, kFont);
   for (std::int64_t h = 0; h < view.heads; ++h)
     b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"12\" font-weight=\"bold\" text-anchor=\"middle\">h{}</text>\n",
-                     left + static_cast<int>(h) * pitch_x + PW / 2, head_row, h);
+                     g.left + static_cast<int>(h) * g.pitch_x + g.PW / 2, g.head_row, h);
   for (std::int64_t l = 0; l < view.layers; ++l) {
-    const int py = top + static_cast<int>(l) * pitch_y;
-    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">L{}</text>\n", py + std::min(P, 40) / 2 + 5, l);
+    const int py = g.top + static_cast<int>(l) * g.pitch_y;
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">L{}</text>\n", py + std::min(g.P, 40) / 2 + 5, l);
     // the queries, left of the first column
-    for (std::int64_t i = 0; i < T; i += step)
-      b << fmt::format("  <text x=\"{}\" y=\"{:.1f}\" font-size=\"{}\" text-anchor=\"end\">{}</text>\n", left - 4, py + (i + 0.5) * s + 3.5, kFont,
-                       esc(label(i)));
+    for (std::int64_t i = 0; i < view.T; i += g.step)
+      b << fmt::format("  <text x=\"{}\" y=\"{:.1f}\" font-size=\"{}\" text-anchor=\"end\">{}</text>\n", g.left - 4, py + (i + 0.5) * g.s + 3.5, kFont,
+                       esc(g.label(i)));
     for (std::int64_t h = 0; h < view.heads; ++h) {
-      const int px = left + static_cast<int>(h) * pitch_x;
-      panel(b, view, l, h, px, py, s);
+      const int px = g.left + static_cast<int>(h) * g.pitch_x;
+      panel(b, view, l, h, px, py, g.s);
       const auto& sm = view.summary(l, h);
-      b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#333333\">{}</text>\n", px, py + P + 12, kFont,
-                       esc(clip(pattern_text(sm), caption_chars)));
+      b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#333333\">{}</text>\n", px, py + g.P + 12, kFont,
+                       esc(clip(pattern_text(sm), g.caption_chars)));
     }
   }
-  // the keys, upright under the last row's panels and captions
-  const int keys_y = top + static_cast<int>(view.layers) * pitch_y - 6;
+}
+
+// The keys, upright under the last row's panels and captions, from keys_y up; returns the longest label's cells.
+std::size_t key_labels_svg(const HeadsView& view, const Grid& g, std::ostringstream& b, int keys_y) {
   std::size_t key_chars = 1;
   if (view.layers > 0) {
     for (std::int64_t h = 0; h < view.heads; ++h) {
-      const int px = left + static_cast<int>(h) * pitch_x;
-      for (std::int64_t i = 0; i < S; i += step) {
-        key_chars = std::max(key_chars, cells(key_label(i)));
-        const double x = px + (i + 0.5) * s + 3.5;
+      const int px = g.left + static_cast<int>(h) * g.pitch_x;
+      for (std::int64_t i = 0; i < view.keys(); i += g.step) {
+        key_chars = std::max(key_chars, cells(g.key_label(i)));
+        const double x = px + (i + 0.5) * g.s + 3.5;
         b << fmt::format("  <text x=\"{0:.1f}\" y=\"{1}\" font-size=\"{2}\" text-anchor=\"end\" transform=\"rotate(-90 {0:.1f} {1})\">{3}</text>\n", x,
-                         keys_y, kFont, esc(key_label(i)));
+                         keys_y, kFont, esc(g.key_label(i)));
       }
     }
-    b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">keys →</text>\n", left - 6,
+    b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">keys →</text>\n", g.left - 6,
                      keys_y + 10, kFont);
   }
-  // legend: the ramp, the masked grey, how the labels are thinned
-  int ly = keys_y + static_cast<int>(std::ceil(key_chars * kCharW)) + 20;
+  return key_chars;
+}
+
+// The legend from ly on: the ramp, the masked grey, how the labels are thinned, the induction label's
+// measure where a head has it; widens `width` and returns the y below it.
+int legend_svg(const HeadsView& view, const Grid& g, std::ostringstream& b, int ly, int& width) {
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\">weight 0</text>\n", ly + 11);
   for (int k = 0; k < 10; ++k)
     b << fmt::format("  <rect x=\"{}\" y=\"{}\" width=\"18\" height=\"14\" fill=\"{}\"/>\n", 66 + k * 18, ly, svg_hex(viridis(k / 9.0)));
@@ -154,7 +173,7 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
                    esc(view.cross ? std::string("nothing masked: every decoder token sees every source token") : view.masked_text()));
   ly += 30;
   std::string foot = "under each head: its pattern and the mean weight behind it (broad: entropy ÷ uniform entropy)";
-  if (step > 1) foot += fmt::format("; one token in {} labelled, with its position", step);
+  if (g.step > 1) foot += fmt::format("; one token in {} labelled, with its position", g.step);
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", ly, esc(foot));
   width = std::max(width, 10 + static_cast<int>(std::ceil(cells(foot) * 6.7)));
   // the induction label's measure, where a head has it
@@ -165,6 +184,24 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
     width = std::max(width, 10 + static_cast<int>(std::ceil(cells(ind) * 6.7)));
   }
   return ly + 14;
+}
+
+// One view's title (the first), grid and legend into b from y on; returns the y below it and widens `width`.
+int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bool first) {
+  check_view(view);
+  Grid g = grid_of(view);
+  y = titles_svg(view, b, y, first);
+  g.left = 10 + 34 + g.label_px + 8;  // layer label, query labels, a margin
+  g.head_row = y + 30;
+  g.top = g.head_row + 10;
+  width = std::max({width, g.left + static_cast<int>(view.heads) * g.pitch_x, 560});
+  width = std::max(width, 10 + static_cast<int>(std::ceil(cells("attn heads · " + view.model) * 9.0)));
+  for (const auto& n : view.notes) width = std::max(width, 10 + static_cast<int>(std::ceil(cells("note: " + n) * 6.0)));  // 11 px text
+
+  panels_svg(view, g, b);
+  const int keys_y = g.top + static_cast<int>(view.layers) * g.pitch_y - 6;
+  const std::size_t key_chars = key_labels_svg(view, g, b, keys_y);
+  return legend_svg(view, g, b, keys_y + static_cast<int>(std::ceil(key_chars * kCharW)) + 20, width);
 }
 
 }  // namespace
