@@ -262,6 +262,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   model::CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
+  const bool t5 = a.features->tensors == model::family::Tensors::T5;  // its RMS norms, relative bias and final_layer_norm
   Spec layer = in.stack == "decoder" ? model::checkpoint_decoder_spec(in.ckpt, in.source_ids, {in.source_pieces}, in.ids, {in.pieces}, in.layer,
                                                                       in.attention == "cross")
                                      : model::checkpoint_layer_spec(in.ckpt, in.ids, in.types, {in.pieces}, in.layer);
@@ -277,7 +278,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   if (in.stack == "decoder" && in.attention == "cross") {
     layer.source_note = fmt::format("the encoder's output over the source's {} tokens, after all {} encoder layers{}: the keys and values of every "
                                     "decoder layer's cross-attention (each query, a decoder token, weighs the source's tokens)",
-                                    in.source_ids.size(), a.layers, a.model_type == "t5" ? " and encoder.final_layer_norm" : "");
+                                    in.source_ids.size(), a.layers, t5 ? " and encoder.final_layer_norm" : "");
   }
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
@@ -289,10 +290,9 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                 : in.layer == 1 ? std::string(", after decoder layer 0 (self-attention, cross-attention, MLP)")
                                                 : fmt::format(", after decoder layers 0 .. {} (self-attention, cross-attention, MLP)", in.layer - 1);
   // the encoder-decoders' embeddings: BART's learned positions, Marian's sinusoidal ones, T5's none
-  const std::string seq2seq_embeddings = a.model_type == "t5" ? "shared; no positions: the relative bias stands for them"
+  const std::string seq2seq_embeddings = t5 ? "shared; no positions: the relative bias stands for them"
                                          : a.sinusoidal       ? fmt::format("shared{} + sinusoidal positions", a.embedding_multiplier != 1 ? " × √C" : "")
                                                               : "shared + positions from row 2, then layernorm_embedding";
-  const bool t5 = a.model_type == "t5";
   layer.x_note = t5 && in.stack == "decoder"
                      ? fmt::format("decoder layer {}'s layer.{}.layer_norm output (T5's RMS norm: no mean, no bias), of the decoder's stream{} ({}){}",
                                    in.layer, in.attention == "self" ? 0 : 1, in.attention == "self" ? "" : " after the layer's self-attention",
