@@ -4,22 +4,18 @@
 
 namespace attn::model::family {
 
+const ModelFamily& bert();
+
 const ModelFamily& distilbert() {
-  static const ModelFamily f{
-      .model_type = "distilbert",
-      .name = "DistilBERT",
-      .kind = Family::Bert,
-      .reader = Reader::Encoder,
-      .keys = encoder_keys(),
-      .no_effect = encoder_no_effect(),
-      .doc_keys = {"dim", "n_heads", "n_layers", "hidden_dim", "max_position_embeddings", "activation", "sinusoidal_pos_embds"},
-      .prefixes = {"distilbert.", ""},
-      .tensors = Tensors::DistilBert,
-      .positions = Positions::Learned,
-      .block = Block::PostLayerNorm,
-      .mlp = Mlp::FromConfig,
-      .specials = Specials::ClsSep,
-  };
+  static const ModelFamily f = [] {
+    ModelFamily m = bert();
+    m.model_type = "distilbert";
+    m.name = "DistilBERT";
+    m.doc_keys = {"dim", "n_heads", "n_layers", "hidden_dim", "max_position_embeddings", "activation", "sinusoidal_pos_embds"};
+    m.prefixes = {"distilbert.", ""};
+    m.tensors = Tensors::DistilBert;
+    return m;
+  }();
   return f;
 }
 

@@ -40,30 +40,24 @@ const ModelFamily& gemma2() {
   return f;
 }
 
+// Gemma 3's text model: Gemma 2's with its own defaults (no soft-cap), 5 of 6 layers sliding, per-head
+// q/k norms and two RoPEs.
 const ModelFamily& gemma3_text() {
-  static const ModelFamily f{
-      .model_type = "gemma3_text",
-      .name = "Gemma 3",
-      .keys = joined(llama_keys(), kGemmaKeys),
-      .no_effect = decoder_no_effect(),
-      .refused = decoder_refused(),
-      .doc_keys = {"sliding_window_pattern", "layer_types", "rope_local_base_freq", "rope_parameters"},
-      .defaults = R"({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-                      "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "rms_norm_eps": 1e-6,
-                      "query_pre_attn_scalar": 256, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
-                      "max_position_embeddings": 131072, "attn_logit_softcapping": null})",
-      .default_rope_theta = 1000000.0,
-      .positions = Positions::RopeLocalGlobal,
-      .windows = Windows::Pattern,
-      .block = Block::Sandwich,
-      .qk_norm = QkNorm::PerHead,
-      .mlp = Mlp::GeluTanhGated,
-      .norm_plus_one = true,
-      .embed_scale = true,
-      .soft_cap = true,
-      .tied = true,
-      .adds_bos = true,
-  };
+  static const ModelFamily f = [] {
+    ModelFamily m = gemma2();
+    m.model_type = "gemma3_text";
+    m.name = "Gemma 3";
+    m.doc_keys = {"sliding_window_pattern", "layer_types", "rope_local_base_freq", "rope_parameters"};
+    m.defaults = R"({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "rms_norm_eps": 1e-6,
+                    "query_pre_attn_scalar": 256, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
+                    "max_position_embeddings": 131072, "attn_logit_softcapping": null})";
+    m.default_rope_theta = 1000000.0;
+    m.positions = Positions::RopeLocalGlobal;
+    m.windows = Windows::Pattern;
+    m.qk_norm = QkNorm::PerHead;
+    return m;
+  }();
   return f;
 }
 

@@ -3,17 +3,17 @@
 
 namespace attn::model::family {
 
+const ModelFamily& llama();
+
 const ModelFamily& mistral() {
-  static const ModelFamily f{
-      .model_type = "mistral",
-      .name = "Mistral",
-      .keys = llama_keys(),
-      .no_effect = decoder_no_effect(),
-      .refused = decoder_refused(),
-      .doc_keys = {"sliding_window"},
-      .windows = Windows::Every,
-      .adds_bos = true,
-  };
+  static const ModelFamily f = [] {
+    ModelFamily m = llama();
+    m.model_type = "mistral";
+    m.name = "Mistral";
+    m.doc_keys = {"sliding_window"};
+    m.windows = Windows::Every;
+    return m;
+  }();
   return f;
 }
 

@@ -1,6 +1,6 @@
-// The model families attn reads, looked up by config.json's "model_type". To add a family: write its
-// file here (a function `const ModelFamily& NAME()` in attn::model::family, see gpt2.cpp) and add the
-// line X(NAME) to ATTN_FAMILIES in registry.cpp; the unit test then asks for its docs/checkpoints.md row.
+// The model families attn reads, looked up by config.json's "model_type". Adding a family is one new
+// file here (`const ModelFamily& NAME()` in attn::model::family, as gpt2.cpp) named in attn_lib's
+// sources, and one line X(NAME) in registry.cpp's ATTN_FAMILIES; test_families.cpp then asks for its docs row.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

@@ -4,21 +4,19 @@
 
 namespace attn::model::family {
 
+const ModelFamily& bert();
+
 const ModelFamily& roberta() {
-  static const ModelFamily f{
-      .model_type = "roberta",
-      .name = "RoBERTa",
-      .kind = Family::Bert,
-      .reader = Reader::Encoder,
-      .keys = encoder_keys(),
-      .no_effect = encoder_no_effect(),
-      .prefixes = {"roberta.", ""},
-      .tensors = Tensors::Bert,
-      .positions = Positions::LearnedAfterPad,
-      .block = Block::PostLayerNorm,
-      .mlp = Mlp::FromConfig,
-      .specials = Specials::RobertaS,
-  };
+  static const ModelFamily f = [] {
+    ModelFamily m = bert();
+    m.model_type = "roberta";
+    m.name = "RoBERTa";
+    m.doc_keys = {};  // its row: "BERT's"
+    m.prefixes = {"roberta.", ""};
+    m.positions = Positions::LearnedAfterPad;
+    m.specials = Specials::RobertaS;
+    return m;
+  }();
   return f;
 }
 
