@@ -1,7 +1,6 @@
 // config.json, read: each architecture's keys (sizes, RoPE, windows, norms), every other key either
 // known to change nothing, refused as another family's setting, or named in a note as not read.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>

@@ -145,12 +145,12 @@ Architecture read_t5(const json& c, const std::string& origin, const ModelFamily
   if (act.find('-') != std::string::npos) {
     throw InputError(fmt::format("{}: \"feed_forward_proj\": expected \"<act>\" or \"gated-<act>\" (\"relu\", \"gated-gelu\"), got {}", origin, proj.dump()));
   }
-  a.act = proj == "gated-gelu" ? Architecture::Act::GeluTanh : activation(json(act), origin, "feed_forward_proj", "T5");
+  a.act = proj == "gated-gelu" ? Architecture::Act::GeluTanh : activation(json(act), origin, "feed_forward_proj", a.name());
   // the newer configs spell out what feed_forward_proj implies; given, they must agree
   if (c.contains("is_gated_act") && c["is_gated_act"] != a.gated_mlp) {
     throw InputError(fmt::format("{}: \"is_gated_act\" = {} disagrees with \"feed_forward_proj\" = {}", origin, c["is_gated_act"].dump(), proj.dump()));
   }
-  if (c.contains("dense_act_fn") && activation(c["dense_act_fn"], origin, "dense_act_fn", "T5") != a.act) {
+  if (c.contains("dense_act_fn") && activation(c["dense_act_fn"], origin, "dense_act_fn", a.name()) != a.act) {
     throw InputError(fmt::format("{}: \"dense_act_fn\" = {} disagrees with \"feed_forward_proj\" = {}", origin, c["dense_act_fn"].dump(), proj.dump()));
   }
   a.tied = f.tied;

@@ -1,7 +1,6 @@
-// Gemma 2 and Gemma 3 (Gemma2Config, Gemma3TextConfig; a multimodal Gemma 3's language model under
-// text_config): four RMSNorms a layer, each × (1 + w), the embeddings × √C, a gated tanh-GELU MLP,
-// the scores × query_pre_attn_scalar^−½, sliding layers; Gemma 2's soft-caps, Gemma 3's per-head q/k
-// norms and its two RoPEs. Their config classes' defaults stand for the keys a config.json leaves out.
+// Gemma 2 and 3 (Gemma2Config, Gemma3TextConfig, a multimodal Gemma 3's text_config): four RMSNorms a
+// layer × (1 + w), embeddings × √C, a gated tanh-GELU MLP, scores × query_pre_attn_scalar^−½, sliding
+// layers; the config classes' defaults stand for the keys a config.json leaves out.
 #include "attn/model/families/family.hpp"
 
 namespace attn::model::family {
