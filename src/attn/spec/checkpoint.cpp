@@ -80,7 +80,8 @@ void read_decoder_tokens(const json& root, const std::string& shown, model::Chec
   }
 }
 
-model::CheckpointInput read_checkpoint_input(const json& root, const std::string& base_dir) {
+// Beside "checkpoint", only the keys of a checkpoint's input: the rest is set by the checkpoint.
+void check_root_keys(const json& root) {
   for (const auto& [key, value] : root.items()) {
     if (std::find(kCheckpointRootKeys.begin(), kCheckpointRootKeys.end(), key) != kCheckpointRootKeys.end()) continue;
     if (!known_root_key(key)) check_keys(root, "", kCheckpointRootKeys);  // a typo: the usual message, with a suggestion
@@ -88,8 +89,11 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
               "\"split_special_tokens\", \"title\", \"comment\" and \"expect\" (for an encoder also \"sentence_b\" or \"token_type_ids\"; for "
               "an encoder-decoder \"source\" or \"source_ids\")");
   }
-  const bool split = split_special_tokens(root);  // checked before the checkpoint is read
-  const json& c = root["checkpoint"];
+}
+
+// "checkpoint": its path (or hub id and revision, found in the hub's cache), config and layer; the
+// checkpoint opened. shown: the path or id as the user wrote it, for messages.
+model::CheckpointInput open_checkpoint(const json& c, const std::string& base_dir, std::string& shown) {
   if (!c.is_object()) fail("checkpoint", fmt::format("expected {{\"path\": \"DIR\", \"layer\": 0}}, got {}", describe(c)));
   check_keys(c, "checkpoint", {"path", "model", "revision", "layer", "config", "stack", "attention"});
   if (c.contains("path") == c.contains("model")) {
@@ -98,7 +102,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
          "such as \"meta-llama/Llama-3.2-1B\", found in the model hub's local cache), one of them");
   }
   if (c.contains("revision") && !c.contains("model")) fail("checkpoint.revision", "names a revision of \"model\" in the hub's cache; give \"model\" too");
-  std::string shown, path;
+  std::string path;
   if (c.contains("model")) {
     // by hub id: the cached snapshot's directory (nothing is downloaded)
     const std::string id = read_string(c["model"], "checkpoint.model");
@@ -118,15 +122,19 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     layer = l.get<std::int64_t>();
   }
   model::CheckpointInput in{model::Checkpoint::open(path, config, shown), {}, {}, {}, {}, layer, {}, {}, {}, {}, {}, {}};
+  return in;
+}
+
+// The layer in range; an encoder-decoder's "stack" and "attention", and the input keys its stack
+// reads (a one-stack model refuses them).
+void check_stack(const json& root, const json& c, model::CheckpointInput& in) {
+  const std::int64_t layer = in.layer;
   // every command that reads the input checks the layer (attn heads draws them all, but a layer it
   // was given must still be one the model has)
   const auto& arch = in.ckpt.arch();
   if (!arch.encoder_decoder && (layer < 0 || layer >= arch.layers)) {
     fail("checkpoint.layer", fmt::format("expected 0 .. {} ({} has {} layers), got {}", arch.layers - 1, arch.name(), arch.layers, layer));
   }
-  const auto& ckpt = in.ckpt;
-  // an encoder-decoder's input names the stack and the attention; its encoder reads "source"
-  const std::string text_key = arch.encoder_decoder ? "source" : "sentence", ids_key = arch.encoder_decoder ? "source_ids" : "token_ids";
   if (!arch.encoder_decoder) {
     for (const char* key : {"stack", "attention"})
       if (c.contains(key)) fail(std::string("checkpoint.") + key, fmt::format("is for the encoder-decoders (BART, Marian, T5): {} has one stack of layers", arch.name()));
@@ -158,6 +166,11 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
                        "encoder's \"source\"", arch.name(), arch.decoder_start));
     }
   }
+}
+
+// One of the text and the ids; an encoder's pair keys only for an encoder, "sentence_b" only beside
+// "sentence".
+void check_token_keys(const json& root, const model::Architecture& arch, const std::string& text_key, const std::string& ids_key) {
   const bool has_sentence = root.contains(text_key), has_ids = root.contains(ids_key);
   if (has_sentence == has_ids) {
     fail(has_ids ? ids_key : text_key, fmt::format("give \"{}\" (tokenised by the checkpoint's tokenizer) or \"{}\", one of them", text_key, ids_key));
@@ -175,54 +188,64 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     fail("sentence_b", "is the second sentence of a pair beside \"sentence\"; with \"token_ids\", give the pair's ids with its "
                        "\"token_type_ids\" instead");
   }
-  if (has_sentence) {
-    const std::string text = read_string(root[text_key], text_key);
-    if (!ckpt.tokenizer()) {
-      fail(text_key, fmt::format("{} has no tokenizer (tokenizer.json, vocab.json + merges.txt or tokenizer.model): give \"{}\" instead", shown, ids_key));
-    }
-    if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
-    const auto sp = ckpt.specials();  // an encoder's [CLS] a [SEP] (b [SEP])
-    const auto ids = ckpt.tokenizer()->encode(text, split);
-    in.ids.insert(in.ids.end(), sp.first.begin(), sp.first.end());
-    in.ids.insert(in.ids.end(), ids.begin(), ids.end());
+}
+
+// The text under text_key cut by the checkpoint's tokenizer: BOS first where it adds one, an
+// encoder's special tokens around it (and around a pair with "sentence_b", with its token types); noted.
+void tokenize_text(const json& root, const std::string& text_key, const std::string& ids_key, bool split, const std::string& shown,
+                   model::CheckpointInput& in) {
+  const auto& ckpt = in.ckpt;
+  const auto& arch = ckpt.arch();
+  const std::string text = read_string(root[text_key], text_key);
+  if (!ckpt.tokenizer()) {
+    fail(text_key, fmt::format("{} has no tokenizer (tokenizer.json, vocab.json + merges.txt or tokenizer.model): give \"{}\" instead", shown, ids_key));
+  }
+  if (ckpt.adds_bos()) in.ids.push_back(*ckpt.arch().bos);
+  const auto sp = ckpt.specials();  // an encoder's [CLS] a [SEP] (b [SEP])
+  const auto ids = ckpt.tokenizer()->encode(text, split);
+  in.ids.insert(in.ids.end(), sp.first.begin(), sp.first.end());
+  in.ids.insert(in.ids.end(), ids.begin(), ids.end());
+  in.ids.insert(in.ids.end(), sp.last.begin(), sp.last.end());
+  if (root.contains("sentence_b")) {
+    const auto b = ckpt.tokenizer()->encode(read_string(root["sentence_b"], "sentence_b"), split);
+    const std::size_t a_len = in.ids.size();
+    in.ids.resize(in.ids.size() - sp.last.size());  // RoBERTa: <s> a </s></s> b </s>; BERT: [CLS] a [SEP] b [SEP]
+    in.ids.insert(in.ids.end(), sp.between.begin(), sp.between.end());
+    in.ids.insert(in.ids.end(), b.begin(), b.end());
     in.ids.insert(in.ids.end(), sp.last.begin(), sp.last.end());
-    if (root.contains("sentence_b")) {
-      const auto b = ckpt.tokenizer()->encode(read_string(root["sentence_b"], "sentence_b"), split);
-      const std::size_t a_len = in.ids.size();
-      in.ids.resize(in.ids.size() - sp.last.size());  // RoBERTa: <s> a </s></s> b </s>; BERT: [CLS] a [SEP] b [SEP]
-      in.ids.insert(in.ids.end(), sp.between.begin(), sp.between.end());
-      in.ids.insert(in.ids.end(), b.begin(), b.end());
-      in.ids.insert(in.ids.end(), sp.last.begin(), sp.last.end());
-      // BERT's token types: 0 through the first [SEP], 1 after; RoBERTa has one type only
-      in.types.assign(in.ids.size(), 0);
-      if (arch.type_vocab > 1)
-        for (std::size_t i = a_len; i < in.ids.size(); ++i) in.types[i] = 1;
-    }
-    std::string specials;
-    if (sp.first.empty() && !sp.last.empty()) {
-      specials = fmt::format("; {} last, as the tokenizer puts it", ckpt.tokenizer()->piece(sp.last[0]));
-    } else if (!sp.first.empty()) {
-      const auto spell = [&](std::int64_t id) { return ckpt.tokenizer()->piece(id); };
-      specials = root.contains("sentence_b")
-                     ? fmt::format("; {} a {} b {}, as the tokenizer puts them around a pair{}", spell(sp.first[0]),
-                                   sp.between.size() == 2 ? spell(sp.between[0]) + spell(sp.between[1]) : spell(sp.between[0]), spell(sp.last[0]),
-                                   arch.type_vocab > 1 ? ", token types 0 then 1" : "")
-                     : fmt::format("; {} first and {} last, as the tokenizer puts them", spell(sp.first[0]), spell(sp.last[0]));
-    }
-    in.notes.push_back(fmt::format("tokens: {}{}{}", ckpt.tokenizer()->describe(),
-                                   ckpt.adds_bos() ? fmt::format("; BOS (id {}) first, as the tokenizer adds it", *ckpt.arch().bos) : "", specials));
-  } else {
-    const json& ids = root[ids_key];
-    if (!ids.is_array()) fail(ids_key, fmt::format("expected an array of token ids, got {}", describe(ids)));
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (!ids[i].is_number_integer()) fail(fmt::format("{}[{}]", ids_key, i), fmt::format("expected a token id, an integer ≥ 0, got {}", describe(ids[i])));
-      in.ids.push_back(ids[i].get<std::int64_t>());
-    }
+    // BERT's token types: 0 through the first [SEP], 1 after; RoBERTa has one type only
+    in.types.assign(in.ids.size(), 0);
+    if (arch.type_vocab > 1)
+      for (std::size_t i = a_len; i < in.ids.size(); ++i) in.types[i] = 1;
   }
-  if (ckpt.arch().family == model::Family::Gpt2 && static_cast<std::int64_t>(in.ids.size()) > ckpt.arch().positions) {
-    fail(has_ids ? "token_ids" : "sentence", fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", in.ids.size(), ckpt.arch().positions));
+  std::string specials;
+  if (sp.first.empty() && !sp.last.empty()) {
+    specials = fmt::format("; {} last, as the tokenizer puts it", ckpt.tokenizer()->piece(sp.last[0]));
+  } else if (!sp.first.empty()) {
+    const auto spell = [&](std::int64_t id) { return ckpt.tokenizer()->piece(id); };
+    specials = root.contains("sentence_b")
+                   ? fmt::format("; {} a {} b {}, as the tokenizer puts them around a pair{}", spell(sp.first[0]),
+                                 sp.between.size() == 2 ? spell(sp.between[0]) + spell(sp.between[1]) : spell(sp.between[0]), spell(sp.last[0]),
+                                 arch.type_vocab > 1 ? ", token types 0 then 1" : "")
+                   : fmt::format("; {} first and {} last, as the tokenizer puts them", spell(sp.first[0]), spell(sp.last[0]));
   }
-  if (in.ids.empty()) fail(has_ids ? ids_key : text_key, "no tokens: give at least one");
+  in.notes.push_back(fmt::format("tokens: {}{}{}", ckpt.tokenizer()->describe(),
+                                 ckpt.adds_bos() ? fmt::format("; BOS (id {}) first, as the tokenizer adds it", *ckpt.arch().bos) : "", specials));
+}
+
+// The ids given under ids_key, as they are (checked against the vocabulary with the labels).
+void read_given_ids(const json& root, const std::string& ids_key, model::CheckpointInput& in) {
+  const json& ids = root[ids_key];
+  if (!ids.is_array()) fail(ids_key, fmt::format("expected an array of token ids, got {}", describe(ids)));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!ids[i].is_number_integer()) fail(fmt::format("{}[{}]", ids_key, i), fmt::format("expected a token id, an integer ≥ 0, got {}", describe(ids[i])));
+    in.ids.push_back(ids[i].get<std::int64_t>());
+  }
+}
+
+// "token_type_ids": one per token, each below type_vocab_size (an encoder's with token types).
+void read_token_types(const json& root, model::CheckpointInput& in) {
+  const auto& arch = in.ckpt.arch();
   if (root.contains("token_type_ids")) {
     if (root.contains("sentence_b")) fail("token_type_ids", "a pair's token types follow from \"sentence_b\": give one of them");
     if (arch.type_vocab == 0) fail("token_type_ids", fmt::format("{} has no token types (no token_type_embeddings): leave them out", arch.name()));
@@ -238,10 +261,16 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
       in.types.push_back(t[i].get<std::int64_t>());
     }
   }
+}
+
+// Every token checked against the vocabulary, with its label and spelling (#id without a tokenizer);
+// where: the key the ids came from, for the message.
+void label_tokens(const std::string& where, const std::string& shown, model::CheckpointInput& in) {
+  const auto& ckpt = in.ckpt;
   for (std::size_t i = 0; i < in.ids.size(); ++i) {
     const auto id = in.ids[i];
     if (id < 0 || id >= ckpt.arch().vocab) {
-      fail(fmt::format("{}[{}]", has_ids ? ids_key : text_key + "'s tokens", i),
+      fail(fmt::format("{}[{}]", where, i),
            fmt::format("token id {} is outside the vocabulary: vocab_size = {} in {}'s config (ids 0 .. {})", id, ckpt.arch().vocab, shown,
                        ckpt.arch().vocab - 1));
     }
@@ -249,6 +278,29 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
     in.pieces.push_back(known ? ckpt.tokenizer()->label(id) : fmt::format("#{}", id));
     in.raw.push_back(known ? ckpt.tokenizer()->piece(id) : fmt::format("#{}", id));
   }
+}
+
+model::CheckpointInput read_checkpoint_input(const json& root, const std::string& base_dir) {
+  check_root_keys(root);
+  const bool split = split_special_tokens(root);  // checked before the checkpoint is read
+  const json& c = root["checkpoint"];
+  std::string shown;
+  model::CheckpointInput in = open_checkpoint(c, base_dir, shown);
+  check_stack(root, c, in);
+  const auto& ckpt = in.ckpt;
+  const auto& arch = ckpt.arch();
+  // an encoder-decoder's input names the stack and the attention; its encoder reads "source"
+  const std::string text_key = arch.encoder_decoder ? "source" : "sentence", ids_key = arch.encoder_decoder ? "source_ids" : "token_ids";
+  check_token_keys(root, arch, text_key, ids_key);
+  const bool has_ids = root.contains(ids_key);
+  if (has_ids) read_given_ids(root, ids_key, in);
+  else tokenize_text(root, text_key, ids_key, split, shown, in);
+  if (ckpt.arch().family == model::Family::Gpt2 && static_cast<std::int64_t>(in.ids.size()) > ckpt.arch().positions) {
+    fail(has_ids ? "token_ids" : "sentence", fmt::format("{} tokens, but GPT-2 has learned positions for n_positions = {} of them", in.ids.size(), ckpt.arch().positions));
+  }
+  if (in.ids.empty()) fail(has_ids ? ids_key : text_key, "no tokens: give at least one");
+  read_token_types(root, in);
+  label_tokens(has_ids ? ids_key : text_key + "'s tokens", shown, in);
   if (in.stack == "decoder") read_decoder_tokens(root, shown, in);
   if (!ckpt.tokenizer()) in.notes.push_back("tokens: the checkpoint has no tokenizer: labels are #id");
   if (!in.types.empty()) in.notes.push_back(fmt::format("token types: {}", fmt::join(in.types, " ")));
@@ -262,6 +314,7 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   model::CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
+  const bool t5 = a.features->tensors == model::family::Tensors::T5;  // its RMS norms, relative bias and final_layer_norm
   Spec layer = in.stack == "decoder" ? model::checkpoint_decoder_spec(in.ckpt, in.source_ids, {in.source_pieces}, in.ids, {in.pieces}, in.layer,
                                                                       in.attention == "cross")
                                      : model::checkpoint_layer_spec(in.ckpt, in.ids, in.types, {in.pieces}, in.layer);
@@ -277,7 +330,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   if (in.stack == "decoder" && in.attention == "cross") {
     layer.source_note = fmt::format("the encoder's output over the source's {} tokens, after all {} encoder layers{}: the keys and values of every "
                                     "decoder layer's cross-attention (each query, a decoder token, weighs the source's tokens)",
-                                    in.source_ids.size(), a.layers, a.model_type == "t5" ? " and encoder.final_layer_norm" : "");
+                                    in.source_ids.size(), a.layers, t5 ? " and encoder.final_layer_norm" : "");
   }
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
@@ -289,10 +342,9 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                                 : in.layer == 1 ? std::string(", after decoder layer 0 (self-attention, cross-attention, MLP)")
                                                 : fmt::format(", after decoder layers 0 .. {} (self-attention, cross-attention, MLP)", in.layer - 1);
   // the encoder-decoders' embeddings: BART's learned positions, Marian's sinusoidal ones, T5's none
-  const std::string seq2seq_embeddings = a.model_type == "t5" ? "shared; no positions: the relative bias stands for them"
+  const std::string seq2seq_embeddings = t5 ? "shared; no positions: the relative bias stands for them"
                                          : a.sinusoidal       ? fmt::format("shared{} + sinusoidal positions", a.embedding_multiplier != 1 ? " × √C" : "")
                                                               : "shared + positions from row 2, then layernorm_embedding";
-  const bool t5 = a.model_type == "t5";
   layer.x_note = t5 && in.stack == "decoder"
                      ? fmt::format("decoder layer {}'s layer.{}.layer_norm output (T5's RMS norm: no mean, no bias), of the decoder's stream{} ({}){}",
                                    in.layer, in.attention == "self" ? 0 : 1, in.attention == "self" ? "" : " after the layer's self-attention",

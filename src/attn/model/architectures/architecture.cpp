@@ -1,7 +1,6 @@
 // config.json, read: each architecture's keys (sizes, RoPE, windows, norms), every other key either
 // known to change nothing, refused as another family's setting, or named in a note as not read.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +9,8 @@
 #include "attn/core/error.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/numerics/rope_scaling.hpp"
-#include "attn/core/suggest.hpp"
 #include "attn/model/architectures/architecture_detail.hpp"
+#include "attn/model/families/registry.hpp"
 
 namespace attn::model {
 
@@ -53,39 +52,13 @@ void read_rope(const json& c, const std::string& origin, Architecture& a) {
 
 // Every key of config.json is read above, known to change nothing attn computes (dropout, ids of
 // special tokens, the language-model head, training settings), refused (a setting of another family
-// that changes attention or the residual stream), or named in a note as not read.
+// that changes attention or the residual stream), or named in a note as not read: the family's lists.
 void check_every_key(const json& c, const std::string& origin, Architecture& a) {
-  static const std::vector<std::string_view> gpt2_read = {"model_type", "n_embd", "n_head", "n_layer", "n_positions", "vocab_size", "n_inner",
-                                                          "layer_norm_epsilon", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
-                                                          "activation_function", "bos_token_id", "tie_word_embeddings"};
-  static const std::vector<std::string_view> llama_read = {
-      "model_type",      "hidden_size",    "num_attention_heads", "num_key_value_heads", "head_dim",     "num_hidden_layers",
-      "vocab_size",      "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",     "rope_scaling",
-      "rope_parameters", "hidden_act",     "sliding_window",      "use_sliding_window",  "max_window_layers", "mlp_bias",
-      "attention_bias",  "bos_token_id",   "original_max_position_embeddings", "tie_word_embeddings"};
-  // known to change nothing attn computes: the forward pass in float32 up to one layer's attention
-  static const std::vector<std::string_view> no_effect = {
-      "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range", "eos_token_id",
-      "pad_token_id", "attention_dropout", "attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_activation",
-      "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "n_ctx",
-      "reorder_and_upcast_attn", "pretraining_tp", "tokenizer_class", "output_past", "id2label", "label2id", "gradient_checkpointing",
-      "return_dict", "is_decoder", "use_return_dict", "decoder_start_token_id"};
-  // settings of other families that change attention or the residual stream: refused where they are set
-  static const std::vector<std::string_view> other_families = {
-      "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar", "sliding_window_pattern", "layer_types",
-      "partial_rotary_factor", "rope_local_base_freq", "use_qk_norm", "qk_layernorm", "qk_norm", "embedding_multiplier",
-      "attention_multiplier", "residual_multiplier", "logits_scaling", "add_cross_attention", "clip_qkv", "use_parallel_residual",
-      "rotary_pct", "parallel_attn", "alibi", "new_decoder_architecture", "hidden_activation", "post_norm", "use_bias"};
-  // Gemma's own keys; final_logit_softcapping acts on the language-model head's logits only
-  static const std::vector<std::string_view> gemma_read = {"query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping",
-                                                           "sliding_window_pattern", "layer_types", "rope_local_base_freq", "hidden_activation",
-                                                           "use_bidirectional_attention", "cache_implementation"};
-  const auto& read = a.family == Family::Gpt2 ? gpt2_read : llama_read;
+  const ModelFamily& f = *a.features;
   auto in = [](const std::vector<std::string_view>& list, const std::string& k) { return std::find(list.begin(), list.end(), k) != list.end(); };
-  const bool gemma = a.model_type.starts_with("gemma");
   for (const auto& [key, value] : c.items()) {
-    if (in(read, key) || in(no_effect, key) || (gemma && in(gemma_read, key))) continue;
-    if (in(other_families, key)) {
+    if (in(f.keys, key) || in(f.no_effect, key)) continue;
+    if (in(f.refused, key)) {
       // set to nothing, or to what changes nothing, it is no setting
       const bool unset = value.is_null() || value == false || (key == "partial_rotary_factor" && value == 1.0) ||
                          (key == "layer_types" && value.is_array() &&
@@ -98,7 +71,7 @@ void check_every_key(const json& c, const std::string& origin, Architecture& a) 
     a.unread.push_back(key);
   }
   // Qwen2's and Qwen3's window covers the layers from max_window_layers on (Qwen2Config's layer_types rule)
-  if ((a.model_type == "qwen2" || a.model_type == "qwen3") && a.window > 0) {
+  if (f.windows == family::Windows::FromMaxWindowLayers && a.window > 0) {
     std::int64_t first = 28;  // Qwen2Config's default
     if (c.contains("max_window_layers") && !c["max_window_layers"].is_null()) {
       const json& v = c["max_window_layers"];
@@ -133,7 +106,7 @@ void read_sliding_layers(const json& c, const std::string& origin, Architecture&
       a.sliding[i] = t[i] == "sliding_attention";
     }
     a.sliding_rule = "config.json's layer_types";
-  } else if (a.model_type == "gemma2") {
+  } else if (a.features->windows == family::Windows::EveryEven) {
     for (std::int64_t i = 0; i < a.layers; i += 2) a.sliding[static_cast<std::size_t>(i)] = true;  // layer_idx % 2 == 0
     a.sliding_rule = "every even layer: Gemma 2's rule where config.json has no layer_types";
   } else {
@@ -177,21 +150,12 @@ void read_gemma3_rope(const json& c, const std::string& origin, Architecture& a)
   a.local_rope_theta = positive_number(local, origin + ": \"rope_parameters.sliding_attention\"", "rope_theta", 10000);
 }
 
-// Gemma 2 and 3 (Gemma2Config, Gemma3TextConfig): their defaults stand for the keys a config.json
-// leaves out (a multimodal Gemma 3 writes only the ones that differ).
-json with_gemma_defaults(const json& c, bool gemma3) {
-  json d = {{"vocab_size", gemma3 ? 262208 : 256000}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
-            {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256}, {"rms_norm_eps", 1e-6},
-            {"query_pre_attn_scalar", 256}, {"sliding_window", 4096}, {"hidden_activation", "gelu_pytorch_tanh"},
-            {"max_position_embeddings", gemma3 ? 131072 : 8192}};
-  if (gemma3) {
-    d["attn_logit_softcapping"] = nullptr;
-    if (!c.contains("rope_parameters")) d["rope_theta"] = 1000000.0;
-  } else {
-    d["attn_logit_softcapping"] = 50.0;
-    d["final_logit_softcapping"] = 30.0;
-    if (!c.contains("rope_parameters")) d["rope_theta"] = 10000.0;
-  }
+// The family's config class's defaults (Gemma 2's and 3's) stand for the keys a config.json leaves
+// out (a multimodal Gemma 3 writes only the ones that differ).
+json with_defaults(const json& c, const ModelFamily& f) {
+  if (!f.defaults) return c;
+  json d = json::parse(f.defaults);
+  if (f.default_rope_theta > 0 && !c.contains("rope_parameters")) d["rope_theta"] = f.default_rope_theta;
   for (const auto& [key, value] : c.items()) d[key] = value;
   return d;
 }
@@ -199,7 +163,7 @@ json with_gemma_defaults(const json& c, bool gemma3) {
 // tie_word_embeddings, else its family's default (the config classes': GPT-2's and Gemma's true, the
 // others' false): whether the LM head is the token embeddings or a tensor of its own, lm_head.weight.
 void read_tied(const json& c, const std::string& origin, Architecture& a) {
-  a.tied = a.family == Family::Gpt2 || a.model_type.starts_with("gemma");
+  a.tied = a.features->tied;
   if (!c.contains("tie_word_embeddings") || c["tie_word_embeddings"].is_null()) return;
   if (!c["tie_word_embeddings"].is_boolean()) {
     throw InputError(fmt::format("{}: \"tie_word_embeddings\": expected true or false, got {}", origin, c["tie_word_embeddings"].dump()));
@@ -207,10 +171,9 @@ void read_tied(const json& c, const std::string& origin, Architecture& a) {
   a.tied = c["tie_word_embeddings"].get<bool>();
 }
 
-// What Gemma 2 and 3 add to the Llama family's reading.
-void read_gemma(const json& c, const std::string& origin, Architecture& a) {
-  a.block = Architecture::Block::Sandwich;
-  a.norm_plus_one = a.embed_scale = a.gelu_mlp = true;
+// Gemma's scores: × query_pre_attn_scalar^−½, soft-capped where attn_logit_softcapping is given (and
+// the logits where final_logit_softcapping is); its attention causal.
+void read_scores(const json& c, const std::string& origin, Architecture& a) {
   a.query_scalar = positive_number(c, origin, "query_pre_attn_scalar", 256);
   if (c.contains("attn_logit_softcapping") && !c["attn_logit_softcapping"].is_null()) {
     a.softcap = positive_number(c, origin, "attn_logit_softcapping", 50);
@@ -218,38 +181,69 @@ void read_gemma(const json& c, const std::string& origin, Architecture& a) {
   if (c.contains("final_logit_softcapping") && !c["final_logit_softcapping"].is_null()) {
     a.final_softcap = positive_number(c, origin, "final_logit_softcapping", 30);
   }
-  a.window = positive(c, origin, "sliding_window", 0);
-  read_sliding_layers(c, origin, a);
-  if (a.model_type == "gemma3_text") a.qk_norm = Architecture::QkNorm::PerHead;
+}
+
+// The MLP's activation: Gemma's "gelu_pytorch_tanh" (hidden_activation or hidden_act), else the
+// Llama family's "silu".
+void check_activation(const json& c, const std::string& origin, const ModelFamily& f) {
+  if (f.mlp != family::Mlp::GeluTanhGated) {
+    if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
+      throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
+    }
+    return;
+  }
   for (const char* key : {"hidden_activation", "hidden_act"}) {
     if (c.contains(key) && !c[key].is_null() && c[key] != "gelu_pytorch_tanh") {
       throw InputError(fmt::format("{}: \"{}\": attn computes Gemma's \"gelu_pytorch_tanh\", got {}", origin, key, c[key].dump()));
     }
   }
-  if (c.value("use_bidirectional_attention", false) != false) {
-    throw InputError(fmt::format("{}: \"use_bidirectional_attention\": true makes every token see every other; attn traces the causal model", origin));
-  }
 }
 
-// A multimodal Gemma 3 ("gemma3"): its language model is text_config's, under the prefix
-// language_model.model. (or model.language_model.); the image tower's keys change no text token's attention.
-Architecture read_gemma3_multimodal(const json& c, const std::string& origin) {
+// The features the family decides (norms, q/k norms, biases, fused projections, MLP) and what it
+// reads of them: its scores, its sliding layers, its activation.
+void read_features(const json& c, const std::string& origin, Architecture& a) {
+  const ModelFamily& f = *a.features;
+  a.block = f.block;
+  a.norm_plus_one = f.norm_plus_one;
+  a.embed_scale = f.embed_scale;
+  a.gelu_mlp = f.mlp == family::Mlp::GeluTanhGated;
+  if (f.soft_cap) read_scores(c, origin, a);
+  if (f.windows == family::Windows::EveryEven || f.windows == family::Windows::Pattern) {
+    a.window = positive(c, origin, "sliding_window", 0);
+    read_sliding_layers(c, origin, a);
+  }
+  check_activation(c, origin, f);
+  if (f.soft_cap && c.value("use_bidirectional_attention", false) != false) {
+    throw InputError(fmt::format("{}: \"use_bidirectional_attention\": true makes every token see every other; attn traces the causal model", origin));
+  }
+  // Mistral and Phi-3 window every layer by sliding_window (null: none); Qwen only with use_sliding_window
+  const bool window_used = f.windows == family::Windows::Every ||
+                           (f.windows == family::Windows::FromMaxWindowLayers && c.value("use_sliding_window", false));
+  if (window_used) a.window = positive(c, origin, "sliding_window", 0);
+  a.qkv_bias = f.qkv_bias;
+  a.qk_norm = f.qk_norm;  // OLMo 2's over the whole projection, before the head split
+  a.fused_qkv = f.fused_qkv;
+}
+
+// A multimodal config (Gemma 3's "gemma3"): its language model is text_config's, of the family's
+// text_config model type; the image tower's keys change no text token's attention.
+Architecture read_text_config(const json& c, const std::string& origin, const ModelFamily& f) {
   if (!c.contains("text_config") || !c["text_config"].is_object()) {
-    throw InputError(fmt::format("{}: \"text_config\" is required for model_type \"gemma3\": the language model's config", origin));
+    throw InputError(fmt::format("{}: \"text_config\" is required for model_type \"{}\": the language model's config", origin, f.model_type));
   }
   json t = c["text_config"];
-  if (!t.contains("model_type")) t["model_type"] = "gemma3_text";
-  if (t["model_type"] != "gemma3_text") {
-    throw InputError(fmt::format("{}: \"text_config.model_type\": expected \"gemma3_text\", got {}", origin, t["model_type"].dump()));
+  const std::string text_type(f.text_config);
+  if (!t.contains("model_type")) t["model_type"] = text_type;
+  if (t["model_type"] != text_type) {
+    throw InputError(fmt::format("{}: \"text_config.model_type\": expected \"{}\", got {}", origin, text_type, t["model_type"].dump()));
   }
   Architecture a = read_architecture(t, origin + ": text_config");
-  a.model_type = "gemma3";
-  static const std::vector<std::string_view> no_effect = {
-      "model_type", "text_config", "vision_config", "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
-      "boi_token_id", "eoi_token_id", "image_token_id", "architectures", "initializer_range", "torch_dtype", "dtype", "transformers_version",
-      "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "use_cache"};
+  a.model_type = f.model_type;
+  a.features = &f;
   for (const auto& [key, value] : c.items()) {
-    if (std::find(no_effect.begin(), no_effect.end(), key) == no_effect.end()) a.unread.push_back(key);
+    if (std::find(f.keys.begin(), f.keys.end(), key) == f.keys.end() && std::find(f.no_effect.begin(), f.no_effect.end(), key) == f.no_effect.end()) {
+      a.unread.push_back(key);
+    }
   }
   if (!a.bos && c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   return a;
@@ -258,12 +252,13 @@ Architecture read_gemma3_multimodal(const json& c, const std::string& origin) {
 // The encoders: BERT and RoBERTa (BertConfig's keys), DistilBERT (its own). Post-LN blocks with erf
 // GELU, absolute learned positions, bidirectional attention; every config.json key read, known to
 // change nothing, or refused.
-Architecture read_encoder(const json& c, const std::string& origin) {
+Architecture read_encoder(const json& c, const std::string& origin, const ModelFamily& f) {
   Architecture a;
-  a.model_type = c["model_type"].get<std::string>();
-  a.family = Family::Bert;
-  a.block = Architecture::Block::PostLayerNorm;
-  const bool distil = a.model_type == "distilbert";
+  a.model_type = f.model_type;
+  a.features = &f;
+  a.family = f.kind;
+  a.block = f.block;
+  const bool distil = f.tensors == family::Tensors::DistilBert;  // DistilBertConfig's names
   a.C = positive(c, origin, distil ? "dim" : "hidden_size");
   a.H = a.Hkv = positive(c, origin, distil ? "n_heads" : "num_attention_heads");
   if (a.C % a.H != 0) {
@@ -278,8 +273,8 @@ Architecture read_encoder(const json& c, const std::string& origin) {
   a.eps = distil ? 1e-12 : positive_number(c, origin, "layer_norm_eps", 1e-12);  // DistilBERT's LayerNorms: eps 1e-12, fixed
   a.type_vocab = distil ? 0 : positive(c, origin, "type_vocab_size", 2);
   if (c.contains("pad_token_id") && c["pad_token_id"].is_number_integer()) a.pad_id = c["pad_token_id"].get<std::int64_t>();
-  else if (a.model_type == "roberta") a.pad_id = 1;
-  a.offset_positions = a.model_type == "roberta";
+  else if (f.positions == family::Positions::LearnedAfterPad) a.pad_id = 1;  // RoBERTa's
+  a.offset_positions = f.positions == family::Positions::LearnedAfterPad;
   if (a.offset_positions && a.positions <= a.pad_id + 1) {
     throw InputError(fmt::format("{}: \"max_position_embeddings\" = {}: RoBERTa's positions start at pad_token_id + 1 = {}", origin, a.positions, a.pad_id + 1));
   }
@@ -295,21 +290,10 @@ Architecture read_encoder(const json& c, const std::string& origin) {
   refuse_if("is_decoder", c.value("is_decoder", false) == true, "BERT used as a causal decoder");
   refuse_if("add_cross_attention", c.value("add_cross_attention", false) == true, "a decoder's cross-attention");
   refuse_if("sinusoidal_pos_embds", c.value("sinusoidal_pos_embds", false) == true, "DistilBERT with fixed sinusoidal positions");
-  static const std::vector<std::string_view> read = {
-      "model_type", "hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size", "intermediate_size", "max_position_embeddings",
-      "layer_norm_eps", "type_vocab_size", "pad_token_id", "hidden_act", "position_embedding_type", "is_decoder", "add_cross_attention",
-      "dim", "n_heads", "n_layers", "hidden_dim", "activation", "sinusoidal_pos_embds", "bos_token_id", "eos_token_id"};
-  static const std::vector<std::string_view> no_effect = {
-      "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range",
-      "hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout", "dropout", "attention_dropout", "qa_dropout",
-      "seq_classif_dropout", "tie_weights_", "gradient_checkpointing", "id2label", "label2id", "problem_type", "finetuning_task",
-      "tokenizer_class", "output_past", "return_dict", "chunk_size_feed_forward", "directionality", "pooler_fc_size", "pooler_num_attention_heads",
-      "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type", "tie_word_embeddings", "output_hidden_states", "output_attentions",
-      "torchscript", "pruned_heads", "bad_words_ids", "decoder_start_token_id", "sep_token_id", "cls_token_id"};
   for (const auto& item : c.items()) {
     const std::string& key = item.key();
     const auto in = [&](const std::vector<std::string_view>& l) { return std::find(l.begin(), l.end(), key) != l.end(); };
-    if (!in(read) && !in(no_effect)) a.unread.push_back(key);
+    if (!in(f.keys) && !in(f.no_effect)) a.unread.push_back(key);
   }
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   return a;
@@ -317,107 +301,77 @@ Architecture read_encoder(const json& c, const std::string& origin) {
 
 }  // namespace
 
-std::string Architecture::name() const {
-  if (model_type == "bart") return "BART";
-  if (model_type == "marian") return "Marian";
-  if (model_type == "t5") return "T5";
-  if (model_type == "gpt2") return "GPT-2";
-  if (model_type == "llama") return "Llama";
-  if (model_type == "mistral") return "Mistral";
-  if (model_type == "qwen3") return "Qwen3";
-  if (model_type == "phi3") return "Phi-3";
-  if (model_type == "gemma2") return "Gemma 2";
-  if (model_type == "gemma3_text" || model_type == "gemma3") return "Gemma 3";
-  if (model_type == "olmo2") return "OLMo 2";
-  if (model_type == "bert") return "BERT";
-  if (model_type == "roberta") return "RoBERTa";
-  if (model_type == "distilbert") return "DistilBERT";
-  return "Qwen2";
+std::string Architecture::name() const { return features ? std::string(features->name) : model_type; }
+
+namespace {
+
+// GPT-2's sizes (GPT2Config's names); its scaling and activation as published.
+void read_gpt2(const json& c, const std::string& origin, Architecture& a) {
+  a.C = positive(c, origin, "n_embd");
+  a.H = a.Hkv = positive(c, origin, "n_head");
+  a.layers = positive(c, origin, "n_layer");
+  a.positions = positive(c, origin, "n_positions");
+  a.vocab = positive(c, origin, "vocab_size");
+  a.inner = positive(c, origin, "n_inner", 4 * a.C);
+  a.eps = positive_number(c, origin, "layer_norm_epsilon", 1e-5);
+  if (a.C % a.H != 0) throw InputError(fmt::format("{}: \"n_head\" = {} does not divide \"n_embd\" = {}", origin, a.H, a.C));
+  a.hd = a.C / a.H;
+  if (c.value("scale_attn_weights", true) != true || c.value("scale_attn_by_inverse_layer_idx", false) != false) {
+    throw InputError(fmt::format("{}: \"scale_attn_weights\": true and \"scale_attn_by_inverse_layer_idx\": false are what attn computes "
+                                 "(scores / √hs, GPT-2's own setting)", origin));
+  }
+  if (c.contains("activation_function") && c["activation_function"] != "gelu_new") {
+    throw InputError(fmt::format("{}: \"activation_function\": attn computes GPT-2's \"gelu_new\", got {}", origin, c["activation_function"].dump()));
+  }
 }
 
+// The Llama family's sizes, RoPE and the features its member decides.
+void read_llama(const json& c, const std::string& origin, Architecture& a) {
+  a.C = positive(c, origin, "hidden_size");
+  a.H = positive(c, origin, "num_attention_heads");
+  a.Hkv = positive(c, origin, "num_key_value_heads", a.H);
+  if (a.H % a.Hkv != 0) {
+    throw InputError(fmt::format("{}: \"num_key_value_heads\" = {} does not divide \"num_attention_heads\" = {}", origin, a.Hkv, a.H));
+  }
+  if (!c.contains("head_dim") && a.C % a.H != 0) {
+    throw InputError(fmt::format("{}: \"num_attention_heads\" = {} does not divide \"hidden_size\" = {}; give \"head_dim\"", origin, a.H, a.C));
+  }
+  a.hd = positive(c, origin, "head_dim", a.C / a.H);
+  if (a.hd % 2 != 0) throw InputError(fmt::format("{}: \"head_dim\" = {} is odd; RoPE rotates pairs", origin, a.hd));
+  a.layers = positive(c, origin, "num_hidden_layers");
+  a.vocab = positive(c, origin, "vocab_size");
+  a.inner = positive(c, origin, "intermediate_size");
+  a.positions = positive(c, origin, "max_position_embeddings", 0);
+  a.eps = positive_number(c, origin, "rms_norm_eps", a.features->default_eps);
+  if (a.features->positions == family::Positions::RopeLocalGlobal) read_gemma3_rope(c, origin, a);
+  else read_rope(c, origin, a);
+  read_features(c, origin, a);
+  if (c.contains("mlp_bias") && c["mlp_bias"] == true) throw InputError(fmt::format("{}: \"mlp_bias\": true is not read", origin));
+  if (c.contains("attention_bias") && c["attention_bias"] == true) {
+    throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
+  }
+}
+
+}  // namespace
+
 Architecture read_architecture(const json& config, const std::string& origin) {
-  static const std::vector<std::string_view> kTypes = {"gpt2",   "llama",  "mistral", "qwen2", "qwen3",   "phi3",
-                                                       "gemma2", "gemma3_text", "gemma3", "olmo2", "bert", "roberta", "distilbert", "bart", "marian", "t5"};
   if (!config.is_object()) throw InputError(fmt::format("{}: expected a JSON object (config.json's content), got {}", origin, config.type_name()));
-  if (!config.contains("model_type") || !config["model_type"].is_string()) {
-    throw InputError(fmt::format("{}: \"model_type\" is {}: expected one of \"{}\"", origin,
-                                 config.contains("model_type") ? "not a string (" + config["model_type"].dump() + ")" : "required",
-                                 fmt::join(kTypes, "\", \"")));
+  const ModelFamily& f = family_of(config, origin);
+  switch (f.reader) {
+    case family::Reader::TextConfig: return read_text_config(config, origin, f);
+    case family::Reader::Encoder: return read_encoder(config, origin, f);
+    case family::Reader::BartLike: return read_bart_like(config, origin, f);
+    case family::Reader::T5: return read_t5(config, origin, f);
+    case family::Reader::Gpt2:
+    case family::Reader::Llama: break;
   }
-  if (config["model_type"] == "gemma3") return read_gemma3_multimodal(config, origin);
-  if (config["model_type"] == "bert" || config["model_type"] == "roberta" || config["model_type"] == "distilbert") return read_encoder(config, origin);
-  if (config["model_type"] == "bart") return read_bart(config, origin);
-  if (config["model_type"] == "marian") return read_marian(config, origin);
-  if (config["model_type"] == "t5") return read_t5(config, origin);
-  const bool gemma = config["model_type"] == "gemma2" || config["model_type"] == "gemma3_text";
-  const json c = gemma ? with_gemma_defaults(config, config["model_type"] == "gemma3_text") : config;
+  const json c = with_defaults(config, f);
   Architecture a;
-  a.model_type = c["model_type"].get<std::string>();
-  if (a.model_type == "gpt2") {
-    a.family = Family::Gpt2;
-    a.C = positive(c, origin, "n_embd");
-    a.H = a.Hkv = positive(c, origin, "n_head");
-    a.layers = positive(c, origin, "n_layer");
-    a.positions = positive(c, origin, "n_positions");
-    a.vocab = positive(c, origin, "vocab_size");
-    a.inner = positive(c, origin, "n_inner", 4 * a.C);
-    a.eps = positive_number(c, origin, "layer_norm_epsilon", 1e-5);
-    if (a.C % a.H != 0) throw InputError(fmt::format("{}: \"n_head\" = {} does not divide \"n_embd\" = {}", origin, a.H, a.C));
-    a.hd = a.C / a.H;
-    if (c.value("scale_attn_weights", true) != true || c.value("scale_attn_by_inverse_layer_idx", false) != false) {
-      throw InputError(fmt::format("{}: \"scale_attn_weights\": true and \"scale_attn_by_inverse_layer_idx\": false are what attn computes "
-                                   "(scores / √hs, GPT-2's own setting)", origin));
-    }
-    if (c.contains("activation_function") && c["activation_function"] != "gelu_new") {
-      throw InputError(fmt::format("{}: \"activation_function\": attn computes GPT-2's \"gelu_new\", got {}", origin, c["activation_function"].dump()));
-    }
-  } else if (std::find(kTypes.begin(), kTypes.end(), a.model_type) != kTypes.end()) {
-    a.family = Family::Llama;
-    a.C = positive(c, origin, "hidden_size");
-    a.H = positive(c, origin, "num_attention_heads");
-    a.Hkv = positive(c, origin, "num_key_value_heads", a.H);
-    if (a.H % a.Hkv != 0) {
-      throw InputError(fmt::format("{}: \"num_key_value_heads\" = {} does not divide \"num_attention_heads\" = {}", origin, a.Hkv, a.H));
-    }
-    if (!c.contains("head_dim") && a.C % a.H != 0) {
-      throw InputError(fmt::format("{}: \"num_attention_heads\" = {} does not divide \"hidden_size\" = {}; give \"head_dim\"", origin, a.H, a.C));
-    }
-    a.hd = positive(c, origin, "head_dim", a.C / a.H);
-    if (a.hd % 2 != 0) throw InputError(fmt::format("{}: \"head_dim\" = {} is odd; RoPE rotates pairs", origin, a.hd));
-    a.layers = positive(c, origin, "num_hidden_layers");
-    a.vocab = positive(c, origin, "vocab_size");
-    a.inner = positive(c, origin, "intermediate_size");
-    a.positions = positive(c, origin, "max_position_embeddings", 0);
-    a.eps = positive_number(c, origin, "rms_norm_eps", a.model_type == "phi3" || a.model_type == "olmo2" ? 1e-5 : 1e-6);
-    if (a.model_type == "gemma3_text") read_gemma3_rope(c, origin, a);
-    else read_rope(c, origin, a);
-    if (gemma) read_gemma(c, origin, a);
-    else if (c.contains("hidden_act") && c["hidden_act"] != "silu") {
-      throw InputError(fmt::format("{}: \"hidden_act\": attn computes the Llama family's \"silu\", got {}", origin, c["hidden_act"].dump()));
-    }
-    const bool qwen = a.model_type == "qwen2" || a.model_type == "qwen3";
-    // Mistral and Phi-3 window every layer by sliding_window (null: none); Qwen only with use_sliding_window
-    const bool window_used = a.model_type == "mistral" || a.model_type == "phi3" || (qwen && c.value("use_sliding_window", false));
-    if (window_used) a.window = positive(c, origin, "sliding_window", 0);
-    a.qkv_bias = a.model_type == "qwen2";
-    if (a.model_type == "qwen3") a.qk_norm = Architecture::QkNorm::PerHead;
-    if (a.model_type == "olmo2") {  // q_norm and k_norm over the whole projection, before the head split; norms after each block
-      a.qk_norm = Architecture::QkNorm::WholeWidth;
-      a.block = Architecture::Block::PostNorm;
-    }
-    a.fused_qkv = a.model_type == "phi3";
-    if (c.contains("mlp_bias") && c["mlp_bias"] == true) throw InputError(fmt::format("{}: \"mlp_bias\": true is not read", origin));
-    if (c.contains("attention_bias") && c["attention_bias"] == true) {
-      throw InputError(fmt::format("{}: \"attention_bias\": true is not read (Qwen2's q/k/v biases are)", origin));
-    }
-  } else {
-    // an older family whose name is close to a newer one's is another architecture, not a typo
-    static const std::vector<std::string_view> kOther = {"gemma", "olmo", "qwen", "phi", "phi3small", "qwen2_moe", "qwen3_moe", "mixtral",
-                                                          "gpt_neox", "gptj", "falcon", "mpt", "bloom", "opt", "stablelm", "starcoder2"};
-    const bool other = std::find(kOther.begin(), kOther.end(), a.model_type) != kOther.end();
-    throw InputError(fmt::format("{}: \"model_type\": attn reads \"{}\", got \"{}\"{}", origin, fmt::join(kTypes, "\", \""), a.model_type,
-                                 other ? " (an architecture of its own, which attn does not read)" : did_you_mean(a.model_type, kTypes)));
-  }
+  a.model_type = f.model_type;
+  a.features = &f;
+  a.family = f.kind;
+  if (f.reader == family::Reader::Gpt2) read_gpt2(c, origin, a);
+  else read_llama(c, origin, a);
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) a.bos = c["bos_token_id"].get<std::int64_t>();
   read_tied(c, origin, a);
   check_every_key(c, origin, a);

@@ -29,12 +29,12 @@ Architecture::Act activation(const json& name, const std::string& origin, const 
                                key, family, name.dump()));
 }
 
-// Every key: read, known to change nothing, or named in a note.
-void note_unread(const json& c, Architecture& a, const std::vector<std::string_view>& read, const std::vector<std::string_view>& no_effect) {
+// Every key: read, known to change nothing (the family's lists), or named in a note.
+void note_unread(const json& c, Architecture& a) {
   for (const auto& item : c.items()) {
     const std::string& key = item.key();
     const auto in = [&](const std::vector<std::string_view>& l) { return std::find(l.begin(), l.end(), key) != l.end(); };
-    if (!in(read) && !in(no_effect)) a.unread.push_back(key);
+    if (!in(a.features->keys) && !in(a.features->no_effect)) a.unread.push_back(key);
   }
 }
 
@@ -47,12 +47,16 @@ std::int64_t token_id(const json& c, const std::string& origin, const char* key,
   return v.get<std::int64_t>();
 }
 
+}  // namespace
+
 // BART and Marian (BartConfig, MarianConfig): post-LN blocks, the decoder's sizes the encoder's.
-Architecture read_bart_like(const json& c, const std::string& origin, bool marian) {
+Architecture read_bart_like(const json& c, const std::string& origin, const ModelFamily& f) {
+  const bool marian = f.positions == family::Positions::Sinusoidal;  // Marian's: its defaults and keys below
   Architecture a;
-  a.model_type = marian ? "marian" : "bart";
-  a.family = Family::Bert;
-  a.block = Architecture::Block::PostLayerNorm;
+  a.model_type = f.model_type;
+  a.features = &f;
+  a.family = f.kind;
+  a.block = f.block;
   a.encoder_decoder = true;
   a.C = positive(c, origin, "d_model", 1024);
   a.H = a.Hkv = positive(c, origin, "encoder_attention_heads", 16);
@@ -75,16 +79,6 @@ Architecture read_bart_like(const json& c, const std::string& origin, bool maria
                                    a.name(), enc));
     }
   }
-  std::vector<std::string_view> read = {
-      "model_type", "d_model", "encoder_attention_heads", "encoder_layers", "vocab_size", "encoder_ffn_dim", "max_position_embeddings",
-      "pad_token_id", "scale_embedding", "bos_token_id", "eos_token_id", "activation_function", "decoder_layers", "decoder_attention_heads",
-      "decoder_ffn_dim", "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "is_encoder_decoder", "num_hidden_layers"};
-  std::vector<std::string_view> no_effect = {
-      "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "init_std", "dropout", "attention_dropout",
-      "activation_dropout", "classifier_dropout", "classif_dropout", "encoder_layerdrop", "decoder_layerdrop", "id2label", "label2id",
-      "num_labels", "gradient_checkpointing", "output_past", "task_specific_params", "num_beams", "max_length", "min_length",
-      "no_repeat_ngram_size", "early_stopping", "length_penalty", "prefix", "add_bias_logits", "tie_word_embeddings", "return_dict",
-      "output_hidden_states", "output_attentions", "torchscript", "tokenizer_class", "bad_words_ids"};
   if (marian) {
     // Marian: sinusoidal positions from 0, no LayerNorm on the embeddings; the older configs' BART
     // keys (normalize_before, static_position_embeddings, ...) are not read by its modeling code
@@ -98,9 +92,6 @@ Architecture read_bart_like(const json& c, const std::string& origin, bool maria
       throw InputError(fmt::format("{}: \"decoder_vocab_size\" = {} differs from \"vocab_size\" = {}, but share_encoder_decoder_embeddings is "
                                    "true: one table cannot have both sizes", origin, c["decoder_vocab_size"].dump(), a.vocab));
     }
-    read.insert(read.end(), {"share_encoder_decoder_embeddings", "decoder_vocab_size"});
-    no_effect.insert(no_effect.end(), {"normalize_before", "add_final_layer_norm", "normalize_embedding", "static_position_embeddings",
-                                       "extra_pos_embeddings"});
   } else {
     a.position_offset = 2;
     auto refuse_if = [&](const char* key, bool set, const std::string& why) {
@@ -111,24 +102,19 @@ Architecture read_bart_like(const json& c, const std::string& origin, bool maria
     refuse_if("normalize_embedding", c.value("normalize_embedding", true) != true, "no LayerNorm on the embeddings");
     refuse_if("static_position_embeddings", c.value("static_position_embeddings", false) == true, "sinusoidal positions (Marian's)");
     refuse_if("extra_pos_embeddings", c.contains("extra_pos_embeddings") && c["extra_pos_embeddings"] != 2, "a position offset other than 2");
-    read.insert(read.end(), {"normalize_before", "add_final_layer_norm", "normalize_embedding", "static_position_embeddings", "extra_pos_embeddings"});
   }
-  note_unread(c, a, read, no_effect);
+  note_unread(c, a);
   return a;
 }
 
-}  // namespace
-
-Architecture read_bart(const json& c, const std::string& origin) { return read_bart_like(c, origin, false); }
-Architecture read_marian(const json& c, const std::string& origin) { return read_bart_like(c, origin, true); }
-
 // T5 (T5Config): pre-norm blocks with RMS norms (no mean, no bias), no 1/√d scale, no positions but a
 // learned relative position bias; the MLP relu (T5) or gated gelu_new (T5 v1.1, Flan-T5).
-Architecture read_t5(const json& c, const std::string& origin) {
+Architecture read_t5(const json& c, const std::string& origin, const ModelFamily& f) {
   Architecture a;
-  a.model_type = "t5";
-  a.family = Family::Bert;
-  a.block = Architecture::Block::PreNorm;
+  a.model_type = f.model_type;
+  a.features = &f;
+  a.family = f.kind;
+  a.block = f.block;
   a.encoder_decoder = true;
   a.C = positive(c, origin, "d_model", 512);
   a.H = a.Hkv = positive(c, origin, "num_heads", 8);
@@ -159,28 +145,22 @@ Architecture read_t5(const json& c, const std::string& origin) {
   if (act.find('-') != std::string::npos) {
     throw InputError(fmt::format("{}: \"feed_forward_proj\": expected \"<act>\" or \"gated-<act>\" (\"relu\", \"gated-gelu\"), got {}", origin, proj.dump()));
   }
-  a.act = proj == "gated-gelu" ? Architecture::Act::GeluTanh : activation(json(act), origin, "feed_forward_proj", "T5");
+  a.act = proj == "gated-gelu" ? Architecture::Act::GeluTanh : activation(json(act), origin, "feed_forward_proj", a.name());
   // the newer configs spell out what feed_forward_proj implies; given, they must agree
   if (c.contains("is_gated_act") && c["is_gated_act"] != a.gated_mlp) {
     throw InputError(fmt::format("{}: \"is_gated_act\" = {} disagrees with \"feed_forward_proj\" = {}", origin, c["is_gated_act"].dump(), proj.dump()));
   }
-  if (c.contains("dense_act_fn") && activation(c["dense_act_fn"], origin, "dense_act_fn", "T5") != a.act) {
+  if (c.contains("dense_act_fn") && activation(c["dense_act_fn"], origin, "dense_act_fn", a.name()) != a.act) {
     throw InputError(fmt::format("{}: \"dense_act_fn\" = {} disagrees with \"feed_forward_proj\" = {}", origin, c["dense_act_fn"].dump(), proj.dump()));
   }
-  a.tied = true;
+  a.tied = f.tied;
   if (c.contains("tie_word_embeddings") && !c["tie_word_embeddings"].is_null()) {
     if (!c["tie_word_embeddings"].is_boolean()) {
       throw InputError(fmt::format("{}: \"tie_word_embeddings\": expected true or false, got {}", origin, c["tie_word_embeddings"].dump()));
     }
     a.tied = c["tie_word_embeddings"].get<bool>();
   }
-  note_unread(c, a,
-              {"model_type", "d_model", "num_heads", "d_kv", "num_layers", "num_decoder_layers", "vocab_size", "d_ff", "layer_norm_epsilon",
-               "relative_attention_num_buckets", "relative_attention_max_distance", "pad_token_id", "decoder_start_token_id", "feed_forward_proj",
-               "is_gated_act", "dense_act_fn", "tie_word_embeddings", "eos_token_id", "is_encoder_decoder"},
-              {"architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "dropout_rate", "initializer_factor",
-               "classifier_dropout", "n_positions", "output_past", "task_specific_params", "gradient_checkpointing", "id2label", "label2id",
-               "return_dict", "tokenizer_class", "output_hidden_states", "output_attentions", "torchscript", "bos_token_id"});
+  note_unread(c, a);
   return a;
 }
 

@@ -88,18 +88,12 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
     store = path.ends_with(".json") ? TensorStore::open_index(path) : TensorStore::open_file(path);
   }
   Checkpoint c(std::move(*arch), std::move(*store), shown);
-  const bool gpt2 = c.arch_.family == Family::Gpt2, encoder = c.arch_.encoder();
-  const bool seq2seq = c.arch_.encoder_decoder;
+  const ModelFamily& f = *c.arch_.features;
   const std::string embed = c.embedding_name(false);
-  // a multimodal Gemma 3 keeps its language model under one of two prefixes, older and newer; an
-  // encoder saved with a task head under its model type's name
-  const std::string typed = c.arch_.model_type + ".";
-  const auto prefixes = gpt2                               ? std::vector<const char*>{"", "transformer."}
-                        : seq2seq                          ? std::vector<const char*>{"model.", ""}
-                        : encoder                          ? std::vector<const char*>{typed.c_str(), ""}
-                        : c.arch_.model_type == "gemma3" ? std::vector<const char*>{"language_model.model.", "model.language_model."}
-                                                         : std::vector<const char*>{"model.", ""};
-  for (const char* prefix : prefixes) {
+  // the family's two prefixes: a multimodal Gemma 3 keeps its language model under one of two, older
+  // and newer; an encoder saved with a task head under its model type's name
+  const auto& prefixes = f.prefixes;
+  for (const std::string_view prefix : prefixes) {
     if (c.store_->find(std::string(prefix) + embed)) {
       c.prefix_ = prefix;
       break;
@@ -112,11 +106,11 @@ Checkpoint Checkpoint::open(const std::string& path, const json* config, const s
   if (fs::is_directory(status)) {
     c.tokenizer_ = load_tokenizer(path);
     // Marian's decoder text is cut by its own target.spm, into the same vocabulary
-    if (c.arch_.model_type == "marian" && fs::exists(fs::path(path) / "target.spm") && fs::exists(fs::path(path) / "vocab.json")) {
+    if (f.decoder_spm && fs::exists(fs::path(path) / "target.spm") && fs::exists(fs::path(path) / "vocab.json")) {
       c.decoder_tokenizer_ = open_marian(path, "target.spm");
     }
     // Llama's, Mistral's and Gemma's tokenizers put BOS first; tokenizer_config.json's add_bos_token decides where it is given.
-    c.adds_bos_ = c.arch_.bos && (c.arch_.model_type == "llama" || c.arch_.model_type == "mistral" || c.arch_.model_type.starts_with("gemma"));
+    c.adds_bos_ = c.arch_.bos && f.adds_bos;
     const fs::path tc = fs::path(path) / "tokenizer_config.json";
     if (c.arch_.bos && fs::exists(tc)) {
       const json t = read_json_file(tc, shown + "/tokenizer_config.json");
@@ -153,15 +147,16 @@ std::pair<Tensor, Tensor> Checkpoint::layer_norm(const std::string& base) const 
 }
 
 Checkpoint::Specials Checkpoint::specials() const {
-  if (!arch_.encoder() || !tokenizer_) return {};
+  const family::Specials kind = arch_.features->specials;
+  if (kind == family::Specials::None || !tokenizer_) return {};
   // BERT's [CLS] a [SEP] b [SEP]; RoBERTa's <s> a </s></s> b </s>, each as the tokenizer spells it
-  if (arch_.model_type == "t5" || arch_.model_type == "marian") {
+  if (kind == family::Specials::EosLast) {
     // T5's and Marian's tokenizers put </s> last and nothing first
     const std::int64_t eos = tokenizer_->id_of("</s>");
     if (eos < 0) throw InputError(fmt::format("{}: the tokenizer has no </s> token, which {} puts after a sentence", shown_, arch_.name()));
     return Specials{{}, {}, {eos}};
   }
-  const bool roberta = arch_.model_type == "roberta" || arch_.model_type == "bart";  // BART's tokenizer is RoBERTa's
+  const bool roberta = kind == family::Specials::RobertaS;  // BART's tokenizer is RoBERTa's
   const std::int64_t first = tokenizer_->id_of(roberta ? "<s>" : "[CLS]"), last = tokenizer_->id_of(roberta ? "</s>" : "[SEP]");
   if (first < 0 || last < 0) {
     throw InputError(fmt::format("{}: the tokenizer has no {} and {} tokens, which {} puts around a sentence", shown_, roberta ? "<s>" : "[CLS]",

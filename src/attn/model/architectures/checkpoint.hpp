@@ -19,19 +19,17 @@
 #include "attn/model/formats/safetensors.hpp"
 #include "attn/model/tokenizers/tokenizer.hpp"
 #include "attn/core/spec.hpp"
+#include "attn/model/families/family.hpp"
 
 namespace attn::model {
 
-enum class Family { Gpt2, Llama, Bert };  // Bert: the encoders (BERT, RoBERTa, DistilBERT) and the encoder-decoders (BART, Marian, T5), bidirectional
-
 // config.json's sizes, as one architecture reads them.
 struct Architecture {
-  std::string model_type;             // "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "gemma3", "olmo2"
+  std::string model_type;             // config.json's, one of the registry's (families/registry.hpp)
+  const ModelFamily* features = nullptr;  // what its family computes (families/); set by read_architecture
   Family family = Family::Gpt2;
-  // Where the norms sit in a block: before attention and before the MLP (GPT-2, Llama); Gemma's four
-  // (before and after each); OLMo 2's two, after attention and after the MLP, none before; BERT's
-  // LayerNorms after each residual sum (post-LN).
-  enum class Block { PreNorm, Sandwich, PostNorm, PostLayerNorm } block = Block::PreNorm;
+  using Block = model::Block;         // where the norms sit in a block (families/family.hpp)
+  Block block = Block::PreNorm;
   std::int64_t C = 0;                 // n_embd / hidden_size
   std::int64_t H = 0, Hkv = 0;        // n_head / num_attention_heads, num_key_value_heads (H unless grouped)
   std::int64_t hd = 0;                // head_dim (C / H unless given)
@@ -47,7 +45,8 @@ struct Architecture {
   std::string sliding_rule;           // what chose them ("layer_types", "every even layer: Gemma 2's rule without layer_types", ...)
   double local_rope_theta = 0;        // Gemma 3: the sliding layers' θ, rope_local_base_freq (0: rope_theta)
   bool qkv_bias = false;              // Qwen2: q, k and v projections have biases
-  enum class QkNorm { None, PerHead, WholeWidth } qk_norm = QkNorm::None;  // Qwen3, Gemma 3: each head's hd features; OLMo 2: all H·hd (Hkv·hd)
+  using QkNorm = model::QkNorm;
+  QkNorm qk_norm = QkNorm::None;      // Qwen3, Gemma 3: each head's hd features; OLMo 2: all H·hd (Hkv·hd)
   bool fused_qkv = false;             // Phi-3: qkv_proj and gate_up_proj, one tensor each
   bool norm_plus_one = false;         // Gemma: RMSNorm multiplies by (1 + w)
   bool embed_scale = false;           // Gemma: the embeddings × √C, rounded to the embedding's dtype
@@ -83,10 +82,9 @@ struct Architecture {
 
 // origin names config.json (or "checkpoint.config") in messages, each key as origin + ": " + key.
 Architecture read_architecture(const nlohmann::json& config, const std::string& origin);
-// The encoder-decoders' config.json (architecture_seq2seq.cpp): BART's, Marian's, T5's.
-Architecture read_bart(const nlohmann::json& config, const std::string& origin);
-Architecture read_marian(const nlohmann::json& config, const std::string& origin);
-Architecture read_t5(const nlohmann::json& config, const std::string& origin);
+// The encoder-decoders' config.json (architecture_seq2seq.cpp): BART's and Marian's, T5's.
+Architecture read_bart_like(const nlohmann::json& config, const std::string& origin, const ModelFamily& f);
+Architecture read_t5(const nlohmann::json& config, const std::string& origin, const ModelFamily& f);
 
 // One layer's weights as float32 tensors, in x@W form ([in, out]) whatever the file's layout: the
 // products' weights read from the mapped file as they are used (Checkpoint::weight), the norms held.

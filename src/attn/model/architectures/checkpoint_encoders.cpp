@@ -54,8 +54,9 @@ void add_sinusoidal(const Architecture& a, Tensor& x, const char* which) {
 // BERT's embeddings: word + position (RoBERTa's counted from pad_token_id + 1) + token type, then
 // LayerNorm; Marian's: + sinusoidal positions; T5's: the token embeddings alone.
 Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, Tensor x) const {
-  if (arch_.model_type == "t5") return x;
-  if (arch_.model_type == "marian") {
+  const family::Positions positions_kind = arch_.features->positions;
+  if (positions_kind == family::Positions::RelativeBias) return x;
+  if (positions_kind == family::Positions::Sinusoidal) {
     add_sinusoidal(arch_, x, "source");
     return x;
   }
@@ -74,7 +75,7 @@ Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std
                                                                       arch_.positions - arch_.pad_id - 1)
                                                         : ""));
   }
-  if (arch_.model_type == "bart") {
+  if (positions_kind == family::Positions::LearnedFrom2) {
     // BartLearnedPositionalEmbedding: position i is row i + 2 of a [max_position_embeddings + 2, C] table
     for (auto& p : positions) p += arch_.position_offset;
     add_rows(stored("encoder.embed_positions.weight"), arch_.positions + arch_.position_offset, C, positions, x.mutable_data(),
@@ -94,20 +95,21 @@ Tensor Checkpoint::embed_encoder(const std::vector<std::int64_t>& ids, const std
 LayerWeights Checkpoint::encoder_layer(std::int64_t i) const {
   const std::int64_t C = arch_.C, I = arch_.inner;
   LayerWeights w;
-  if (arch_.model_type == "t5") {
+  const family::Tensors names = arch_.features->tensors;
+  if (names == family::Tensors::T5) {
     const std::string p = fmt::format("encoder.block.{}.layer.", i);
     t5_attention(p + "0.", "SelfAttention", w);
     t5_mlp(p + "1.", w);
     t5_relative("encoder", w);
     return w;
   }
-  if (arch_.model_type == "bart" || arch_.model_type == "marian") {
+  if (names == family::Tensors::Bart) {
     const std::string p = fmt::format("encoder.layers.{}.", i);
     bart_attention(p, "self_attn", w);
     bart_mlp(p, w);
     return w;
   }
-  const bool distil = arch_.model_type == "distilbert";
+  const bool distil = names == family::Tensors::DistilBert;
   const std::string p = fmt::format("{}.layer.{}.", distil ? "transformer" : "encoder", i);
   const std::string q = distil ? "attention.q_lin" : "attention.self.query", k = distil ? "attention.k_lin" : "attention.self.key",
                     v = distil ? "attention.v_lin" : "attention.self.value", o = distil ? "attention.out_lin" : "attention.output.dense",
@@ -180,7 +182,7 @@ void Checkpoint::t5_relative(const std::string& stack, LayerWeights& w) const {
 
 LayerWeights Checkpoint::decoder_self(std::int64_t i) const {
   LayerWeights w;
-  if (arch_.model_type == "t5") {
+  if (arch_.features->tensors == family::Tensors::T5) {
     t5_attention(fmt::format("decoder.block.{}.layer.0.", i), "SelfAttention", w);
     t5_relative("decoder", w);
     return w;
@@ -191,7 +193,7 @@ LayerWeights Checkpoint::decoder_self(std::int64_t i) const {
 
 LayerWeights Checkpoint::decoder_cross(std::int64_t i) const {
   LayerWeights w;
-  if (arch_.model_type == "t5") {
+  if (arch_.features->tensors == family::Tensors::T5) {
     const std::string p = fmt::format("decoder.block.{}.layer.", i);
     t5_attention(p + "1.", "EncDecAttention", w);
     t5_mlp(p + "2.", w);
@@ -204,14 +206,15 @@ LayerWeights Checkpoint::decoder_cross(std::int64_t i) const {
 }
 
 Tensor Checkpoint::encoder_final_norm() const {
-  if (arch_.model_type != "t5") return Tensor{};
+  if (arch_.features->tensors != family::Tensors::T5) return Tensor{};  // T5's alone has one
   return tensor("encoder.final_layer_norm.weight", {arch_.C}, "[C]");
 }
 
 Tensor Checkpoint::embed_decoder(const std::vector<std::int64_t>& ids) const {
   const auto T = static_cast<std::int64_t>(ids.size());
   const std::int64_t C = arch_.C;
-  if (arch_.model_type != "t5" && T > arch_.positions) {
+  const family::Positions positions_kind = arch_.features->positions;
+  if (positions_kind != family::Positions::RelativeBias && T > arch_.positions) {
     throw InputError(fmt::format("{} decoder tokens, but {} has {} positions for max_position_embeddings = {} of them; give fewer tokens", T,
                                  arch_.name(), arch_.sinusoidal ? "sinusoidal" : "learned", arch_.positions));
   }
@@ -231,8 +234,8 @@ Tensor Checkpoint::embed_decoder(const std::vector<std::int64_t>& ids) const {
     const auto m = static_cast<Scalar>(arch_.embedding_multiplier);
     for (std::int64_t k = 0; k < T * C; ++k) x.mutable_data()[k] *= m;
   }
-  if (arch_.model_type == "t5") return x;
-  if (arch_.model_type == "marian") {
+  if (positions_kind == family::Positions::RelativeBias) return x;
+  if (positions_kind == family::Positions::Sinusoidal) {
     add_sinusoidal(arch_, x, "decoder");
     return x;
   }

@@ -68,12 +68,9 @@ std::string label_of(const Checkpoint& ckpt, std::int64_t id) {
   return tok && id < tok->vocab_size() ? tok->label(id) : fmt::format("#{}", id);
 }
 
-}  // namespace
-
-Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top, Door door) {
-  check_decode_options(door, tokens, top, std::nullopt);
-  const Checkpoint& ckpt = in.ckpt;
-  const auto& a = ckpt.arch();
+// What decode --tokens refuses: the encoder-decoders and the encoders (no next token), and GPT-2
+// past its learned positions (P prompt tokens and tokens − 1 fed back).
+void refuse_generation(const Architecture& a, std::int64_t P, std::int64_t tokens, Door door) {
   const auto flag = option_name(door, "tokens");
   if (a.encoder_decoder) {
     throw InputError(fmt::format("{}: attn traces {}'s encoder and decoder layers, but does not generate with an encoder-decoder yet "
@@ -83,14 +80,19 @@ Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens,
     throw InputError(fmt::format("{}: {} is an encoder (every token sees every other): it has no next token to predict; decode with {} "
                                  "needs a causal model (GPT-2, the Llama family)", flag, a.name(), flag));
   }
-  const auto P = static_cast<std::int64_t>(in.ids.size());
   if (a.family == Family::Gpt2 && P + tokens - 1 > a.positions) {
     throw InputError(fmt::format("{}: the prompt's {} tokens and {} more fed back take {} positions, but GPT-2 has learned "
                                  "positions for n_positions = {}; at most {} new tokens", option_with(door, "tokens", tokens), P, tokens - 1,
                                  P + tokens - 1, a.positions, a.positions - P + 1));
   }
-  const Tensor head = ckpt.lm_head();
-  const std::int64_t V = head.dim(1), C = a.C;
+}
+
+// The generation's header: the model, the LM head, the notes (the first saying only what was read), the
+// traced layer and the prompt; a note where RoPE runs past max_position_embeddings.
+Generation generation_header(const CheckpointInput& in, std::int64_t tokens) {
+  const Checkpoint& ckpt = in.ckpt;
+  const auto& a = ckpt.arch();
+  const auto P = static_cast<std::int64_t>(in.ids.size());
   Generation g;
   g.model = ckpt.describe();
   g.head_name = ckpt.lm_head_name();
@@ -107,7 +109,54 @@ Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens,
     g.notes.push_back(fmt::format("{} tokens in all, more than the {} positions the model was trained for (max_position_embeddings); RoPE "
                                   "computes them all the same", P + tokens - 1, a.positions));
   }
+  return g;
+}
 
+// The check: one full causal pass over every token fed in (ids, labelled), no cache; each step's
+// logits (logit_rows) and the traced layer's weights compared with it, and its top token.
+void compare_with_full_pass(const Checkpoint& ckpt, Backend& be, const std::vector<std::int64_t>& ids, const Labels& labels, const Tensor& head,
+                            std::int64_t layer, const std::vector<Tensor>& logit_rows, Generation& g) {
+  const auto& a = ckpt.arch();
+  const std::int64_t V = head.dim(1), C = a.C;
+  Tensor full = ckpt.embed(ids);
+  const auto T = static_cast<std::int64_t>(ids.size());
+  Tensor full_weights;
+  for (std::int64_t i = 0; i < a.layers; ++i) {
+    run_layer_with(ckpt, i, be, full, labels, [&](const Spec& s) { return output_of(run_pipeline(s, be), T, C, i == layer ? &full_weights : nullptr); }, true);
+  }
+  const Tensor full_logits = logits_of(ckpt, be, full, head);
+  for (std::size_t k = 0; k < g.steps.size(); ++k) {
+    auto& st = g.steps[k];
+    const Scalar* want = full_logits.data() + st.position * V;
+    for (std::int64_t v = 0; v < V; ++v) {
+      const double d = std::fabs(static_cast<double>(logit_rows[k].at(v)) - want[v]);
+      st.logits_difference = std::max(st.logits_difference, std::isnan(d) ? INFINITY : d);
+      if (!(d <= Generation::kLogitTolerance * std::max(1.0, std::fabs(static_cast<double>(want[v]))))) g.agrees = false;
+    }
+    const std::int64_t S = st.position + 1;
+    for (std::int64_t hd = 0; hd < a.H; ++hd)
+      for (std::int64_t j = 0; j < S; ++j) {
+        const double d = std::fabs(static_cast<double>(st.attention[static_cast<std::size_t>(hd * S + j)]) - full_weights.at((hd * T + st.position) * T + j));
+        st.weights_difference = std::max(st.weights_difference, std::isnan(d) ? INFINITY : d);
+      }
+    if (!(st.weights_difference <= Generation::kWeightTolerance)) g.agrees = false;
+    if (top_of(want, V, 1, ckpt)[0].id != st.top[0].id) g.agrees = false;
+    g.logits_max = std::max(g.logits_max, st.logits_difference);
+    g.weights_max = std::max(g.weights_max, st.weights_difference);
+  }
+}
+
+}  // namespace
+
+Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top, Door door) {
+  check_decode_options(door, tokens, top, std::nullopt);
+  const Checkpoint& ckpt = in.ckpt;
+  const auto& a = ckpt.arch();
+  const auto P = static_cast<std::int64_t>(in.ids.size());
+  refuse_generation(a, P, tokens, door);
+  const Tensor head = ckpt.lm_head();
+  const std::int64_t V = head.dim(1), C = a.C;
+  Generation g = generation_header(in, tokens);
   std::vector<std::int64_t> ids = in.ids;
   Labels labels{in.pieces};
   std::vector<KvCache> caches(static_cast<std::size_t>(a.layers));
@@ -166,33 +215,7 @@ Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens,
     keep_step(logits_of(ckpt, be, row, head), t, weights, 0, 1);
   }
 
-  // the check: one full causal pass over every token fed in, no cache
-  Tensor full = ckpt.embed(ids);
-  const auto T = static_cast<std::int64_t>(ids.size());
-  Tensor full_weights;
-  for (std::int64_t i = 0; i < a.layers; ++i) {
-    run_layer_with(ckpt, i, be, full, labels, [&](const Spec& s) { return output_of(run_pipeline(s, be), T, C, i == in.layer ? &full_weights : nullptr); }, true);
-  }
-  const Tensor full_logits = logits_of(ckpt, be, full, head);
-  for (std::size_t k = 0; k < g.steps.size(); ++k) {
-    auto& st = g.steps[k];
-    const Scalar* want = full_logits.data() + st.position * V;
-    for (std::int64_t v = 0; v < V; ++v) {
-      const double d = std::fabs(static_cast<double>(logit_rows[k].at(v)) - want[v]);
-      st.logits_difference = std::max(st.logits_difference, std::isnan(d) ? INFINITY : d);
-      if (!(d <= Generation::kLogitTolerance * std::max(1.0, std::fabs(static_cast<double>(want[v]))))) g.agrees = false;
-    }
-    const std::int64_t S = st.position + 1;
-    for (std::int64_t hd = 0; hd < a.H; ++hd)
-      for (std::int64_t j = 0; j < S; ++j) {
-        const double d = std::fabs(static_cast<double>(st.attention[static_cast<std::size_t>(hd * S + j)]) - full_weights.at((hd * T + st.position) * T + j));
-        st.weights_difference = std::max(st.weights_difference, std::isnan(d) ? INFINITY : d);
-      }
-    if (!(st.weights_difference <= Generation::kWeightTolerance)) g.agrees = false;
-    if (top_of(want, V, 1, ckpt)[0].id != st.top[0].id) g.agrees = false;
-    g.logits_max = std::max(g.logits_max, st.logits_difference);
-    g.weights_max = std::max(g.weights_max, st.weights_difference);
-  }
+  compare_with_full_pass(ckpt, be, ids, labels, head, in.layer, logit_rows, g);
   return g;
 }
 

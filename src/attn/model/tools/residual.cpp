@@ -145,7 +145,7 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
     }
     if (a.softcap) s.softcap = static_cast<double>(static_cast<Scalar>(*a.softcap));  // as the model computes it: a float32 cap
   }
-  if (a.model_type == "t5") {
+  if (a.features->positions == family::Positions::RelativeBias) {
     s.scale_kind = ScaleKind::None;  // T5 adds no 1/√d: its initialisation of W_q absorbs it
     if (w.rel_table) {
       const RelativeBiasTables t = relative_bias_tables(*w.rel_table, s.T, s.S, 0, w.rel_bidirectional, a.rel_max_distance);
