@@ -9,7 +9,7 @@
 #include "attn/io/json_text.hpp"
 #include "attn/model/tools/generate.hpp"
 #include "attn/render/layout.hpp"
-#include "attn/render/render.hpp"
+#include "attn/render/model_views.hpp"
 
 namespace attn::model {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "attn/core/error.hpp"
-#include "attn/model/tools/heads.hpp"
+#include "attn/render/model_views.hpp"
 #include "attn/render/layout.hpp"
 
 namespace attn::model {

@@ -46,10 +46,6 @@ void render_text_step(const Trace& trace, std::size_t index, std::ostream& out, 
 // data_in_npy_files: each step says "npy": "<id>.npy" instead of holding its data (attn run --dump).
 // only: indices into trace.steps to write (--steps); empty: every step.
 void render_json(const Trace& trace, std::ostream& out, bool data_in_npy_files = false, const std::vector<std::size_t>& only = {});
-// render_json's output read back: the whole config and every step (title, formula, dims, values,
-// row sums), so that render_json of the result gives the same bytes. "npy" steps are read from the
-// directory of `origin`; metadata_only keeps shapes without values. InputError when it is no trace.
-Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata_only = false);
 
 // A handout: headings per step, formula, shape, tables with token labels (and explanations).
 void render_markdown(const Trace& trace, std::ostream& out, const TextOptions& options);

@@ -1,6 +1,6 @@
 // {"checkpoint": {"path": DIR or FILE, "layer": L, "config": {...}}, "sentence" or "token_ids"}:
 // a real model's layer as the input. The checkpoint computes the residual stream below the layer
-// (model/residual.cpp); what is traced is the layer's attention, as any other input.
+// (model/tools/residual.cpp); what is traced is the layer's attention, as any other input.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,7 +11,8 @@
 #include "attn/core/bytes.hpp"
 #include "attn/core/error.hpp"
 #include "attn/io/json_text.hpp"
-#include "attn/model/architectures/checkpoint.hpp"
+#include "attn/model/tools/residual.hpp"
+#include "attn/spec/checkpoint_input.hpp"
 #include "attn/model/formats/hub_cache.hpp"
 #include "attn/spec/readers.hpp"
 
@@ -280,7 +281,11 @@ void label_tokens(const std::string& where, const std::string& shown, model::Che
   }
 }
 
-model::CheckpointInput read_checkpoint_input(const json& root, const std::string& base_dir) {
+}  // namespace
+
+namespace model {
+
+CheckpointInput read_checkpoint_input(const json& root, const std::string& base_dir) {
   check_root_keys(root);
   const bool split = split_special_tokens(root);  // checked before the checkpoint is read
   const json& c = root["checkpoint"];
@@ -309,10 +314,10 @@ model::CheckpointInput read_checkpoint_input(const json& root, const std::string
   return in;
 }
 
-}  // namespace
+}  // namespace model
 
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
-  model::CheckpointInput in = read_checkpoint_input(root, base_dir);
+  model::CheckpointInput in = model::read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
   const bool t5 = a.features->tensors == model::family::Tensors::T5;  // its RMS norms, relative bias and final_layer_norm
   Spec layer = in.stack == "decoder" ? model::checkpoint_decoder_spec(in.ckpt, in.source_ids, {in.source_pieces}, in.ids, {in.pieces}, in.layer,
@@ -425,62 +430,6 @@ CheckpointInput load_checkpoint_input_text(const std::string& text, const std::s
     fail("checkpoint", fmt::format("{} runs a real model: expected {{\"checkpoint\": {{\"path\": \"DIR\"}}, \"sentence\": \"...\"}}", command));
   }
   return read_checkpoint_input(root, base_dir);
-}
-
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
-  return load_heads_text(read_input(path), path == "-" ? "<stdin>" : path, path == "-" ? "" : std::filesystem::path(path).parent_path().string(),
-                         max_bytes, why);
-}
-
-std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why) {
-  const ParsedJson parsed = parse_json(text, origin);
-  json root = parsed.root;
-  if (!root.is_object() || !root.contains("checkpoint")) {
-    fail("checkpoint", "attn heads draws a real model's heads: expected {\"checkpoint\": {\"path\": \"DIR\"}, \"sentence\": \"...\"}");
-  }
-  // an encoder-decoder's heads: every attention of both stacks when the decoder's tokens are given
-  // (its "stack" need not be), else the encoder's
-  const bool decoder_tokens = root.contains("sentence") || root.contains("token_ids");
-  if (root["checkpoint"].is_object() && !root["checkpoint"].contains("stack") && (root.contains("source") || root.contains("source_ids"))) {
-    root["checkpoint"]["stack"] = decoder_tokens ? "decoder" : "encoder";
-  }
-  // (like "layer", "attention" picks what attn run traces; attn heads draws every layer and attention)
-  const CheckpointInput in = read_checkpoint_input(root, base_dir);
-  const auto& a = in.ckpt.arch();
-  const auto T = static_cast<std::int64_t>(in.ids.size()), S = static_cast<std::int64_t>(in.source_ids.size());
-  const double bytes = in.stack == "decoder" ? 4.0 * static_cast<double>(a.H) *
-                                                   (static_cast<double>(a.layers * S * S) + static_cast<double>(a.decoder_layers) * static_cast<double>(T * T + T * S))
-                                             : 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
-  if (bytes > static_cast<double>(max_bytes)) {
-    throw InputError(fmt::format("{}: every head's weights{} take {}, more than --max-memory {} ({})", origin,
-                                 in.stack == "decoder" ? fmt::format(" (the encoder's S² = {}², the decoder's T² = {}² and T × S per layer and head)", S, T)
-                                                       : fmt::format(", {} layers × {} heads × T² = {}² floats,", a.layers, a.H, T),
-                                 human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
-  }
-  std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
-                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces)};
-  HeadsView& first = views.front();
-  first.notes = in.notes;
-  // the header names the model already: the first note says only what was read
-  if (!first.notes.empty()) first.notes.front() = fmt::format("weights {}, converted to float32 and computed in float32", in.ckpt.weights_description());
-  if (in.stack == "decoder") {
-    views[0].pieces = in.source_raw;
-    views[1].pieces = views[2].pieces = in.raw;
-    views[2].key_pieces = in.source_raw;
-    first.notes.push_back(fmt::format("{}: the encoder's self-attention over the source (every token sees every other), the decoder's causal "
-                                      "self-attention, and its cross-attention (each decoder token over the source's tokens)", a.name()));
-    return views;
-  }
-  if (a.encoder()) {
-    first.notes.push_back(fmt::format("{}: every token sees every other, nothing is masked; the patterns name the start and end "
-                                      "tokens and the next token too", a.encoder_decoder ? a.name() + "'s encoder" : a.name() + " is an encoder"));
-  }
-  first.pieces = in.raw;
-  if (a.window > 0 && std::any_of(first.windows.begin(), first.windows.end(), [](std::int64_t w) { return w > 0; })) {
-    first.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
-  }
-  return views;
 }
 
 }  // namespace model

@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "attn/model/tools/heads.hpp"
 #include "attn/model/formats/safetensors.hpp"
 #include "attn/model/tokenizers/tokenizer.hpp"
 #include "attn/core/spec.hpp"
@@ -199,29 +198,7 @@ class Checkpoint {
 // when b is empty; each row's sums in double (residual.cpp).
 Tensor layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
 
-// The residual stream runs layer by layer on the CPU backend; each layer's attention is the pipeline
-// itself (run_pipeline on a Spec like any other input), so the traced layer and the layers below it
-// are one computation.
-// Layer `layer`'s attention as a Spec (x = its norm1 output after the residual stream of the layers
-// below), labelled with `tokens`.
-// types: the encoders' token types ([T]; empty: all 0).
-Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, const Labels& tokens,
-                           std::int64_t layer);
-// BART's decoder layer `layer`: its self-attention (causal, over the decoder's tokens) or its
-// cross-attention (queries from the decoder's stream, keys and values from the encoder's output over
-// the source), after the encoder over source_ids and the decoder's layers below.
-Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
-                             const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross);
-// An encoder-decoder's every layer: the encoder's self-attention over the source, the decoder's
-// self-attention and its cross-attention, as three views.
-std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
-                                                const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
-                                                const std::vector<std::string>& tokens);
-// Every layer's attention weights, for attn heads.
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens);
-
-// An input file naming a checkpoint, read (spec/checkpoint.cpp): the model, the tokens and the layer.
+// An input file naming a checkpoint, read by spec/checkpoint.cpp: the model, the tokens and the layer.
 struct CheckpointInput {
   Checkpoint ckpt;
   std::vector<std::int64_t> ids;    // [T], BOS first where the tokenizer adds it ([CLS] … [SEP] for BERT)
@@ -235,20 +212,6 @@ struct CheckpointInput {
   std::vector<std::int64_t> source_ids;  // [S] the encoder's tokens (the decoder's: ids above)
   std::vector<std::string> source_pieces, source_raw;
 };
-// The input JSON at path ("-": standard input) as a checkpoint's input; `command` names what needs
-// one in the message for a file without "checkpoint" ("attn decode --tokens").
-CheckpointInput load_checkpoint_input(const std::string& path, const std::string& command);
-// The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
-CheckpointInput load_checkpoint_input_text(const std::string& text, const std::string& origin, const std::string& base_dir,
-                                           const std::string& command);
-// attn heads: path is the input JSON ("-": standard input); refused when every head's weights would
-// take more than max_bytes (why: where that limit comes from, for the message).
-// An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's
-// self-attention and the cross-attention.
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
-// The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
-std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why);
 // attn tokenize: dir's tokenizer on each text, as lines "id  piece" or one JSON line {"tokenizer",
 // "ids", "pieces"} a text. split_special_tokens cuts a special token written in the text as text;
 // add_special_tokens puts the tokenizer's own special tokens around each text, as the hub's do by default.

@@ -13,7 +13,6 @@
 
 #include "attn/numerics/backend.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
-#include "attn/render/render.hpp"
 
 namespace attn::model {
 
@@ -60,10 +59,5 @@ struct Generation {
 // norm or LM head; door spells the options in messages.
 Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top, Door door = Door::Cli);
 
-// head: the head shown (−1: every head, its three largest weights each)
-void render_generation_text(const Generation& g, std::ostream& out, const TextOptions& o, std::int64_t head);
-// {"model", "layer", "prompt_ids", "prompt", "generated", "steps": [{"position", "query", "top": [{"id", "token", "p"}],
-//  "attention": [[...] per head], "logits_difference", "weights_difference"}], "agrees"}
-void render_generation_json(const Generation& g, std::ostream& out);
 
 }  // namespace attn::model

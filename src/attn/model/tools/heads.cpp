@@ -1,4 +1,5 @@
-// attn heads: one head's summary (the only arithmetic of attn heads) and the JSON of a whole view.
+// attn heads: one head's summary (the only arithmetic of attn heads); render/heads_json.cpp writes a
+// whole view's JSON.
 //
 // summarise_head reads one causal head, weights[i * T + j] for keys j ≤ i (what lies above the
 // diagonal is never read), in double:
@@ -25,8 +26,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/io/json_text.hpp"
-#include "attn/render/heads_layout.hpp"
 
 namespace attn::model {
 
@@ -233,87 +232,6 @@ HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int6
   if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
   if (s.pattern == HeadPattern::FirstToken) s.label = "first source token";
   return s;
-}
-
-namespace {
-
-// float32's shortest round-trip text; non-finite values as the strings "nan", "inf", "-inf"
-// (the trace JSON's convention), which JSON numbers cannot hold.
-std::string number(double v, bool single) {
-  if (const auto name = nonfinite_name(v)) return json_quote(*name);
-  if (v == 0) return "0";
-  return single ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
-}
-
-}  // namespace
-
-namespace {
-
-// One view's JSON object, its lines indented by `indent` more spaces; `top` adds the format and model.
-void view_json(const HeadsView& view, std::ostream& out, const std::string& indent, bool top) {
-  heads_detail::check_view(view);
-  auto strings = [](const std::vector<std::string>& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
-    return s + "]";
-  };
-  const std::string n = "\n" + indent;
-  out << "{";
-  if (top) out << n << "  \"format\": \"attn-heads\"," << n << "  \"model\": " << json_quote(view.model) << ",";
-  if (!view.part.empty()) out << n << "  \"part\": " << json_quote(view.part) << ",";
-  out << n << "  \"tokens\": " << strings(view.tokens) << "," << n << "  \"pieces\": " << strings(view.pieces) << ",";
-  if (view.cross) {
-    out << n << "  \"source_tokens\": " << strings(view.key_tokens) << "," << n << "  \"source_pieces\": " << strings(view.key_pieces) << "," << n
-        << "  \"S\": " << view.S << ",";
-  }
-  out << n << "  \"layers\": " << view.layers << "," << n << "  \"heads\": " << view.heads << "," << n << "  \"windows\": ["
-      << fmt::format("{}", fmt::join(view.windows, ", ")) << "],";
-  if (view.bidirectional) out << n << "  \"bidirectional\": true,";
-  out << n << "  \"notes\": " << strings(view.notes) << "," << n << "  \"weights\": [";
-  // [L][H][T][keys], one query's row a line
-  for (std::int64_t l = 0; l < view.layers; ++l) {
-    out << (l ? "," : "") << n << "    [";
-    for (std::int64_t h = 0; h < view.heads; ++h) {
-      out << (h ? "," : "") << n << "      [";
-      for (std::int64_t i = 0; i < view.T; ++i) {
-        out << (i ? "," : "") << n << "        [";
-        for (std::int64_t j = 0; j < view.keys(); ++j) out << (j ? ", " : "") << number(view.weight(l, h, i, j), true);
-        out << "]";
-      }
-      out << (view.T ? n + "      ]" : "]");
-    }
-    out << (view.heads ? n + "    ]" : "]");
-  }
-  out << (view.layers ? n + "  ]" : "]") << "," << n << "  \"summaries\": [";
-  for (std::int64_t l = 0; l < view.layers; ++l) {
-    out << (l ? "," : "") << n << "    [";
-    for (std::int64_t h = 0; h < view.heads; ++h) {
-      const auto& s = view.summary(l, h);
-      out << (h ? "," : "") << n << "      "
-          << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
-                         l, h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
-                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false),
-                         s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
-    }
-    out << (view.heads ? n + "    ]" : "]");
-  }
-  out << (view.layers ? n + "  ]" : "]") << n << "}";
-}
-
-}  // namespace
-
-void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out) {
-  if (views.size() == 1) {
-    view_json(views[0], out, "", true);
-    out << "\n";
-    return;
-  }
-  out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(views.empty() ? std::string() : views[0].model) << ",\n  \"parts\": [";
-  for (std::size_t k = 0; k < views.size(); ++k) {
-    out << (k ? ",\n    " : "\n    ");
-    view_json(views[k], out, "    ", false);
-  }
-  out << "\n  ]\n}\n";
 }
 
 }  // namespace attn::model

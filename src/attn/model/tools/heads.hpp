@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "attn/render/color.hpp"
 
 namespace attn::model {
 
@@ -80,27 +79,5 @@ HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const E
 // A cross-attention head: T decoder queries over S source keys, every key visible; the source's
 // special tokens in `specials` (T5's and Marian's </s>, BART's <s> … </s>).
 HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int64_t S, const EncoderSpecials& specials);
-
-// Each renderer takes the views of one input: one, or an encoder-decoder's three, drawn one after the
-// other under a heading each.
-// Terminal: a grid of layers (rows) × heads (columns) of small heatmaps drawn with shade or colour
-// blocks, fitted to `width` columns (heads drawn smaller, or wrapped, and the text says so), then one
-// summary line per head. The same bytes for the same width.
-void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width);
-// One SVG document: the same grid, token labels on the axes of the first column and last row.
-void render_heads_svg(const std::vector<HeadsView>& views, std::ostream& out);
-// One view: {"format": "attn-heads", "model", "tokens", "layers", "heads", "windows" ([L], 0: none), "notes", "weights": [L][H][T][T],
-// "summaries": [L][H] of {"layer", "head", "entropy", "max_entropy", "max_off_diagonal", "max_query", "max_key",
-// "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests. Several:
-// {"format": "attn-heads", "model", "parts": [one view's object, with "part" (and for cross "source_tokens",
-// "source_pieces", "S"; weights [L][H][T][S]), ...]}.
-void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out);
-// One self-contained HTML page: the grid, a click on a head enlarges it with token labels and its summary.
-void render_heads_html(const std::vector<HeadsView>& views, std::ostream& out);
-// One view alone.
-inline void render_heads_text(const HeadsView& v, std::ostream& out, ColorMode color, int width) { render_heads_text(std::vector<HeadsView>{v}, out, color, width); }
-inline void render_heads_svg(const HeadsView& v, std::ostream& out) { render_heads_svg(std::vector<HeadsView>{v}, out); }
-inline void render_heads_json(const HeadsView& v, std::ostream& out) { render_heads_json(std::vector<HeadsView>{v}, out); }
-inline void render_heads_html(const HeadsView& v, std::ostream& out) { render_heads_html(std::vector<HeadsView>{v}, out); }
 
 }  // namespace attn::model

@@ -9,6 +9,7 @@
 
 #include "attn/numerics/backend.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
+#include "attn/model/tools/heads.hpp"
 
 namespace attn::model {
 
@@ -23,5 +24,28 @@ using Attention = std::function<Tensor(const Spec&)>;
 // norms and residual additions around it, then the MLP when `mlp` (nothing reads the stream after the
 // last layer's attention unless the model's head does).
 void run_layer_with(const Checkpoint& ckpt, std::int64_t i, Backend& be, Tensor& h, const Labels& tokens, const Attention& attention, bool mlp);
+
+
+// The residual stream runs layer by layer on the CPU backend; each layer's attention is the pipeline
+// itself (run_pipeline on a Spec like any other input), so the traced layer and the layers below it
+// are one computation.
+// Layer `layer`'s attention as a Spec (x = its norm1 output after the residual stream of the layers
+// below), labelled with `tokens`.
+// types: the encoders' token types ([T]; empty: all 0).
+Spec checkpoint_layer_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types, const Labels& tokens,
+                           std::int64_t layer);
+// BART's decoder layer `layer`: its self-attention (causal, over the decoder's tokens) or its
+// cross-attention (queries from the decoder's stream, keys and values from the encoder's output over
+// the source), after the encoder over source_ids and the decoder's layers below.
+Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids, const Labels& source_tokens,
+                             const std::vector<std::int64_t>& ids, const Labels& tokens, std::int64_t layer, bool cross);
+// An encoder-decoder's every layer: the encoder's self-attention over the source, the decoder's
+// self-attention and its cross-attention, as three views.
+std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
+                                                const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
+                                                const std::vector<std::string>& tokens);
+// Every layer's attention weights, for attn heads.
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                           const std::vector<std::string>& tokens);
 
 }  // namespace attn::model

@@ -1,0 +1,33 @@
+// An input naming a checkpoint, read: the model opened, the text tokenized and the layer and stack
+// chosen (spec/checkpoint.cpp), for run, decode and generate; or every layer's heads (heads_input.cpp).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attn/model/architectures/checkpoint.hpp"
+#include "attn/model/tools/heads.hpp"
+
+namespace attn::model {
+
+// The input JSON at path ("-": standard input) as a checkpoint's input; `command` names what needs
+// one in the message for a file without "checkpoint" ("attn decode --tokens").
+CheckpointInput load_checkpoint_input(const std::string& path, const std::string& command);
+// The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
+CheckpointInput load_checkpoint_input_text(const std::string& text, const std::string& origin, const std::string& base_dir,
+                                           const std::string& command);
+// The same from the input's parsed JSON (root holds "checkpoint"); base_dir resolves relative paths.
+CheckpointInput read_checkpoint_input(const nlohmann::json& root, const std::string& base_dir);
+
+// attn heads: path is the input JSON ("-": standard input); refused when every head's weights would
+// take more than max_bytes (why: where that limit comes from, for the message).
+// An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's
+// self-attention and the cross-attention.
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
+// The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
+std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
+                                       const std::string& why);
+
+}  // namespace attn::model
