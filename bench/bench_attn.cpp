@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "attn/spec/parse.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/tools/cost.hpp"
 #include "attn/numerics/cpu/gemm.hpp"

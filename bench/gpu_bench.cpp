@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/spec/parse.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/core/error.hpp"
 #include "attn/pipeline/pipeline.hpp"

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "attn/spec/parse.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/tools/check.hpp"
 #include "attn/tools/cost.hpp"

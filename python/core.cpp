@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "attn/spec/parse.hpp"
 #include "attn/core/select_steps.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/core/bytes.hpp"
@@ -28,11 +29,13 @@
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/model/tools/generate.hpp"
 #include "attn/model/tools/heads.hpp"
+#include "attn/spec/checkpoint_input.hpp"
 #include "attn/core/options.hpp"
 #include "attn/pipeline/pipeline.hpp"
 #include "attn/pipeline/mistakes.hpp"
 #include "attn/render/layout.hpp"
 #include "attn/render/render.hpp"
+#include "attn/render/model_views.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/core/steps.hpp"
 #include "attn/io/trace_io.hpp"

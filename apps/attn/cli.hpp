@@ -17,6 +17,7 @@
 
 #include <cstdlib>
 
+#include "attn/spec/parse.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/tools/check.hpp"
 #include "attn/tools/cost.hpp"
@@ -26,6 +27,7 @@
 #include "attn/pipeline/flash.hpp"
 #include "attn/pipeline/flash_backward.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
+#include "attn/spec/checkpoint_input.hpp"
 #include "attn/model/formats/hub_cache.hpp"
 #include "attn/tools/diff.hpp"
 #include "attn/io/npy.hpp"
@@ -35,6 +37,8 @@
 #include "attn/core/error.hpp"
 #include "attn/pipeline/pipeline.hpp"
 #include "attn/render/render.hpp"
+#include "attn/render/model_views.hpp"
+#include "attn/render/dump.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/io/trace_io.hpp"
 #include "attn/version.hpp"

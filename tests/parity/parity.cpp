@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/spec/parse.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/tools/compare.hpp"
 #include "attn/pipeline/decode.hpp"

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "attn/io/trace_io.hpp"
 #include "attn/render/render.hpp"
 #include "attn/render/layout.hpp"
 #include "helpers.hpp"

@@ -170,15 +170,4 @@ struct Spec {
   std::int64_t causal_offset() const { return causal_align == CausalAlign::BottomRight ? S - T : 0; }
 };
 
-// origin names the input in messages ("examples/cat_sat.json", "<stdin>"); base_dir is where
-// {"npy": "path"} tensors are looked up ("" = the working directory).
-// max_bytes caps each tensor the random block generates (0: half of physical memory), so an
-// absurd size is refused with its estimate instead of failing to allocate.
-Spec parse_spec(std::string_view json_text, const std::string& origin, const std::string& base_dir = "",
-                std::int64_t max_bytes = 0);
-// path "-" reads standard input.
-Spec load_spec(const std::string& path, std::int64_t max_bytes = 0);
-// An input file's text ("-": standard input), refused when missing, a directory, empty or too large.
-std::string read_input(const std::string& path);
-
 }  // namespace attn

@@ -1,7 +1,8 @@
-// Traces on disk: reading one back (attn's JSON trace, a --dump directory, or a student's directory
-// of <step id>.npy files) and writing a dump. The JSON text itself is render/json.cpp's.
+// Traces on disk, read back: attn's JSON trace, a --dump directory, or a student's directory of
+// <step id>.npy files. Writing them is render/'s (json.cpp, dump.cpp).
 #pragma once
 
+#include <istream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,13 +28,9 @@ struct LoadedTrace {
 LoadedTrace load_trace(const std::string& path);  // JSON trace file, or a directory of .npy files
 LoadedTrace loaded_from(const Trace& trace, std::string origin);
 
-// attn run --dump DIR: every step as DIR/<step id>.npy, plus DIR/trace.json pointing at them, and
-// the inputs the steps' code names as DIR/inputs/<name>.npy (x, W_q, b_q, …, masks, norm weights),
-// into a directory that OutputDir takes (force: --force).
-void dump_trace(const Trace& trace, const Spec& spec, const std::string& dir, bool force = false);
-
-struct TextOptions;
-// attn run --svg-dir DIR: the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg.
-void write_svg_pictures(const Trace& trace, const TextOptions& options, const std::string& dir, bool force = false);
+// render/json.cpp's output read back (trace_json.cpp): the whole config and every step (title, formula, dims, values,
+// row sums), so that render_json of the result gives the same bytes. "npy" steps are read from the
+// directory of `origin`; metadata_only keeps shapes without values. InputError when it is no trace.
+Trace read_json_trace(std::istream& in, const std::string& origin, bool metadata_only = false);
 
 }  // namespace attn

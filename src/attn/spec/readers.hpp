@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "attn/spec/parse.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/io/json_read.hpp"
 #include "attn/spec/random_block.hpp"
