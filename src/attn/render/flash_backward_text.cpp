@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "attn/core/bytes.hpp"
 #include "attn/core/text.hpp"
 #include "attn/pipeline/flash_backward.hpp"
 #include "attn/render/render.hpp"
@@ -15,7 +14,6 @@ namespace attn {
 
 void render_flash_backward_text(const FlashBackward& f, const Trace& t, std::ostream& out, const TextOptions& o) {
   const TileView view(t, o);
-  const auto& c = t.config;
   const std::int64_t b = view.b, h = view.h;
   const auto qtok = [&](std::int64_t i) { return view.query(i); };
   const auto ktok = [&](std::int64_t j) { return view.key(j); };
@@ -26,8 +24,7 @@ void render_flash_backward_text(const FlashBackward& f, const Trace& t, std::ost
   const auto table = [&](std::int64_t rows, const std::vector<Scalar>& v, std::size_t n, auto label, const std::vector<std::string>& heads) {
     return tile_table(rows, v, 0, n, label, heads, label_w, width, o);
   };
-  out << fmt::format("\n══ FlashAttention-2's tiled backward pass: tiles of BQ = {} quer{} × BK = {} key{} ══\n", f.BQ, f.BQ == 1 ? "y" : "ies", f.BK,
-                     f.BK == 1 ? "" : "s");
+  out << fmt::format("\n══ FlashAttention-2's tiled backward pass: tiles of {} ══\n", tile_sizes(f.BQ, f.BK));
   out << "saved by the forward pass: O (the context) and, per query row, L = m + log l\n"
          "  (the tiled forward pass's last m and l)\n"
          "once per query row: D = rowsum(dO ⊙ O), dO the context's gradient\n"
@@ -37,7 +34,7 @@ void render_flash_backward_text(const FlashBackward& f, const Trace& t, std::ost
          "  dV += Pᵀ dO;  dP = dO Vᵀ\n"
          "  dS = P ⊙ (dP − D), times the soft-cap's slope and the scale: the scores' gradient\n"
          "  dQ += dS K (summed across the key blocks);  dK += dSᵀ Q\n";
-  out << fmt::format("shown: {}head {} (--batch, --head choose another)\n", c.batched ? fmt::format("batch row {}, ", b) : "", h);
+  out << view.shown();
   std::vector<Scalar> lr;  // L and D side by side
   for (std::int64_t i = 0; i < f.T; ++i) {
     lr.push_back(static_cast<Scalar>(f.L[static_cast<std::size_t>((b * f.H + h) * f.T + i)]));
@@ -46,13 +43,11 @@ void render_flash_backward_text(const FlashBackward& f, const Trace& t, std::ost
   out << "  L and D per query row\n" << table(f.T, lr, 2, qtok, {"L", "D"});
   for (const auto& blk : f.blocks) {
     if (blk.b != b || blk.h != h) continue;
-    out << (blk.kn == 1 ? fmt::format("\n── key {} (\"{}\") ──\n", blk.k0, ktok(blk.k0))
-                        : fmt::format("\n── keys {} .. {} (\"{}\" .. \"{}\") ──\n", blk.k0, blk.k0 + blk.kn - 1, ktok(blk.k0), ktok(blk.k0 + blk.kn - 1)));
+    out << "\n── " << tile_span(blk.k0, blk.kn, "key", "keys", ktok) << " ──\n";
     std::vector<std::string> keys;
     for (std::int64_t j = 0; j < blk.kn; ++j) keys.push_back(ktok(blk.k0 + j));
     for (const auto& tile : blk.tiles) {
-      out << (tile.qn == 1 ? fmt::format("  tile: query {} (\"{}\")", tile.q0, qtok(tile.q0))
-                           : fmt::format("  tile: queries {} .. {} (\"{}\" .. \"{}\")", tile.q0, tile.q0 + tile.qn - 1, qtok(tile.q0), qtok(tile.q0 + tile.qn - 1)));
+      out << "  tile: " << tile_span(tile.q0, tile.qn, "query", "queries", qtok);
       if (tile.skipped) {
         out << ": every entry masked, skipped\n";
         continue;
@@ -69,15 +64,12 @@ void render_flash_backward_text(const FlashBackward& f, const Trace& t, std::ost
   }
   std::vector<Scalar> dq(f.dq.begin() + (b * f.H + h) * f.T * f.hs, f.dq.begin() + (b * f.H + h + 1) * f.T * f.hs);
   out << fmt::format("\n  dQ [{}, {}] ({}), after every key block\n", f.T, f.hs, f.dq_id) << table(f.T, dq, static_cast<std::size_t>(f.hs), qtok, {});
-  const double matrix = static_cast<double>(f.B * f.H * f.T * f.S) * sizeof(Scalar);
-  out << fmt::format("\ntiles: {} computed, {} skipped (fully masked), over B·H = {} head{}\n", f.tiles_done, f.tiles_skipped, f.B * f.H,
-                     f.B * f.H == 1 ? "" : "s");
+  out << tiles_counted(f.tiles_done, f.tiles_skipped, f.B * f.H);
   out << fmt::format("largest |tiled − materialised| over dQ, dK and dV = {:.3g} (relative to max(1, |value|)): {}\n", f.max_diff,
                      f.agrees() ? "the tiled backward gives the materialised gradients" : "NOT within 1e-5");
-  out << fmt::format("never held: the [B, H, T, S] = [{}, {}, {}, {}] weights and their gradients, {} each; held per key block: one [{}, {}] "
-                     "tile of P, dP and dS, dK [{}, {}] and dV [{}, {}]\n",
-                     f.B, f.H, f.T, f.S, human_bytes(matrix), std::min(f.BQ, f.T), std::min(f.BK, f.S), std::min(f.BK, f.S), f.hs,
-                     std::min(f.BK, f.S), f.hv);
+  const auto bq = std::min(f.BQ, f.T), bk = std::min(f.BK, f.S);  // the tiles as large as they get here
+  out << never_held(f.B, f.H, f.T, f.S, "weights and their gradients")
+      << fmt::format("held per key block: one [{}, {}] tile of P, dP and dS, dK [{}, {}] and dV [{}, {}]\n", bq, bk, bk, f.hs, bk, f.hv);
 }
 
 }  // namespace attn
