@@ -6,13 +6,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "attn/numerics/backend.hpp"
-#include "attn/render/render.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/core/trace.hpp"
 
@@ -49,8 +47,5 @@ void check_decode_options(Door door, std::optional<std::int64_t> tokens, std::op
 // for position 0 (T = S = 1, no expectations); the first is it at position t, the second it against
 // the t + 1 cached keys, labelled `keys`.
 std::pair<Spec, Spec> decode_specs_at(const Spec& one, std::int64_t t, const Labels& keys);
-
-// step_ids: the steps shown in every pass (all when empty).
-void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& options, const std::vector<std::string>& step_ids);
 
 }  // namespace attn

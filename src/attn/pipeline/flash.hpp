@@ -1,19 +1,17 @@
-// --flash BQxBK: FlashAttention's tiled forward pass (Dao et al., 2022), shown tile by tile. Each block
-// of BQ queries walks the keys BK at a time, keeping only a running row max m, a running row sum l
-// and an output accumulator; the [T, S] scores and weights are never held. It reads the trace's q, k
-// and v rows (rotated, repeated), recomputes each score tile with the trace's scale, ALiBi, capping
-// and mask, and ends by comparing its output with the trace's materialised context.
+// --flash BQxBK: FlashAttention's tiled forward pass (Dao et al., 2022), every tile kept for
+// render/flash_text.cpp to show. Each block of BQ queries walks the keys BK at a time, keeping only a
+// running row max m, a running row sum l and an output accumulator; the [T, S] scores and weights are
+// never held. It reads the trace's q, k and v rows (rotated, repeated), recomputes each score tile
+// with the trace's scale, ALiBi, capping and mask, and ends by comparing its output with the trace's
+// materialised context.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "attn/pipeline/pipeline.hpp"
-#include "attn/render/render.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/core/trace.hpp"
 
@@ -38,6 +36,8 @@ struct Flash {
   std::vector<FlashBlock> blocks;    // every (b, h, query block), in that order
   double max_diff = 0;               // largest |flash − context|
   std::int64_t tiles_done = 0, tiles_skipped = 0;
+  static constexpr double kTolerance = 1e-5;  // on max_diff: the tiled pass gives the materialised context
+  bool agrees() const { return max_diff <= kTolerance; }
 };
 
 // The logit of query i and key j in batch row b, head h, one entry at a time, with the trace's
@@ -61,24 +61,6 @@ class TileLogits {
 // The first of the ids the trace has: the rows the scores or the context read (--flash's message names what).
 const Step& rows_of(const Trace& t, std::initializer_list<const char*> ids, const char* what, Door door = Door::Cli);
 
-// The tiled passes' tables: rows of n numbers (v[from + i·n + k]) labelled label(i) in label_w
-// cells, each number in width cells at the options' precision; in column blocks that fit the width,
-// each saying which columns it holds, under heads when given.
-std::string tile_table(std::int64_t rows, const std::vector<Scalar>& v, std::size_t from, std::size_t n,
-                       const std::function<std::string(std::int64_t)>& label, const std::vector<std::string>& heads, std::size_t label_w,
-                       std::size_t width, const TextOptions& options);
-
-// What the tiled passes' text shows: the view's batch row and head, the query and key labels, and
-// the cells a label and a number take.
-struct TileView {
-  TileView(const Trace& t, const TextOptions& o);
-  std::string query(std::int64_t i) const;
-  std::string key(std::int64_t j) const;
-  const TraceConfig& config;
-  std::int64_t b, h;
-  std::size_t width, label_w = 4;
-};
-
 // "2x3" -> {2, 3}; InputError naming the option (as door spells it) otherwise.
 std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text, Door door = Door::Cli);
 // The tiled pass tiles a plain forward trace: InputError for a fused one (no scores kept) or one
@@ -86,8 +68,5 @@ std::pair<std::int64_t, std::int64_t> parse_tile_sizes(const std::string& text, 
 void require_tileable(const PipelineOptions& o);
 // InputError when the trace has no q, k and v to tile (given scores, no values) or BQ, BK < 1.
 Flash run_flash(const Spec& spec, const Trace& trace, std::int64_t BQ, std::int64_t BK, Door door = Door::Cli);
-// The tiles of one batch row and head (the view's --batch and --head, else 0), the comparison and
-// the memory never held.
-void render_flash_text(const Flash& f, const Trace& trace, std::ostream& out, const TextOptions& options);
 
 }  // namespace attn

@@ -1,18 +1,17 @@
-// attn backward --flash BQxBK: FlashAttention-2's backward pass (Dao, 2023), shown tile by tile. It
-// reads the trace's q, k and v rows (rotated, repeated), the context O and its gradient dO, and the
-// row log-sum-exp L = m + log l that the tiled forward pass (flash.hpp) ends with; it never holds the
-// [T, S] weights. Per head: D = rowsum(dO ⊙ O); then for each block of BK keys (dK and dV kept for
-// it), for each block of BQ queries: S recomputed as the forward pass did, P = exp(S − L),
-// dV += Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − D), back through the soft-cap and the scale, dQ += dS K,
-// dK += dSᵀ Q. It ends by comparing dQ, dK and dV with the materialised backward's steps.
+// attn backward --flash BQxBK: FlashAttention-2's backward pass (Dao, 2023), every tile kept for
+// render/flash_backward_text.cpp to show. It reads the trace's q, k and v rows (rotated, repeated),
+// the context O and its gradient dO, and the row log-sum-exp L = m + log l that the tiled forward pass
+// (flash.hpp) ends with; it never holds the [T, S] weights. Per head: D = rowsum(dO ⊙ O); then for
+// each block of BK keys (dK and dV kept for it), for each block of BQ queries: S recomputed as the
+// forward pass did, P = exp(S − L), dV += Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − D), back through the
+// soft-cap and the scale, dQ += dS K, dK += dSᵀ Q. It ends by comparing dQ, dK and dV with the
+// materialised backward's steps.
 #pragma once
 
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
-#include "attn/render/render.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/core/trace.hpp"
 
@@ -39,11 +38,11 @@ struct FlashBackward {
   std::string dq_id, dk_id, dv_id;             // the materialised steps compared: grad.q.heads, grad.k.repeat, ...
   double max_diff = 0;                         // largest |tiled − materialised| over dQ, dK, dV, relative to max(1, |value|)
   std::int64_t tiles_done = 0, tiles_skipped = 0;
+  static constexpr double kTolerance = 1e-5;   // on max_diff: the tiled backward gives the materialised gradients
+  bool agrees() const { return max_diff <= kTolerance; }
 };
 
 // InputError where the trace has no backward steps to compare with, or no q, k and v to tile.
 FlashBackward run_flash_backward(const Spec& spec, const Trace& trace, std::int64_t BQ, std::int64_t BK);
-// The tiles of one batch row and head (the view's --batch and --head, else 0), the comparison and the memory never held.
-void render_flash_backward_text(const FlashBackward& f, const Trace& trace, std::ostream& out, const TextOptions& options);
 
 }  // namespace attn

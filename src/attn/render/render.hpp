@@ -69,4 +69,20 @@ void render_html(const Trace& trace, std::ostream& out, const TextOptions& optio
 // Whether a step can be drawn as a heatmap: its last two axes are tokens (queries x keys).
 bool heatmap_able(const Step& step);
 
+// The algorithms' text (decode_text.cpp, flash_text.cpp, flash_backward_text.cpp): each reads the
+// result its pipeline/ algorithm kept (decode.hpp, flash.hpp, flash_backward.hpp); its only
+// arithmetic is on sizes (the bytes a cache holds, or the tiled pass never holds).
+struct Decode;
+struct Flash;
+struct FlashBackward;
+// attn decode: the prefill, each decoded token, then every row against the full trace; step_ids:
+// the steps shown in every pass (all when empty).
+void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& options, const std::vector<std::string>& step_ids);
+// --flash: the tiles of one batch row and head (the view's --batch and --head, else 0), the
+// comparison and the memory never held.
+void render_flash_text(const Flash& f, const Trace& trace, std::ostream& out, const TextOptions& options);
+// attn backward --flash: the tiles of one batch row and head (the view's --batch and --head, else 0),
+// the comparison and the memory never held.
+void render_flash_backward_text(const FlashBackward& f, const Trace& trace, std::ostream& out, const TextOptions& options);
+
 }  // namespace attn
