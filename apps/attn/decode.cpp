@@ -62,7 +62,7 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens
   add_resources(dec, o.resources);
 }
 
-// --tokens N: the whole checkpoint writes N tokens (model/generate.hpp)
+// --tokens N: the whole checkpoint writes N tokens (model/tools/generate.hpp)
 int run_generation(const DecodeOptions& o) {
   if (o.code || !o.steps.empty()) {
     throw attn::InputError(fmt::format("{}: with --tokens decode shows each written token's attention and next-token probabilities, not the "

@@ -1,4 +1,4 @@
-// attn decode --tokens N: the generation's text and JSON (model/generate.hpp). Reads what generate()
+// attn decode --tokens N: the generation's text and JSON (model/tools/generate.hpp). Reads what generate()
 // computed; computes nothing but the order in which a head's weights are listed.
 #include <fmt/format.h>
 
