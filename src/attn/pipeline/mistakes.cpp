@@ -219,6 +219,11 @@ Hooks hooks_for(Mistake m) {
     case Mistake::KvTiled: h.repeat = [](Backend& be, const BackendTensor& kv, std::int64_t n) { return be.repeat_heads(kv, n, true); }; break;
     case Mistake::WindowOffByOne: h.window_extra = 1; break;
     case Mistake::AlibiSignFlipped: h.slopes = [](Backend& be, const BackendTensor& slopes) { return be.scale(slopes, -1); }; break;
+    // the backward's mistakes change the backward pass (backward.cpp), not the forward's hooks
+    case Mistake::SoftmaxBackwardElementwise:
+    case Mistake::BackwardScaleForgotten:
+    case Mistake::BackwardDkUntransposed:
+    case Mistake::BackwardDxOnePath: break;
   }
   return h;
 }
