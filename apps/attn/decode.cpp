@@ -17,6 +17,7 @@ struct DecodeOptions {
   std::string color = "auto";
   std::vector<std::string> steps;
   bool code = false;
+  bool explain = false;
   std::optional<std::int64_t> tokens;  // --tokens N: generate N tokens with the whole model
   std::optional<std::int64_t> top;     // with --tokens: candidates shown (not given: 5)
   std::int64_t head = -1;
@@ -49,6 +50,7 @@ Exit codes: 0 every decoded row matches the full pass within 1e-6 (with --tokens
   dec->add_option("--precision", o.precision, "decimals in text output (default 4)")->check(in_range(attn::kPrecisionRange));
   dec->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(member_of({"auto", "always", "never", "256", "truecolor"}));
   dec->add_flag("--code", o.code, "show each step as the PyTorch that computes it");
+  dec->add_flag("--explain", o.explain, "explain each step and the cache for students, with this run's numbers");
   dec->add_option("--steps", o.steps, "only these step ids, in every pass (comma-separated: k.cache,weights)")->delimiter(',');
   dec->add_option("--backend", o.backend, "cpu (default) or cuda")->check(member_of({"cpu", "cuda"}));
   dec->add_option("--tokens", o.tokens,
@@ -102,6 +104,7 @@ int run_decode(const DecodeOptions& o) {
   t.color = color_mode(o.color);
   t.width = terminal_width(o.width);
   t.code = o.code;
+  t.explain = o.explain;
   // --steps must name steps of a decoding pass (the last token's holds every kind); unknown ids are refused there
   if (!o.steps.empty()) attn::select_steps(d.tokens.back(), o.steps, "", "");
   print_report(t.width, [&](std::ostream& os) { attn::render_decode_text(d, os, t, o.steps); });

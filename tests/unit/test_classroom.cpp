@@ -421,19 +421,29 @@ TEST_CASE("backward --explain: the softmax's Jacobian of the row, one minus sign
                                   "  cat   0.2303  −0.2303\n"
                                   "  sat  −0.2303   0.2303\n"));
   CHECK_THAT(jac, Catch::Contains("g = [−0.1198, 0.1198]: J · g = [−0.0552, 0.0552], the row of grad.scaled above."));
-  CHECK_THAT(jac, Catch::Contains("\"cat\": 0.6405 · (−0.1198 − (−0.0337)) = −0.0552"));
+  // the rowsum form at 4 decimals would not reproduce (0.6405 · (−0.1198 − (−0.0337)) is −0.05515, printed −0.0552): it takes 6
+  CHECK_THAT(jac, Catch::Contains("\"cat\": 0.640457 · (−0.119848 − (−0.033667)) = −0.055195"));
   // the paragraphs and the matrix as the renderers take them
   const auto parts = explain_parts(jac);
   REQUIRE(parts.size() == 4);
   CHECK(parts[1].preformatted);
   CHECK(parts[1].lines == std::vector<std::string>{"         cat      sat", "cat   0.2303  −0.2303", "sat  −0.2303   0.2303"});
-  // every explanation of the backward pass: minus signs are U+2212 and every decimal number has 4 decimals
+  // every explanation of the backward pass: minus signs are U+2212 and every decimal number has 4 decimals, but the rowsum
+  // form's paragraph, which needs 6 to reproduce from its printed digits
   const std::regex hyphen_minus("(^|[^A-Za-z0-9_])-[0-9]"), decimals("[0-9]+\\.([0-9]+)");
   for (const auto& s : t.steps) {
     if (!s.id.starts_with("grad.")) continue;
     const std::string e = explain_step(t, s);
     CHECK_FALSE(std::regex_search(e, hyphen_minus));
-    for (auto it = std::sregex_iterator(e.begin(), e.end(), decimals); it != std::sregex_iterator(); ++it) CHECK((*it)[1].length() == 4);
+    std::size_t at = 0;
+    while (at < e.size()) {
+      const std::size_t end = std::min(e.find('\n', at), e.size());
+      const std::string paragraph = e.substr(at, end - at);
+      const std::size_t want = paragraph.starts_with("The code computes") ? 6 : 4;
+      for (auto it = std::sregex_iterator(paragraph.begin(), paragraph.end(), decimals); it != std::sregex_iterator(); ++it)
+        CHECK((*it)[1].length() == want);
+      at = end + 1;
+    }
   }
   // grad.weights' row "cat" is [−0.1198, 0.1198]: a tie, not "the largest"
   CHECK_THAT(explain_step(t, step(t, "grad.weights")),
@@ -454,4 +464,20 @@ TEST_CASE("backward --explain: the softmax's Jacobian of the row, one minus sign
   CHECK_THAT(md.str(), Catch::Contains("\n**loss = 0.0862**\n"));
   CHECK_THAT(md.str(), !Catch::Contains("| **0** |"));
   CHECK_THAT(html.str(), Catch::Contains("<p class=\"scalar\"><code>loss = 0.0862</code></p>"));
+}
+
+TEST_CASE("backward --explain: a repeated token named as the tables name it, the₁ and the₂", "[classroom][explain]") {
+  auto backend = make_cpu_backend();
+  const Trace t = run_backward(parse_spec(R"({"tokens": ["the", "cat", "the"], "embeddings": [[1, 0], [0, 1], [1, 1]],
+    "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}, "backward": {"target": [[0, 1], [1, 0], [1, 1]]}})", "t.json"),
+                                  *backend);
+  // the explained row is query 0, "the₁"; its keys are the₁, cat, the₂ in the Jacobian, the gradients and the rowsum form
+  const std::string jac = explain_step(t, step(t, "grad.scaled"));
+  CHECK_THAT(jac, Catch::Contains("For query \"the₁\", the weights"));
+  CHECK_THAT(jac, Catch::Contains("          the₁      cat     the₂\n  the₁ "));
+  CHECK_THAT(jac, Catch::Contains("Row \"the₁\" of J, for one:"));
+  CHECK_THAT(jac, Catch::Contains("; \"the₂\": "));
+  CHECK_THAT(explain_step(t, step(t, "grad.weights")), Catch::Contains("For query \"the₁\", "));
+  CHECK_THAT(explain_step(t, step(t, "grad.scores")), Catch::Contains("For query \"the₁\", key \"the₁\": "));
+  for (const char* id : {"grad.scaled", "grad.weights", "grad.scores"}) CHECK_THAT(explain_step(t, step(t, id)), !Catch::Contains("\"the\""));
 }

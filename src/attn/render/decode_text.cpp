@@ -1,14 +1,30 @@
 // attn decode's text: the prefill's and each decoded token's steps, then every row against the full
-// causal trace. Reads what run_decode (pipeline/decode.hpp) kept; computes nothing but the cache's
-// bytes per token from the trace's sizes.
+// causal trace; with --explain, the cache's explanations (tools/explain_decode.hpp) between them.
+// Reads what run_decode (pipeline/decode.hpp) kept; computes nothing but the cache's bytes per token.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "attn/pipeline/decode.hpp"
+#include "attn/core/text.hpp"
 #include "attn/render/render.hpp"
+#include "attn/tools/explain_decode.hpp"
 
 namespace attn {
+namespace {
+
+// An explanation as the steps' are shown: each paragraph wrapped under "▸", a blank line before it.
+void write_explanation(const std::string& text, std::ostream& out, const TextOptions& o) {
+  const auto width = static_cast<std::size_t>(o.width);
+  std::size_t at = 0;
+  for (bool first = true; at < text.size(); first = false) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    out << "\n" << wrap(text.substr(at, end - at), width, first ? "    ▸ " : "      ", "      ");
+    at = end + 1;
+  }
+}
+
+}  // namespace
 
 void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o, const std::vector<std::string>& step_ids) {
   check_text_options(o);
@@ -22,6 +38,7 @@ void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o
   out << fmt::format("the cache keeps every token's {}keys and values: Hkv · (hs + hv) × 4 bytes = {} · ({} + {}) × 4 = {} bytes per "
                      "token{}\n",
                      d.prefill_trace.find("k.rope") != nullptr ? "rotated " : "", c.Hkv, c.hs, hv, c.Hkv * (c.hs + hv) * 4, c.batched ? " per batch row" : "");
+  if (o.explain) write_explanation(explain_decode_cache(d), out, o);
   const auto show = [&](const Trace& t) {
     TextOptions to = o;
     to.steps.clear();
@@ -35,6 +52,7 @@ void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o
     const auto t = d.prefill + static_cast<std::int64_t>(k);
     out << fmt::format("\n══ token {} \"{}\" (position {}): one query against the {} cached keys, its own appended ══\n", t,
                        d.rows[static_cast<std::size_t>(t)].token, t, t + 1);
+    if (o.explain) write_explanation(explain_decode_token(d, k), out, o);
     show(d.tokens[k]);
   }
   out << fmt::format("\n══ every row against the full causal trace (all T = {} tokens at once) ══\n", T);
@@ -47,6 +65,7 @@ void render_decode_text(const Decode& d, std::ostream& out, const TextOptions& o
                      Decode::kTolerance,
                      d.agrees() ? "the cache gives the attention of the full pass, without recomputing a key or value"
                                 : "DIFFERS: decoding does not reproduce the full pass");
+  if (o.explain) write_explanation(explain_decode_rows(d), out, o);
 }
 
 }  // namespace attn

@@ -13,12 +13,26 @@
 namespace attn::explain_detail {
 namespace {
 
-// The softmax's backward (the step grad.masked, grad.scaled or grad.scores that reads grad.weights):
-// one row of this run written out, and why the rowsum term is there.
 // Whether the trace simulates a mistake (attn backward --mistake): its numbers are then the
 // student's, and a worked example of the correct rule beside them would contradict the table.
 bool simulated_mistake(const Trace& t) {
   return std::any_of(t.config.notes.begin(), t.config.notes.end(), [](const std::string& n) { return n.starts_with("simulated mistake"); });
+}
+
+// A token as the tables name it, quoted: a repeated one with its occurrence ("the₂").
+std::string named(const Trace& t, Dim d, std::int64_t i, const ExplainBlock& b) { return q(distinct_axis_label(t.config, d, i, b.batch)); }
+
+// Worked arithmetic that reproduces: a number printed with d decimals and read back, as a reader
+// recomputes from it; a result reproduces when the sum recomputed from the printed operands lies
+// within half a unit of its last printed digit. Each worked group prints the fewest decimals, 4 or
+// more, at which all its results reproduce (tests/explain_arithmetic.py recomputes them).
+double as_printed(double v, int d) { return std::stod(fmt::format("{:.{}f}", v, d)); }
+bool reproduces(double recomputed, double result, int d) { return std::fabs(recomputed - as_printed(result, d)) <= 0.5 * std::pow(10.0, -d) + 1e-12; }
+template <class Worked>
+int decimals_for(const Worked& worked) {
+  int d = 4;
+  while (d < 12 && !worked(d)) ++d;
+  return d;
 }
 
 // The keys a row's vectors and Jacobian show: all of up to 6, else the first 3, a gap (−1), the last 2.
@@ -30,24 +44,40 @@ std::vector<std::int64_t> shown_keys(std::int64_t S) {
 }
 
 // "[0.6405, 0.3595]": the shown entries, "…" for the gap.
-std::string vector_text(const std::vector<double>& v, const std::vector<std::int64_t>& shown) {
+std::string vector_text(const std::vector<double>& v, const std::vector<std::int64_t>& shown, int d) {
   std::vector<std::string> parts;
-  for (const auto j : shown) parts.push_back(j < 0 ? "…" : signed_num(v[static_cast<std::size_t>(j)]));
+  for (const auto j : shown) parts.push_back(j < 0 ? "…" : signed_num(v[static_cast<std::size_t>(j)], d));
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
-// "0.6405 · (−0.1198) + 0.3595 · 0.1198": the products with a nonzero first factor, the first 4 of them.
-std::string products_text(const std::vector<double>& a, const std::vector<double>& b) {
+// The indices k with a[k] ≠ 0, the terms a worked sum Σ_k a[k] · b[k] writes out.
+std::vector<std::size_t> nonzero(const std::vector<double>& a) {
+  std::vector<std::size_t> out;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k] != 0) out.push_back(k);
+  return out;
+}
+constexpr std::size_t kTermsShown = 6;  // a worked sum of more terms shows the first 4 and "…"
+
+// "0.6405 · (−0.1198) + 0.3595 · 0.1198": the products with a nonzero first factor, all of up to 6.
+std::string products_text(const std::vector<double>& a, const std::vector<double>& b, int d) {
+  const auto terms = nonzero(a);
   std::vector<std::string> parts;
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    if (a[k] == 0) continue;
-    if (parts.size() == 4) {
+  for (const auto k : terms) {
+    if (terms.size() > kTermsShown && parts.size() == 4) {
       parts.emplace_back("…");
       break;
     }
-    parts.push_back(fmt::format("{} · {}", signed_operand(a[k]), signed_operand(b[k])));
+    parts.push_back(fmt::format("{} · {}", signed_operand(a[k], d), signed_operand(b[k], d)));
   }
   return fmt::format("{}", fmt::join(parts, " + "));
+}
+
+// Σ_k a[k] · b[k] recomputed from the operands as printed with d decimals.
+double printed_dot(const std::vector<double>& a, const std::vector<double>& b, int d) {
+  double sum = 0;
+  for (const auto k : nonzero(a)) sum += as_printed(a[k], d) * as_printed(b[k], d);
+  return sum;
 }
 
 // J = diag(w) − w wᵀ of one row: J[j][k] = w[j] · (δ_jk − w[k]).
@@ -60,9 +90,9 @@ std::vector<std::vector<double>> softmax_jacobian(const std::vector<double>& w) 
 
 // J as preformatted lines (each starts with two spaces: shown as written, see explain.hpp), the keys
 // as row and column labels, right-aligned columns.
-std::string matrix_lines(const std::vector<std::vector<double>>& J, const std::vector<std::string>& keys, const std::vector<std::int64_t>& shown) {
+std::string matrix_lines(const std::vector<std::vector<double>>& J, const std::vector<std::string>& keys, const std::vector<std::int64_t>& shown, int d) {
   const auto cell = [&](std::int64_t j, std::int64_t k) {
-    return j < 0 || k < 0 ? std::string("…") : signed_num(J[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)]);
+    return j < 0 || k < 0 ? std::string("…") : signed_num(J[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)], d);
   };
   const auto label = [&](std::int64_t j) { return j < 0 ? std::string("…") : keys[static_cast<std::size_t>(j)]; };
   std::size_t lw = 1, cw = 1;
@@ -80,6 +110,84 @@ std::string matrix_lines(const std::vector<std::vector<double>>& J, const std::v
   return out + "\n";
 }
 
+// One row of the softmax's backward, in double: the weights w, the row's grad.weights g, the
+// Jacobian J, J · g, Σ_k w[k] · g[k], and the decimals each worked group needs.
+struct SoftmaxRow {
+  std::vector<double> w, g, jg;
+  std::vector<std::vector<double>> J;
+  double dot = 0;
+  std::vector<std::string> keys;     // as the tables name them
+  std::vector<std::int64_t> shown;   // shown_keys(S)
+  std::size_t first = 0;             // the first key with w ≠ 0: its row of J is worked out
+  int dj = 4, dc = 4;                // decimals of J's group (w, J, g, J · g) and of the rowsum form's
+};
+
+// The rowsum form's entries worked out: the keys with w ≠ 0, the first 4 of them.
+std::vector<std::size_t> rowsum_entries(const SoftmaxRow& m) {
+  auto keys = nonzero(m.w);
+  if (keys.size() > 4) keys.resize(4);
+  return keys;
+}
+
+// Whether J's group reproduces at d decimals: each shown J entry from the printed w; J · g from the
+// printed J and g when every key is shown; the worked row of J when its terms are all written.
+bool jacobian_reproduces(const SoftmaxRow& m, int d) {
+  for (const auto j : m.shown)
+    for (const auto k : m.shown) {
+      if (j < 0 || k < 0) continue;
+      const auto uj = static_cast<std::size_t>(j), uk = static_cast<std::size_t>(k);
+      if (!reproduces(as_printed(m.w[uj], d) * ((j == k ? 1.0 : 0.0) - as_printed(m.w[uk], d)), m.J[uj][uk], d)) return false;
+    }
+  std::vector<double> printed_j(m.w.size());
+  for (std::size_t j = 0; j < m.w.size(); ++j) {
+    for (std::size_t k = 0; k < m.w.size(); ++k) printed_j[k] = as_printed(m.J[j][k], d);
+    const bool worked = m.shown.size() == m.w.size() || (j == m.first && nonzero(m.J[j]).size() <= kTermsShown);
+    if (worked && !reproduces(printed_dot(printed_j, m.g, d), m.jg[j], d)) return false;
+  }
+  return true;
+}
+
+// Whether the rowsum form reproduces at d decimals: Σ_k w[k] · g[k], then w[j] · (g[j] − Σ) for each
+// entry written, from the printed w, g and Σ.
+bool rowsum_reproduces(const SoftmaxRow& m, int d) {
+  if (nonzero(m.w).size() <= kTermsShown && !reproduces(printed_dot(m.w, m.g, d), m.dot, d)) return false;
+  for (const auto j : rowsum_entries(m))
+    if (!reproduces(as_printed(m.w[j], d) * (as_printed(m.g[j], d) - as_printed(m.dot, d)), m.jg[j], d)) return false;
+  return true;
+}
+
+SoftmaxRow softmax_row(const Trace& t, const Step& ws, const Step& dw, const Row& r, const ExplainBlock& b) {
+  SoftmaxRow m;
+  const auto S = ws.value.shape().back();
+  const Scalar* gp = dw.value.data() + (r.values - ws.value.data());  // the same row of grad.weights
+  m.w.assign(r.values, r.values + S), m.g.assign(gp, gp + S);
+  for (std::int64_t j = 0; j < S; ++j) m.keys.push_back(distinct_axis_label(t.config, ws.dims.back(), j, b.batch));
+  m.J = softmax_jacobian(m.w);
+  m.jg.assign(m.w.size(), 0.0);
+  for (std::size_t j = 0; j < m.w.size(); ++j) {
+    m.dot += m.w[j] * m.g[j];
+    for (std::size_t k = 0; k < m.w.size(); ++k) m.jg[j] += m.J[j][k] * m.g[k];
+  }
+  m.shown = shown_keys(S);
+  m.first = static_cast<std::size_t>(std::find_if(m.w.begin(), m.w.end(), [](double x) { return x != 0; }) - m.w.begin());
+  if (m.first < m.w.size()) {
+    m.dj = decimals_for([&](int d) { return jacobian_reproduces(m, d); });
+    m.dc = decimals_for([&](int d) { return rowsum_reproduces(m, d); });
+  }
+  return m;
+}
+
+// The rowsum form's entries: "cat": 0.6405 · (−0.1198 − (−0.0337)) = −0.0552; …
+std::string rowsum_text(const SoftmaxRow& m) {
+  std::vector<std::string> entries;
+  for (const auto j : rowsum_entries(m)) {
+    entries.push_back(fmt::format("{}: {} · ({} − {}) = {}", q(m.keys[j]), signed_num(m.w[j], m.dc), signed_num(m.g[j], m.dc), signed_operand(m.dot, m.dc),
+                                  signed_num(m.jg[j], m.dc)));
+  }
+  if (nonzero(m.w).size() > entries.size()) entries.emplace_back("…");
+  return fmt::format("{}", fmt::join(entries, "; "));
+}
+
 // The softmax's backward (the step grad.masked, grad.scaled or grad.scores that reads grad.weights):
 // the Jacobian of one row with this run's numbers, J times the row's grad.weights, and the same
 // without J, as the code computes it.
@@ -89,31 +197,11 @@ std::string explain_softmax_backward(const Trace& t, const Step& s, const Explai
   const Step* dw = t.find("grad.weights");
   if (ws == nullptr || dw == nullptr || !s.formula.starts_with("grad." + std::string(s.id.substr(5)) + " = weights")) return "";
   const Row r = pick_row(*ws, b);
-  const auto S = ws->value.shape().back();
-  const Scalar* gp = dw->value.data() + (r.values - ws->value.data());  // the same row of grad.weights
-  const std::vector<double> w(r.values, r.values + S), g(gp, gp + S);
-  std::vector<std::string> keys;
-  for (std::int64_t j = 0; j < S; ++j) keys.push_back(axis_label(t.config, ws->dims.back(), j, b.batch));
-  const auto J = softmax_jacobian(w);
-  std::vector<double> jg(w.size());
-  double dot = 0;
-  for (std::size_t j = 0; j < w.size(); ++j) {
-    dot += w[j] * g[j];
-    for (std::size_t k = 0; k < w.size(); ++k) jg[j] += J[j][k] * g[k];
-  }
-  const auto shown = shown_keys(S);
-  const std::size_t first = static_cast<std::size_t>(std::find_if(w.begin(), w.end(), [](double x) { return x != 0; }) - w.begin());
-  if (first == w.size()) {  // an empty row (attn backward refuses masked_row today; kept so a row of 0s never indexes past the keys)
+  const SoftmaxRow m = softmax_row(t, *ws, *dw, r, b);
+  if (m.first == m.w.size()) {  // an empty row (attn backward refuses masked_row today; kept so a row of 0s never indexes past the keys)
     return fmt::format("{}For query {}, every key is masked and the weights are all 0, so the softmax's Jacobian J = diag(w) − w wᵀ is "
                        "0 and so is the row's gradient.",
-                       block_prefix(*ws, b), tok(t, b, r.query));
-  }
-  std::vector<std::string> entries;
-  for (std::size_t j = 0; j < w.size() && entries.size() < 5; ++j) {
-    if (w[j] == 0) continue;
-    entries.push_back(entries.size() == 4 ? "…"
-                                          : fmt::format("{}: {} · ({} − {}) = {}", q(keys[j]), signed_num(w[j]), signed_num(g[j]),
-                                                        signed_operand(dot), signed_num(jg[j])));
+                       block_prefix(*ws, b), named(t, Dim::T, r.query, b));
   }
   const bool masked = t.find("masked") != nullptr;
   return fmt::format(
@@ -125,10 +213,10 @@ std::string explain_softmax_backward(const Trace& t, const Step& s, const Explai
       "The entries of a row sum to 0. The weights sum to 1 whatever the scores are, so raising every score of a row by the same amount "
       "changes nothing, and the rowsum term takes out that common part. The softmax treated elementwise (w ⊙ grad.weights, no rowsum "
       "term) would miss it.",
-      block_prefix(*ws, b), tok(t, b, r.query), vector_text(w, shown), matrix_lines(J, keys, shown), vector_text(g, shown),
-      vector_text(jg, shown), s.id, q(keys[first]), products_text(J[first], g), signed_num(jg[first]),
-      masked ? " A masked key has w = 0, so its row and column of J are 0 and its entry is 0." : "", products_text(w, g), signed_num(dot),
-      fmt::join(entries, "; "));
+      block_prefix(*ws, b), named(t, Dim::T, r.query, b), vector_text(m.w, m.shown, m.dj), matrix_lines(m.J, m.keys, m.shown, m.dj),
+      vector_text(m.g, m.shown, m.dj), vector_text(m.jg, m.shown, m.dj), s.id, q(m.keys[m.first]), products_text(m.J[m.first], m.g, m.dj),
+      signed_num(m.jg[m.first], m.dj), masked ? " A masked key has w = 0, so its row and column of J are 0 and its entry is 0." : "",
+      products_text(m.w, m.g, m.dc), signed_num(m.dot, m.dc), rowsum_text(m));
 }
 
 // The other backward steps: what each is, with one number of this run worked out.
@@ -146,7 +234,7 @@ std::string largest_keys(const Trace& t, const Step& s, const ExplainBlock& b, c
   std::vector<std::string> all, raise, lower;
   for (std::int64_t j = 0; j < S; ++j) {
     if (size(j) != size(big)) continue;
-    const auto key = q(axis_label(t.config, s.dims.back(), j, b.batch));
+    const auto key = named(t, s.dims.back(), j, b);
     all.push_back(key);
     (r.values[j] > 0 ? raise : lower).push_back(key);
   }
@@ -172,7 +260,7 @@ std::string explain_grad_weights(const Trace& t, const Step& s, const ExplainBlo
   return fmt::format("{}Entry [i, j] says how the loss would change if query i put a little more weight on key j (its value row "
                      "would count more in the context). For query {}, {}. These are not yet the scores' gradients: the weights of a row "
                      "must sum to 1, which the next step (the softmax's backward) accounts for.",
-                     block_prefix(s, b), tok(t, b, r.query), largest_keys(t, s, b, r));
+                     block_prefix(s, b), named(t, Dim::T, r.query, b), largest_keys(t, s, b, r));
 }
 
 std::string explain_grad_scores(const Trace& t, const Step& s, const ExplainBlock& b) {
@@ -185,12 +273,13 @@ std::string explain_grad_scores(const Trace& t, const Step& s, const ExplainBloc
   std::int64_t j = 0;
   while (j + 1 < S && r.values[j] == 0) ++j;
   const Scalar* out = block_of(s, b) + r.query * S;
-  const std::string factor = signed_num(t.config.scale_factor);
+  const double f = t.config.scale_factor;
+  const int d = decimals_for([&](int d) { return reproduces(as_printed(r.values[j], d) * as_printed(f, d), out[j], d); });
   return fmt::format("The forward pass multiplied the scores by {0}, so a change in a score moved the scaled score {0} times as "
-                     "much: the chain rule multiplies the gradient by the same factor. For query {1}, key {2}: {3} × {0} = {4}. "
+                     "much: the chain rule multiplies the gradient by the same factor. For query {1}, key {2}: {3} × {5} = {4}. "
                      "Forgetting this factor is a common slip in a hand-written backward pass.",
-                     factor, tok(t, b, r.query), q(axis_label(t.config, s.dims.back(), j, b.batch)), signed_operand(r.values[j]),
-                     signed_num(out[j]));
+                     signed_num(f), named(t, Dim::T, r.query, b), named(t, s.dims.back(), j, b), signed_operand(r.values[j], d),
+                     signed_num(out[j], d), signed_num(f, d));
 }
 
 std::string explain_grad_k(const Trace&, const Step& s, const ExplainBlock&) {
