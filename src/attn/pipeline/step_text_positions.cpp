@@ -165,8 +165,10 @@ StepText relative_bias_text(StepId step, const Spec& s) {
     return {"Relative position buckets", fmt::format("rel.bucket[i, j] = bucket({})", n),
             fmt::format("{}a distance d below {} has a bucket of its own; from {} on the buckets widen logarithmically, {} + ⌊ln(d/{}) / "
                         "ln({}/{}) · {}⌋: they begin at d = {}, and every distance from {} on shares the last ({} buckets in all)",
-                        r.bidirectional ? fmt::format("keys before the query use buckets 0–{}, keys after it {}–{} (an encoder sees both sides); ",
-                                                      half - 1, half, NB - 1)
+                        // as the bucket code computes it: distance 0 is bucket 0, and bucket `half` (after, by 0) never occurs
+                        r.bidirectional ? fmt::format("the query's own key is bucket 0, keys before it use buckets 1–{}, keys after it {}–{} "
+                                                      "(bucket {} never occurs; an encoder sees both sides); ",
+                                                      half - 1, half + 1, NB - 1, half)
                                         : "causal: only keys at or before the query, d = i − j; ",
                         exact, exact, exact, exact, r.max_distance, exact, half - exact, fmt::join(starts, ", "), starts.back(), NB),
             Dims{Dim::T, Dim::S}, ValueKind::Index};
