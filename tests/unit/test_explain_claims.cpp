@@ -1,5 +1,8 @@
 // --explain's claims checked against the run they explain (issue 41): each sentence that states a
 // general fact appears only where this run meets its premises, and names tokens as the tables do.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <string>
 
 #include "attn/spec/parse.hpp"
@@ -100,4 +103,13 @@ TEST_CASE("explain: the stumbles of issue 41's review, each said as this run has
   CHECK_THAT(words(cross, "output"), Catch::Contains("Here W_o is the identity: the output is the merged rows unchanged."));
   CHECK_THAT(words(cross, "output"), !Catch::Contains("W_o mixes"));
   CHECK_THAT(words(cross, "weights"), Catch::Contains("0.25 each on \"chat\" and \"mange\""));  // an exact tie, said as one
+}
+
+TEST_CASE("step notes: RoPE's half-style pairs, and what the keys are when no k is given", "[explain][claims]") {
+  // R = 2: the half style's one pair is (0, 1), which alone would read as the interleaved neighbours
+  CHECK_THAT(step(example("rope_hs2"), "q.rope").note, Catch::Contains("the pairs (i, i + R/2) = (i, i + 1), i < 1 (\"half\" style: each feature of the first half with its partner in the second)"));
+  const auto notes = [](const Trace& t) { return fmt::format("{}", fmt::join(t.config.notes, "\n")); };
+  CHECK_THAT(notes(example("softmax_2413")), Catch::Contains("S = 4 keys for T = 1 queries (the given scores' columns; no k or v is given)"));
+  CHECK_THAT(notes(example("weighted_sum_of_values")), Catch::Contains("(the given scores' columns and v's rows)"));
+  CHECK_THAT(notes(example("softmax_2413")), !Catch::Contains("k and v given"));
 }

@@ -96,9 +96,11 @@ StepText rope_text(StepId step, const Spec& s, const TextFacts& f) {
   if (f.mistake == Mistake::RopeBeforeSplit) return rope_before_split_text(s, f, query);
   const std::string rotate = half_style ? "rotate_half" : "rotate_every_two";
   const std::int64_t first = query ? r.offset : r.key_first;
-  std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
+  // "half" style pairs feature i with i + R/2, whatever R is: with R = 2 that is (0, 1), which alone would read as neighbours
+  std::string note = fmt::format("the pairs {} (\"{}\" style{}) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
                                  "x·sin); {} {} is at position {}",
-                                 half_style ? fmt::format("(i, i + {})", r.dims / 2) : std::string("(2i, 2i + 1)"), half,
+                                 half_style ? fmt::format("(i, i + R/2) = (i, i + {}), i < {}", r.dims / 2, r.dims / 2) : std::string("(2i, 2i + 1)"), half,
+                                 half_style ? ": each feature of the first half with its partner in the second" : ": neighbours",
                                  query ? "query" : "key", query ? "i" : "j",
                                  first == 0 ? std::string(query ? "i" : "j") : fmt::format("{} + {}", first, query ? "i" : "j"));
   if (partial) note += fmt::format("; features {} .. {} pass unchanged (partial rotary, R = {} of hs = {})", r.dims, s.hs() - 1, r.dims, s.hs());
