@@ -96,9 +96,11 @@ StepText rope_text(StepId step, const Spec& s, const TextFacts& f) {
   if (f.mistake == Mistake::RopeBeforeSplit) return rope_before_split_text(s, f, query);
   const std::string rotate = half_style ? "rotate_half" : "rotate_every_two";
   const std::int64_t first = query ? r.offset : r.key_first;
-  std::string note = fmt::format("the pairs {} (\"{}\" style) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
+  // "half" style pairs feature i with i + R/2, whatever R is: with R = 2 that is (0, 1), which alone would read as neighbours
+  std::string note = fmt::format("the pairs {} (\"{}\" style{}) of each head turn by their position's angles, (x, y) → (x·cos − y·sin, y·cos + "
                                  "x·sin); {} {} is at position {}",
-                                 half_style ? fmt::format("(i, i + {})", r.dims / 2) : std::string("(2i, 2i + 1)"), half,
+                                 half_style ? fmt::format("(i, i + R/2) = (i, i + {}), i < {}", r.dims / 2, r.dims / 2) : std::string("(2i, 2i + 1)"), half,
+                                 half_style ? ": each feature of the first half with its partner in the second" : ": neighbours",
                                  query ? "query" : "key", query ? "i" : "j",
                                  first == 0 ? std::string(query ? "i" : "j") : fmt::format("{} + {}", first, query ? "i" : "j"));
   if (partial) note += fmt::format("; features {} .. {} pass unchanged (partial rotary, R = {} of hs = {})", r.dims, s.hs() - 1, r.dims, s.hs());
@@ -165,8 +167,10 @@ StepText relative_bias_text(StepId step, const Spec& s) {
     return {"Relative position buckets", fmt::format("rel.bucket[i, j] = bucket({})", n),
             fmt::format("{}a distance d below {} has a bucket of its own; from {} on the buckets widen logarithmically, {} + ⌊ln(d/{}) / "
                         "ln({}/{}) · {}⌋: they begin at d = {}, and every distance from {} on shares the last ({} buckets in all)",
-                        r.bidirectional ? fmt::format("keys before the query use buckets 0–{}, keys after it {}–{} (an encoder sees both sides); ",
-                                                      half - 1, half, NB - 1)
+                        // as the bucket code computes it: distance 0 is bucket 0, and bucket `half` (after, by 0) never occurs
+                        r.bidirectional ? fmt::format("the query's own key is bucket 0, keys before it use buckets 1–{}, keys after it {}–{} "
+                                                      "(bucket {} never occurs; an encoder sees both sides); ",
+                                                      half - 1, half + 1, NB - 1, half)
                                         : "causal: only keys at or before the query, d = i − j; ",
                         exact, exact, exact, exact, r.max_distance, exact, half - exact, fmt::join(starts, ", "), starts.back(), NB),
             Dims{Dim::T, Dim::S}, ValueKind::Index};

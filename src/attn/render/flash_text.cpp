@@ -60,8 +60,10 @@ void render_flash_text(const Flash& f, const Trace& t, std::ostream& out, const 
   out << fmt::format("largest |flash − context| = {:.3g}: the tiled pass gives the materialised context{}\n", f.max_diff,
                      f.agrees() ? "" : " — NOT within 1e-5");
   out << never_held(f.B, f.H, f.T, f.S, "scores, scaled (biased, capped), masked and weights")
-      << fmt::format("held at once per block: one [{}, {}] tile, m and l [{}], acc [{}, {}] = {}\n", bq, bk, bq, bq, f.hv,
-                     human_bytes(static_cast<double>(bq * bk + 2 * bq + bq * f.hv) * sizeof(Scalar)));
+      << fmt::format("held at once per block: the q tile [{0}, {2}], one k and one v tile [{1}, {2}] and [{1}, {3}], one [{0}, {1}] score "
+                     "tile, m and l [{0}], acc [{0}, {3}] = {4}\n",
+                     bq, bk, f.hs, f.hv,
+                     human_bytes(static_cast<double>(bq * f.hs + bk * f.hs + bk * f.hv + bq * bk + 2 * bq + bq * f.hv) * sizeof(Scalar)));
 }
 
 }  // namespace attn

@@ -178,8 +178,12 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
                               "\"cross\" (another sequence)", s.S, s.T));
       }
     }
-    s.notes.push_back(fmt::format("self: S = {} keys for T = {} queries (k and v given with rows of their own): every query sees every key; "
-                                  "the keys are not the queries' tokens", s.S, s.T));
+    // what the input gave the keys as: k and v's rows, or only the given scores' columns (and v's rows)
+    const std::string keys = s.entry != Entry::Scores ? "k and v given with rows of their own"
+                             : s.v.rank() > 0        ? "the given scores' columns and v's rows"
+                                                     : "the given scores' columns; no k or v is given";
+    s.notes.push_back(fmt::format("self: S = {} keys for T = {} queries ({}): every query sees every key; "
+                                  "the keys are not the queries' tokens", s.S, s.T, keys));
   }
   return s;
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <string_view>
@@ -18,6 +19,9 @@ namespace attn {
 
 using explain_detail::backward_explainers;
 using explain_detail::block_prefix;
+using explain_detail::blocked_cell;
+using explain_detail::mask_facts;
+using explain_detail::MaskFacts;
 using explain_detail::Explainer;
 using explain_detail::pick_row;
 using explain_detail::q;
@@ -41,9 +45,21 @@ std::string row_words(const Step& s, const ExplainBlock& block) {
   return prefix.empty() ? "Row" : prefix + "row";
 }
 
-std::string key_name(const TraceConfig& c, Dim key_dim, std::int64_t j, std::int64_t i, bool self_keys) {
+// Key j as the tables name it ("the₂" when "the" occurs twice), in batch row b; "itself" for the query's own key.
+std::string key_name(const TraceConfig& c, Dim key_dim, std::int64_t j, std::int64_t i, bool self_keys, std::int64_t b = 0) {
   if (self_keys && j == i) return "itself";
-  return q(axis_label(c, key_dim, j, 0));
+  return q(distinct_axis_label(c, key_dim, j, b));
+}
+
+// A share of attention as the sentences write it: two decimals, but never "1.00" or "0.00" for a
+// weight that is not exactly 1 or 0 (0.9997 prints as 0.9997, not as all of it).
+std::string share(double w) {
+  for (int d = 2; d <= 6; ++d) {
+    const std::string t = fmt::format("{:.{}f}", w, d);
+    const double shown = std::stod(t);
+    if ((shown != 0 || w == 0) && (shown != 1 || w == 1)) return t;
+  }
+  return fmt::format("{:.6g}", w);
 }
 
 // "0.64 of its attention on itself and 0.36 on "sat"": the largest entries of a weights row.
@@ -55,25 +71,34 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return r.values[a] > r.values[b]; });
   std::vector<std::string> parts;
-  for (std::size_t k = 0; k < order.size() && k < 3; ++k) {
+  // keys of exactly the same weight are said together, as a tie: "0.40 each on "Le" and "mange""
+  for (std::size_t k = 0; k < order.size() && parts.size() < 3;) {
     const auto j = order[k];
     if (r.values[j] < 0.005f) break;
-    parts.push_back(fmt::format("{:.2f} {}on {}", r.values[j], k == 0 ? "of its attention " : "", key_name(c, key_dim, j, r.query, self_keys)));
+    std::vector<std::string> tied;
+    std::size_t e = k;
+    for (; e < order.size() && r.values[order[e]] == r.values[j]; ++e) tied.push_back(key_name(c, key_dim, order[e], r.query, self_keys, r.batch));
+    const std::string who = tied.size() == 1 ? tied[0] : fmt::format("{} and {}", fmt::join(tied.begin(), tied.end() - 1, ", "), tied.back());
+    parts.push_back(fmt::format("{} {}{}on {}", share(r.values[j]), parts.empty() ? "of its attention " : "", tied.size() > 1 ? "each " : "", who));
+    k = e;
   }
+  // a row with every key blocked, filled with zeros or NaN by the masked_row policy: no weight to name
+  if (parts.empty()) return std::isnan(r.values[0]) ? "NaN everywhere: every key is blocked" : "no weight on any key: every key is blocked";
   if (parts.size() == 1) return parts[0];
   const auto last = parts.back();
   parts.pop_back();
   return fmt::format("{} and {}", fmt::join(parts, ", "), last);
 }
 
-// Which keys of the row the mask blocks (-inf in the masked step of the same shape); none without one.
+// Which keys of the row the mask blocks, in the masked step of the same shape; none without one.
+// Blocked: −inf, or the finite mask_fill in place of the score (MaskFacts).
 std::vector<bool> blocked_keys(const Trace& t, const Step& s, const Row& r) {
   const auto S = s.value.shape().back();
   std::vector<bool> out(static_cast<std::size_t>(S), false);
-  const Step* masked = blocking_step(t, s);
-  if (masked == nullptr) return out;
+  const MaskFacts m = mask_facts(t);
+  if (m.masked == nullptr || m.masked->value.shape() != s.value.shape() || m.masked->dims != s.dims) return out;
   const auto offset = r.values - s.value.data();
-  for (std::int64_t j = 0; j < S; ++j) out[static_cast<std::size_t>(j)] = blocked(masked, offset + j);
+  for (std::int64_t j = 0; j < S; ++j) out[static_cast<std::size_t>(j)] = blocked_cell(m, offset + j);
   return out;
 }
 
@@ -114,27 +139,42 @@ bool kv_group(const Trace& t, const Step& s) { return t.config.Hkv != t.config.H
 
 std::string explain_x(const Trace& t, const Step& s, const ExplainBlock&) {
   const auto& c = t.config;
-  if (!s.note.empty()) {
-    return fmt::format("Each row is one token's vector as it enters this layer's attention ({}): C = {} numbers. Attention will replace "
-                       "each row by a mixture of rows, weighted by how relevant the other tokens are.",
-                       s.note, c.C);
+  // in cross-attention the rows mixed are the source's, not the other target tokens'
+  const char* mixture = cross(t) ? "Attention will replace each row by a mixture of the source's value rows, weighted by how relevant "
+                                   "each source token is to it."
+                                 : "Attention will replace each row by a mixture of the value rows of the tokens it may see (itself "
+                                   "included), weighted by how relevant each is to it.";
+  if (!s.note.empty()) return fmt::format("Each row is one token's vector as it enters this layer's attention ({}): C = {} numbers. {}", s.note, c.C, mixture);
+  return fmt::format("Each row is one token's embedding: C = {} numbers that stand for that token. {}", c.C, mixture);
+}
+
+// Why positions are needed, true for this run: without a mask attention is blind to order; a causal
+// mask or a window depends on order, but only through which keys it hides.
+std::string order_words(const TraceConfig& c) {
+  if (!c.causal && c.lengths.empty()) {
+    return "Without positions, attention ignores order: each score depends only on the two tokens' vectors, so shuffling the tokens "
+           "shuffles the output rows the same way and each token gets the same mixture.";
   }
-  return fmt::format("Each row is one token's embedding: C = {} numbers that stand for that token. Attention will replace each row "
-                     "by a mixture of rows, weighted by how relevant the other tokens are.",
-                     c.C);
+  if (!c.causal) {
+    return "Without positions, each score depends only on the two tokens' vectors, not on where they stand: shuffling the tokens "
+           "(padding aside) shuffles the output rows the same way.";
+  }
+  return fmt::format("Without positions, each score depends only on the two tokens' vectors, not on where they stand. This run's {} "
+                     "mask does depend on order (query i sees keys {} only), so shuffling the tokens would change the mixtures; but "
+                     "among the keys a query sees, nothing says which came first.",
+                     c.window > 0 ? "sliding-window causal" : "causal", c.window > 0 ? "i − W + 1 .. i" : "0 .. i");
 }
 
 std::string explain_positions(const Trace& t, const Step&, const ExplainBlock&) {
   const auto& c = t.config;
   if (c.learned_positions) {
-    return "Attention itself ignores order: shuffle the tokens and each one gets the same mixture. So a learned row per position "
-           "is added to the embeddings, and the same token at another position becomes a different vector.";
+    return order_words(c) + " So a learned row per position is added to the embeddings, and the same token at another position "
+           "becomes a different vector.";
   }
-  return fmt::format("Attention itself ignores order: shuffle the tokens and each one gets the same mixture. The original "
-                     "Transformer adds these fixed waves to the embeddings: column pair i turns by 1/10000^(2i/C) radians per "
-                     "position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
+  return fmt::format("{} The original Transformer adds these fixed waves to the embeddings: column pair i turns by 1/10000^(2i/C) "
+                     "radians per position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
                      "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pair{} of waves.",
-                     c.C, (c.C + 1) / 2, (c.C + 1) / 2 == 1 ? "" : "s");
+                     order_words(c), c.C, (c.C + 1) / 2, (c.C + 1) / 2 == 1 ? "" : "s");
 }
 
 std::string explain_rope_tables(const Trace& t, const Step&, const ExplainBlock&) {
@@ -300,6 +340,10 @@ std::string explain_kt(const Trace&, const Step&, const ExplainBlock&) {
          "the dot product q_i · k_j. The context step needs no transpose: weights · v already sums rows of v.";
 }
 
+// A dot product is large when the vectors are long as well as aligned: q · k = |q| |k| cos θ.
+constexpr const char* kDotProduct = "Entry [i, j] is the dot product of query i and key j, |q_i| |k_j| cos θ: large when the two vectors "
+                                    "point the same way and are long";
+
 std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b) {
   const auto& c = t.config;
   if (c.entry == Entry::Scores) return "The scores, given directly: entry [i, j] is how well query i matches key j.";
@@ -310,7 +354,7 @@ std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b)
   for (std::int64_t i = 0; std::count(blocked.begin(), blocked.end(), false) < 2 && i < T; ++i) {
     Row other = r;
     other.query = i;
-    other.values = s.value.data() + i * S;
+    other.values = s.value.data() + explain_detail::block_offset(s, b) + i * S;
     const auto o = blocked_keys(t, s, other);
     if (std::count(o.begin(), o.end(), false) >= 2) r = other, blocked = o;
   }
@@ -318,49 +362,110 @@ std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b)
   std::int64_t best = -1;
   for (std::int64_t j = 0; j < S; ++j)
     if (!blocked[static_cast<std::size_t>(j)] && (best < 0 || r.values[j] > r.values[best])) best = j;
-  if (best < 0) return "Entry [i, j] is the dot product of query i and key j: large when they point the same way.";
+  if (best < 0) return std::string(kDotProduct) + ".";
   std::vector<std::string> tops;
   for (std::int64_t j = 0; j < S; ++j)
-    if (!blocked[static_cast<std::size_t>(j)] && r.values[j] == r.values[best]) tops.push_back(key_name(c, s.dims.back(), j, r.query, s.dims.back() == Dim::T));
-  const auto highest = tops.size() == 1 ? fmt::format("highest against {} ({:.2f})", tops[0], r.values[best])
-                                        : fmt::format("highest, {:.2f}, against {} alike", r.values[best], fmt::join(tops, " and "));
+    if (!blocked[static_cast<std::size_t>(j)] && r.values[j] == r.values[best]) tops.push_back(key_name(c, s.dims.back(), j, r.query, s.dims.back() == Dim::T, r.batch));
+  const auto seen = static_cast<std::size_t>(std::count(blocked.begin(), blocked.end(), false));
+  const auto highest = tops.size() == 1    ? fmt::format("highest against {} ({:.2f})", tops[0], r.values[best])
+                       : tops.size() == seen ? fmt::format("every key alike, {:.2f} each (a tie: no key is preferred)", r.values[best])
+                                             : fmt::format("highest, {:.2f}, against {} alike (a tie)", r.values[best], fmt::join(tops, " and "));
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
-  return fmt::format("Entry [i, j] is the dot product of query i and key j: large when they point the same way. {} {} scores {}{}.",
-                     row_words(s, b), tok(t, b, r.query), highest, some_blocked ? " among the keys it may see (the mask blocks the others next)" : "");
+  return fmt::format("{}. {} {} scores {}{}.", kDotProduct, row_words(s, b), tok(t, b, r.query), highest,
+                     some_blocked ? " among the keys it may see (the mask blocks the others next)" : "");
 }
 
-std::string explain_scaled(const Trace& t, const Step&, const ExplainBlock&) {
+// This run's scaled scores as they are: their range, and how many query rows that see more than one
+// key still put 0.995 or more of their weight on one.
+std::string scaled_facts(const Trace& t, const Step& s) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (std::int64_t i = 0; i < s.value.size(); ++i)
+    if (std::isfinite(s.value.at(i))) lo = std::min(lo, static_cast<double>(s.value.at(i))), hi = std::max(hi, static_cast<double>(s.value.at(i)));
+  if (lo > hi) return "";
+  std::string words = fmt::format(" here the scaled scores run from {} to {}", explain_detail::signed_num(lo, 2), explain_detail::signed_num(hi, 2));
+  const Step* w = t.find("weights");
+  const MaskFacts m = mask_facts(t);
+  if (w != nullptr && w->value.shape() == s.value.shape()) {
+    const auto S = w->value.shape().back();
+    std::int64_t rows = 0, peaked = 0;
+    for (std::int64_t r = 0; r * S < w->value.size(); ++r) {
+      std::int64_t seen = 0;
+      double top = 0;
+      for (std::int64_t j = 0; j < S; ++j)
+        if (m.masked == nullptr || m.masked->value.shape() != w->value.shape() || !blocked_cell(m, r * S + j))
+          ++seen, top = std::max(top, static_cast<double>(w->value.at(r * S + j)));
+      if (seen < 2) continue;
+      ++rows;
+      peaked += top >= 0.995 ? 1 : 0;
+    }
+    if (peaked > 0) words += fmt::format(", and {} of the {} query rows that see more than one key still put 0.995 or more of their weight on one", peaked, rows);
+  }
+  return words + ".";
+}
+
+std::string explain_scaled(const Trace& t, const Step& s, const ExplainBlock&) {
   const auto& c = t.config;
+  if (c.hs == 1 && c.scale.starts_with("1/√")) {
+    return "Here hs = 1: the factor is 1/√1 = 1, so the scaling changes nothing and the scaled scores are the scores. (It matters for "
+           "wider heads: a dot product of hs terms grows with hs.)";
+  }
   if (c.hs > 0 && c.scale.starts_with("1/√")) {
-    return fmt::format("Why divide by √d_k: if the entries of q and k have mean 0 and variance 1, q · k is a sum of d_k = {} products, "
-                       "so its variance is {} (a spread of about ±{:.2f}). Multiplying by 1/√{} = {:.4f} brings the variance back "
-                       "to 1, so softmax gets moderate inputs and does not put nearly all the weight on the largest score.",
-                       c.hs, c.hs, std::sqrt(static_cast<double>(c.hs)), c.hs, c.scale_factor);
+    // d_k is one head's width: the header's dk is every head's together when H > 1
+    const std::string dk = c.H == 1 ? fmt::format("d_k = {}", c.hs) : fmt::format("d_k = hs = {}", c.hs);
+    return fmt::format("Why divide by √d_k: if the entries of q and k are independent, with mean 0 and variance 1, q · k is a sum of {} "
+                       "products, so its variance is {} (a spread of about ±{:.2f}). Multiplying by 1/√{} = {:.4f} brings the variance "
+                       "back to 1, which keeps softmax's inputs moderate, so that it does not put nearly all the weight on the largest "
+                       "score. That is the reason for the factor, not a promise about every input:{}",
+                       dk, c.hs, std::sqrt(static_cast<double>(c.hs)), c.hs, c.scale_factor, scaled_facts(t, s));
   }
   if (!c.scale_source.empty()) {
     return fmt::format("The scores are multiplied by {} ({}), not by 1/√hs = 1/√{} = {:.4f}: the model's config sets the scale with a "
                        "number of its own rather than the head size (they agree when that number is hs). The aim is the same: keep "
-                       "the scores' spread moderate, so that softmax does not put nearly all the weight on one key.",
-                       c.scale_factor, c.scale_source, c.hs, 1.0 / std::sqrt(static_cast<double>(c.hs)));
+                       "the scores' spread moderate, so that softmax does not put nearly all the weight on one key.{}",
+                       c.scale_factor, c.scale_source, c.hs, 1.0 / std::sqrt(static_cast<double>(c.hs)), scaled_facts(t, s));
   }
-  return fmt::format("The scores are multiplied by the given factor {}.", c.scale_factor);
+  return fmt::format("The scores are multiplied by the given factor {}.{}", c.scale_factor, scaled_facts(t, s));
 }
 
 std::string explain_alibi(const Trace& t, const Step& s, const ExplainBlock& b) {
   const auto T = s.value.shape()[s.value.rank() - 2], S = s.value.shape().back();
+  const auto n = [](double v) { return explain_detail::signed_num(v, 4); };
   std::string example;
   if (T > 2 && S > 2) {
-    example = fmt::format(" Here head 0, query {}: its own key costs {}, the key 1 behind {}, the key 2 behind {}.", tok(t, b, 2),
-                          format_fixed(s.value.at(2 * S + 2), 4), format_fixed(s.value.at(2 * S + 1), 4), format_fixed(s.value.at(2 * S + 0), 4));
+    example = fmt::format(" Here head 0 (m = {}), query {}: its own key's bias is {}, the key 1 behind gets {} and the key 2 behind {}, "
+                          "penalties that grow with distance.",
+                          n(s.value.at(2 * S + 2) - s.value.at(2 * S + 1)), tok(t, b, 2), n(s.value.at(2 * S + 2)), n(s.value.at(2 * S + 1)),
+                          n(s.value.at(2 * S + 0)));
   }
-  return "ALiBi (Attention with Linear Biases) adds no positions to x. It lowers each score in proportion to how far the key lies "
-         "behind the query, with a different slope per head: steep heads look at the last few tokens, gentle ones far back. Because "
-         "the penalty only grows with distance, a model trained on short texts still behaves on longer ones." + example;
+  // the entries above the diagonal: keys after the query, where −m · (i − j) is positive
+  std::string future;
+  if (T > 1 && S > 1 && s.value.at(1) > 0) {
+    future = t.config.causal ? " The table's entries for keys after the query are positive (a bonus), but the causal mask blocks "
+                               "those keys, so they never count."
+                             : " Keys after the query get a bonus that grows with their distance: nothing in this run blocks them "
+                               "(ALiBi was made for causal models, whose mask does).";
+  }
+  return "ALiBi (Attention with Linear Biases) adds no positions to x. It adds −m · d to each score, d being how far the key lies "
+         "behind the query, with a different slope m per head: a steep head's weights fall off within a few tokens, a gentle one's "
+         "reach far back." + example + future +
+         " Its authors found that models trained on short texts with this bias still do well on longer ones: an empirical finding, "
+         "not a consequence of the formula.";
+}
+
+// The steps that read the biased scores, in order: "soft-capping, then the mask and the softmax read".
+std::string readers_after_bias(const Trace& t) {
+  const bool capped = t.find("capped") != nullptr, masked = t.find("masked") != nullptr;
+  return fmt::format("{}{}", capped ? "soft-capping, then " : "", masked ? "the mask and the softmax read" : capped ? "the softmax read" : "the softmax reads");
 }
 
 std::string explain_biased(const Trace& t, const Step&, const ExplainBlock&) {
-  return std::string("The scaled scores plus the ALiBi bias: what ") + (t.find("capped") != nullptr ? "soft-capping, then " : "") +
-         "the mask and the softmax read.";
+  const std::string scores = t.find("scaled") != nullptr ? "The scaled scores" : fmt::format("The scores, not scaled (scale {}),", t.config.scale);
+  if (t.find("rel.bias") != nullptr) {
+    return fmt::format("{} plus T5's relative position bias: a learned number per head for each bucket of the distance from the query "
+                       "to the key, in place of position embeddings. This is what {}.",
+                       scores, readers_after_bias(t));
+  }
+  return fmt::format("{} plus the ALiBi bias: what {}.", scores, readers_after_bias(t));
 }
 
 std::string explain_capped(const Trace&, const Step&, const ExplainBlock&) {
@@ -374,7 +479,7 @@ std::string window_words(const Trace& t, const Step& s, const ExplainBlock& b) {
   const auto& c = t.config;
   const auto S = s.value.shape().back(), i = c.T - 1;
   const Dim kd = s.dims.empty() ? Dim::S : s.dims.back();
-  const auto key = [&](std::int64_t j) { return q(axis_label(c, kd, j, 0)); };
+  const auto key = [&](std::int64_t j) { return q(distinct_axis_label(c, kd, j, b.batch)); };
   std::int64_t first = -1, last = -1;
   for (std::int64_t j = 0; j < S; ++j)
     if (s.value.at(i * S + j) != 0) last = j, first = first < 0 ? j : first;
@@ -408,10 +513,61 @@ std::string explain_mask(const Trace& t, const Step& s, const ExplainBlock& b) {
   return words;
 }
 
-std::string explain_masked(const Trace&, const Step&, const ExplainBlock&) {
-  return "Blocked scores become −inf before softmax. exp(−inf) is exactly 0, so blocked keys get exactly zero weight and the "
-         "other weights of the row still sum to 1. A large negative number such as −1e9 gives the same weights here, but "
-         "would turn a fully blocked row into a uniform one instead of an error.";
+// A fill value as the input writes it: −1e6, not −1000000.
+std::string fill_text(double v) {
+  std::string g = fmt::format("{:g}", std::fabs(v));
+  if (const auto e = g.find("e+"); e != std::string::npos) g = g.substr(0, e + 1) + std::to_string(std::stoi(g.substr(e + 2)));
+  return (v < 0 ? "−" : "") + g;
+}
+
+// The largest weight the softmax gave a blocked key in a row that keeps some key (0 when exp underflowed everywhere).
+double largest_blocked_weight(const Trace& t, const MaskFacts& m) {
+  const Step* w = t.find("weights");
+  if (w == nullptr || m.masked == nullptr || w->value.shape() != m.masked->value.shape()) return 0;
+  const auto S = w->value.shape().back();
+  double most = 0;
+  for (std::int64_t r = 0; r * S < w->value.size(); ++r) {
+    std::int64_t kept = 0;
+    for (std::int64_t j = 0; j < S; ++j) kept += blocked_cell(m, r * S + j) ? 0 : 1;
+    for (std::int64_t j = 0; j < S && kept > 0; ++j)
+      if (blocked_cell(m, r * S + j)) most = std::max(most, static_cast<double>(w->value.at(r * S + j)));
+  }
+  return most;
+}
+
+// A row with every key blocked: what −inf and a finite fill each make of it, attn's own policy named
+// as such, and what this run made of such a row when it has one.
+std::string empty_row_words(const Trace& t, const MaskFacts& m) {
+  std::string words = std::isinf(m.fill)
+      ? " A row with every key blocked is different: with −inf its softmax is 0/0, NaN (PyTorch's softmax returns NaN there), with a "
+        "finite fill it is uniform. attn refuses such a row unless its own \"masked_row\" option says what to make of it (nan, zeros or uniform)."
+      : fmt::format(" A row with every key blocked differs: it holds {} everywhere, so its weights come out uniform, 1/S each, where −inf "
+                    "would give 0/0, NaN.", fill_text(m.fill));
+  const Step* w = t.find("weights");
+  if (m.empty_row < 0 || w == nullptr || w->value.shape() != m.masked->value.shape()) return words;
+  const auto S = w->value.shape().back(), T = w->value.shape()[w->value.rank() - 2];
+  const Scalar x = w->value.at(m.empty_row * S);
+  const auto& dims = w->dims;
+  const std::int64_t b = !dims.empty() && dims[0] == Dim::B ? m.empty_row / (w->value.size() / S / w->value.shape()[0]) : 0;
+  return words + fmt::format(" Here query {} has every key blocked, and its weights are {}.", tok(t, {b, 0}, m.empty_row % T),
+                             std::isnan(x) ? "NaN" : x == 0 ? "all 0 (masked_row: zeros)" : fmt::format("uniform, {}", share(x)));
+}
+
+std::string explain_masked(const Trace& t, const Step&, const ExplainBlock&) {
+  const MaskFacts m = mask_facts(t);
+  if (m.blocked == 0) return "The mask blocks no score in this run: the masked scores are the scores the mask read.";
+  const double leak = largest_blocked_weight(t, m);
+  std::string words;
+  if (std::isinf(m.fill)) {
+    words = "Blocked scores become −inf before softmax. exp(−inf) is exactly 0, so blocked keys get exactly zero weight and the "
+            "other weights of the row still sum to 1. A large finite number such as −1e9 gives the same weights wherever a row keeps a key.";
+  } else {
+    const auto f = fill_text(m.fill);
+    words = fmt::format("Blocked scores become {} here (the input's mask_fill), not −inf. exp({} − the row's largest kept score) {}, so the "
+                        "other weights of the row still sum to 1: the same weights −inf gives.",
+                        f, f, leak == 0 ? "underflows to exactly 0 in float32 in every row that keeps a key" : fmt::format("is at most {:.3g}", leak));
+  }
+  return words + empty_row_words(t, m);
 }
 
 std::string explain_weights(const Trace& t, const Step& s, const ExplainBlock& b) {
@@ -445,7 +601,7 @@ std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) 
       more = true;
       break;
     }
-    terms.push_back(fmt::format("{:.2f} · v[{}]", r.values[j], q(axis_label(c, w->dims.back(), j, 0))));
+    terms.push_back(fmt::format("{} · v[{}]", share(r.values[j]), q(distinct_axis_label(c, w->dims.back(), j, r.batch))));
   }
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
   return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.{}",
@@ -467,6 +623,16 @@ std::string explain_merged(const Trace& t, const Step&, const ExplainBlock&) {
 
 std::string explain_output(const Trace& t, const Step&, const ExplainBlock&) {
   const auto& c = t.config;
+  // the spec's notes say when W_o is the identity: then it mixes nothing
+  if (std::find(c.notes.begin(), c.notes.end(), "weights.W_o: identity") != c.notes.end()) {
+    const Step* in = t.find("merged") != nullptr ? t.find("merged") : t.find("context");
+    const Step* out = t.find("output");
+    const bool same = in != nullptr && out != nullptr && in->value.shape() == out->value.shape() &&
+                      std::equal(in->value.data(), in->value.data() + in->value.size(), out->value.data());
+    return fmt::format("Here W_o is the identity: the output is the {} rows {}. A learned W_o would mix the features (across the heads, "
+                       "with several) and project them back into the model's space.",
+                       in != nullptr ? in->id : "context", same ? "unchanged" : "plus the bias b_o");
+  }
   if (c.H > 1) return "W_o mixes the concatenated heads' features, so what one head found can combine with what another found.";
   if (c.general && c.Co != c.C) return fmt::format("W_o projects the dv = {} wide context vectors to Co = {} features.", c.dv, c.Co);
   return "W_o projects the context vectors back into the model's space, ready for the next layer.";

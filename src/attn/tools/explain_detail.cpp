@@ -65,9 +65,14 @@ Row pick_row(const Step& s, const ExplainBlock& block) {
   const std::int64_t base = block_offset(s, block);
   r.batch = block.batch, r.head = block.head;
   r.values = s.value.data() + base;
+  // weights: a row of zeros (every key blocked, masked_row zeros) shows nothing; fall back on the first row with any weight
+  const bool weights = s.id == "weights";
+  bool placed = false;
   for (std::int64_t i = 0; i < T; ++i) {
     const Scalar* row = s.value.data() + base + i * S;
-    if (*std::max_element(row, row + S) < 0.999f) {
+    const Scalar top = *std::max_element(row, row + S);
+    if (weights && top > 0 && !placed) r.query = i, r.values = row, placed = true;
+    if (top < 0.999f && (!weights || top > 0)) {
       r.query = i;
       r.values = row;
       break;
@@ -85,6 +90,40 @@ std::string block_prefix(const Step& s, const ExplainBlock& block) {
   return parts.empty() ? "" : fmt::format("In {}, ", fmt::join(parts, ", "));
 }
 
-std::string tok(const Trace& t, const ExplainBlock& b, std::int64_t i) { return q(axis_label(t.config, Dim::T, i, b.batch)); }
+// distinct: a token that occurs twice is "the₁" and "the₂", as the tables name its rows
+std::string tok(const Trace& t, const ExplainBlock& b, std::int64_t i) { return q(distinct_axis_label(t.config, Dim::T, i, b.batch)); }
+
+MaskFacts mask_facts(const Trace& t) {
+  MaskFacts m;
+  m.masked = t.find("masked");
+  if (m.masked == nullptr) return m;
+  m.additive = t.find("mask.add") != nullptr;
+  for (const char* id : {"capped", "biased", "scaled", "scores"}) {
+    if (const Step* s = t.find(id)) {
+      if (s->value.shape() == m.masked->value.shape()) m.before = s;
+      break;
+    }
+  }
+  const auto& v = m.masked->value;
+  const auto S = v.shape().back(), rows = S > 0 ? v.size() / S : 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t in_row = 0;
+    for (std::int64_t j = 0; j < S; ++j) {
+      if (!blocked_cell(m, r * S + j)) continue;
+      ++in_row;
+      if (m.blocked++ == 0) m.fill = v.at(r * S + j);
+    }
+    if (in_row == S && m.empty_row < 0) m.empty_row = r;
+  }
+  return m;
+}
+
+bool blocked_cell(const MaskFacts& m, std::int64_t at) {
+  if (m.masked == nullptr) return false;
+  const Scalar x = m.masked->value.at(at);
+  if (x == -std::numeric_limits<Scalar>::infinity()) return true;
+  // a finite fill replaces the score; an additive mask changes every cell, so only −inf tells there
+  return !m.additive && m.before != nullptr && x != m.before->value.at(at);
+}
 
 }  // namespace attn::explain_detail

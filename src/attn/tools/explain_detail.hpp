@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,26 @@ struct Row {
 // Where block (batch, head) of a [.., T, S] step starts, in its values: other leading axes at 0.
 std::int64_t block_offset(const Step& s, const ExplainBlock& b);
 // The row of a [.., T, S] step to talk about: the first query of the chosen block whose largest
-// entry is below 1 (a row that actually spreads its attention), else query 0.
+// entry is below 1 (a row that actually spreads its attention), else the first with any weight, else query 0.
 Row pick_row(const Step& s, const ExplainBlock& block);
 // "In batch row 0, head 2, " or "": which block a sentence about one block speaks of.
 std::string block_prefix(const Step& s, const ExplainBlock& block);
-// Query i's token, quoted.
+// Query i's token, quoted, with a subscript when it occurs more than once ("the₂").
 std::string tok(const Trace& t, const ExplainBlock& b, std::int64_t i);
+
+// What this run's mask did, read from the trace (not assumed): the masked step, the logits it read,
+// and the value its blocked cells hold: −inf, or a finite mask_fill such as −1e6.
+struct MaskFacts {
+  const Step* masked = nullptr;  // nullptr: no mask ran
+  const Step* before = nullptr;  // capped, biased, scaled or scores: what the mask read (nullptr when shapes differ)
+  bool additive = false;         // an additive attn_mask (mask.add): only −inf cells count as blocked
+  double fill = -std::numeric_limits<double>::infinity();  // the blocked cells' value
+  std::int64_t blocked = 0;      // blocked cells
+  std::int64_t empty_row = -1;   // the first query row (flat row index) with every key blocked; −1: none
+};
+MaskFacts mask_facts(const Trace& t);
+// Whether flat cell `at` of a step shaped as the masked step is blocked.
+bool blocked_cell(const MaskFacts& m, std::int64_t at);
 
 // A step's explanation, from the trace it belongs to (empty: none).
 using Explainer = std::string (*)(const Trace&, const Step&, const ExplainBlock&);
