@@ -147,7 +147,7 @@ TEST_CASE("RoPE mistakes: the rotation as computed", "[mistakes][words]") {
   const Trace style = mistaken(rope, Mistake::RopeWrongStyle);
   CHECK(step(style, "q.rope").formula ==
         "q.rope = q.heads · cos + rotate_every_two(q.heads) · sin   (the mistake rope-wrong-style: rotate_every_two, the other style)");
-  CHECK(step(style, "q.rope").note.rfind("the pairs (2i, 2i + 1) (\"interleaved\" style)", 0) == 0);
+  CHECK(step(style, "q.rope").note.rfind("the pairs (2i, 2i + 1) (\"interleaved\" style: neighbours)", 0) == 0);
   CHECK(step(trace_of(rope), "q.rope").formula == "q.rope = q.heads · cos + rotate_half(q.heads) · sin");
 
   const Trace before = mistaken(rope, Mistake::RopeBeforeSplit);
