@@ -366,6 +366,17 @@ std::string layer_parts(std::int64_t n, const std::vector<std::string>& parts, c
   return fmt::format("({}{}MLP; {} weights all 0 and add{} nothing)", attention, parts.size() == 1 ? " and " : ", ", which, zero.size() == 1 ? "s" : "");
 }
 
+// The layers below the traced one, as the x note names them: " and layer 0 (attention and MLP)" in the
+// encoder's (or the only) stack, ", after decoder layer 0 (self-attention, cross-attention, MLP)" in the decoder's.
+std::string layers_below(const model::CheckpointInput& in) {
+  if (in.layer == 0) return "";
+  if (in.stack != "decoder") {
+    return fmt::format(" and {} {}", layer_range(in.layer), layer_parts(in.layer, {"attention"}, [&](std::int64_t i) { return in.ckpt.layer(i); }));
+  }
+  return fmt::format(", after decoder {} {}", layer_range(in.layer),
+                     layer_parts(in.layer, {"self-attention", "cross-attention"}, [&](std::int64_t i) { return in.ckpt.decoder_cross(i); }));
+}
+
 }  // namespace
 
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
@@ -391,16 +402,10 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   }
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
-  // the layers below, by stack: the encoder's (or the only one's), or the decoder's
-  const bool decoder = in.stack == "decoder";
-  const std::string below = in.layer == 0 || decoder ? ""
-                            : fmt::format(" and {} {}", layer_range(in.layer), layer_parts(in.layer, {"attention"}, [&](std::int64_t i) { return in.ckpt.layer(i); }));
+  const std::string below = layers_below(in);  // the decoder's layers for the decoder, else the encoder's (or the only stack's)
   const std::string embeddings = gpt2 ? " (wte + wpe)"
                                  : a.embed_scale ? fmt::format(" (× √C = {}, rounded to the embeddings' dtype as {} does)", in.ckpt.embedding_scale(), a.name())
                                                  : "";
-  const std::string dec_below = in.layer == 0 || !decoder ? ""
-                                : fmt::format(", after decoder {} {}", layer_range(in.layer),
-                                              layer_parts(in.layer, {"self-attention", "cross-attention"}, [&](std::int64_t i) { return in.ckpt.decoder_cross(i); }));
   // the encoder-decoders' embeddings: BART's learned positions, Marian's sinusoidal ones, T5's none
   const std::string seq2seq_embeddings = t5 ? "shared; no positions: the relative bias stands for them"
                                          : a.sinusoidal       ? fmt::format("shared{} + sinusoidal positions", a.embedding_multiplier != 1 ? " × √C" : "")
@@ -408,19 +413,19 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   layer.x_note = t5 && in.stack == "decoder"
                      ? fmt::format("decoder layer {}'s layer.{}.layer_norm output (T5's RMS norm: no mean, no bias), of the decoder's stream{} ({}){}",
                                    in.layer, in.attention == "self" ? 0 : 1, in.attention == "self" ? "" : " after the layer's self-attention",
-                                   seq2seq_embeddings, dec_below) +
+                                   seq2seq_embeddings, below) +
                            (in.attention == "cross" ? ": the queries come from it; the keys and values from the source, the encoder's output" : "")
                  : t5 ? fmt::format("layer {}'s layer.0.layer_norm output (T5's RMS norm: no mean, no bias), of the token embeddings ({}){}", in.layer,
                                     seq2seq_embeddings, below)
                  : in.stack == "decoder" && in.attention == "self"
                      ? fmt::format("decoder layer {}'s input, the decoder's residual stream ({} normalises after each block), of its embeddings "
-                                   "({}){}", in.layer, a.name(), seq2seq_embeddings, dec_below)
+                                   "({}){}", in.layer, a.name(), seq2seq_embeddings, below)
                  : a.encoder_decoder && in.stack == "encoder"
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings ({}){}",
                                    in.layer, a.name(), seq2seq_embeddings, below)
                  : in.stack == "decoder"
                      ? fmt::format("the decoder's stream after layer {}'s self-attention and self_attn_layer_norm{}: the queries come from it; "
-                                   "the keys and values from the source, the encoder's output", in.layer, dec_below)
+                                   "the keys and values from the source, the encoder's output", in.layer, below)
                  : a.encoder()
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings (word + "
                                    "position{}, then LayerNorm){}",
