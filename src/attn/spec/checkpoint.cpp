@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "attn/core/bytes.hpp"
@@ -316,6 +317,68 @@ CheckpointInput read_checkpoint_input(const json& root, const std::string& base_
 
 }  // namespace model
 
+namespace {
+
+// Whether every value of t is 0 (an absent bias: empty), read in order and stopped at the first that is
+// not, so a trained model's weights cost a few reads; a weight read lazily from the file is never held.
+bool all_zero(const Tensor& t) {
+  const auto zero = [](Scalar x) { return x == 0; };
+  const Tensor::OpenAt* open = t.reader();
+  if (open == nullptr) {
+    const auto v = t.values();
+    return std::all_of(v.begin(), v.end(), zero);
+  }
+  constexpr std::int64_t kChunk = 4096;
+  std::vector<Scalar> buffer(kChunk);
+  const Tensor::Reader read = (*open)(0);
+  for (std::int64_t at = 0; at < t.size(); at += kChunk) {
+    const std::int64_t n = std::min(kChunk, t.size() - at);
+    read(buffer.data(), n);
+    if (!std::all_of(buffer.begin(), buffer.begin() + n, zero)) return false;
+  }
+  return true;
+}
+
+// An MLP whose weights and biases are all 0 (up, gate, down) outputs 0 for every input: it adds nothing
+// to the residual stream (the attention-only induction example's checkpoint stores its MLPs so).
+bool mlp_is_zero(const model::LayerWeights& w) {
+  return all_zero(w.W_down) && all_zero(w.b_down) && all_zero(w.W_up) && all_zero(w.b_up) && (!w.W_gate || all_zero(*w.W_gate));
+}
+
+// "layer 0", "layers 0 .. 2": the layers below layer n (n ≥ 1).
+std::string layer_range(std::int64_t n) { return n == 1 ? std::string("layer 0") : fmt::format("layers 0 .. {}", n - 1); }
+
+// What the n layers below the traced one are made of, as this checkpoint's tensors say: "(attention and
+// MLP)", with an MLP whose weights are all 0 said to add nothing. parts: the attention blocks of a layer
+// ("attention"; a decoder's "self-attention", "cross-attention"); weights(i): layer i's, its MLP among them.
+std::string layer_parts(std::int64_t n, const std::vector<std::string>& parts, const std::function<model::LayerWeights(std::int64_t)>& weights) {
+  std::vector<std::int64_t> zero;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (mlp_is_zero(weights(i))) zero.push_back(i);
+  const std::string attention = fmt::format("{}", fmt::join(parts, ", "));
+  if (zero.empty()) return fmt::format("({}{}MLP)", attention, parts.size() == 1 ? " and " : ", ");
+  if (static_cast<std::int64_t>(zero.size()) == n) {
+    return n == 1 ? fmt::format("({}; its MLP's weights are all 0, so the MLP adds nothing)", attention)
+                  : fmt::format("({}; every layer's MLP has weights all 0, so the MLPs add nothing)", attention);
+  }
+  const std::string which = zero.size() == 1 ? fmt::format("the MLP of layer {} has", zero[0])
+                                             : fmt::format("the MLPs of layers {} and {} have", fmt::join(zero.begin(), zero.end() - 1, ", "), zero.back());
+  return fmt::format("({}{}MLP; {} weights all 0 and add{} nothing)", attention, parts.size() == 1 ? " and " : ", ", which, zero.size() == 1 ? "s" : "");
+}
+
+// The layers below the traced one, as the x note names them: " and layer 0 (attention and MLP)" in the
+// encoder's (or the only) stack, ", after decoder layer 0 (self-attention, cross-attention, MLP)" in the decoder's.
+std::string layers_below(const model::CheckpointInput& in) {
+  if (in.layer == 0) return "";
+  if (in.stack != "decoder") {
+    return fmt::format(" and {} {}", layer_range(in.layer), layer_parts(in.layer, {"attention"}, [&](std::int64_t i) { return in.ckpt.layer(i); }));
+  }
+  return fmt::format(", after decoder {} {}", layer_range(in.layer),
+                     layer_parts(in.layer, {"self-attention", "cross-attention"}, [&](std::int64_t i) { return in.ckpt.decoder_cross(i); }));
+}
+
+}  // namespace
+
 void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   model::CheckpointInput in = model::read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
@@ -339,13 +402,10 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   }
   layer.token_pieces = in.raw;
   const bool gpt2 = a.family == model::Family::Gpt2;
-  const std::string below = in.layer == 0 ? "" : in.layer == 1 ? " and layer 0 (attention and MLP)" : fmt::format(" and layers 0 .. {} (attention and MLP)", in.layer - 1);
+  const std::string below = layers_below(in);  // the decoder's layers for the decoder, else the encoder's (or the only stack's)
   const std::string embeddings = gpt2 ? " (wte + wpe)"
                                  : a.embed_scale ? fmt::format(" (× √C = {}, rounded to the embeddings' dtype as {} does)", in.ckpt.embedding_scale(), a.name())
                                                  : "";
-  const std::string dec_below = in.layer == 0   ? ""
-                                : in.layer == 1 ? std::string(", after decoder layer 0 (self-attention, cross-attention, MLP)")
-                                                : fmt::format(", after decoder layers 0 .. {} (self-attention, cross-attention, MLP)", in.layer - 1);
   // the encoder-decoders' embeddings: BART's learned positions, Marian's sinusoidal ones, T5's none
   const std::string seq2seq_embeddings = t5 ? "shared; no positions: the relative bias stands for them"
                                          : a.sinusoidal       ? fmt::format("shared{} + sinusoidal positions", a.embedding_multiplier != 1 ? " × √C" : "")
@@ -353,19 +413,19 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
   layer.x_note = t5 && in.stack == "decoder"
                      ? fmt::format("decoder layer {}'s layer.{}.layer_norm output (T5's RMS norm: no mean, no bias), of the decoder's stream{} ({}){}",
                                    in.layer, in.attention == "self" ? 0 : 1, in.attention == "self" ? "" : " after the layer's self-attention",
-                                   seq2seq_embeddings, dec_below) +
+                                   seq2seq_embeddings, below) +
                            (in.attention == "cross" ? ": the queries come from it; the keys and values from the source, the encoder's output" : "")
                  : t5 ? fmt::format("layer {}'s layer.0.layer_norm output (T5's RMS norm: no mean, no bias), of the token embeddings ({}){}", in.layer,
                                     seq2seq_embeddings, below)
                  : in.stack == "decoder" && in.attention == "self"
                      ? fmt::format("decoder layer {}'s input, the decoder's residual stream ({} normalises after each block), of its embeddings "
-                                   "({}){}", in.layer, a.name(), seq2seq_embeddings, dec_below)
+                                   "({}){}", in.layer, a.name(), seq2seq_embeddings, below)
                  : a.encoder_decoder && in.stack == "encoder"
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings ({}){}",
                                    in.layer, a.name(), seq2seq_embeddings, below)
                  : in.stack == "decoder"
                      ? fmt::format("the decoder's stream after layer {}'s self-attention and self_attn_layer_norm{}: the queries come from it; "
-                                   "the keys and values from the source, the encoder's output", in.layer, dec_below)
+                                   "the keys and values from the source, the encoder's output", in.layer, below)
                  : a.encoder()
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after each block), of the embeddings (word + "
                                    "position{}, then LayerNorm){}",

@@ -79,10 +79,12 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
     std::size_t e = k;
     for (; e < order.size() && r.values[order[e]] == r.values[j]; ++e) tied.push_back(key_name(c, key_dim, order[e], r.query, self_keys, r.batch));
     const std::string who = tied.size() == 1 ? tied[0] : fmt::format("{} and {}", fmt::join(tied.begin(), tied.end() - 1, ", "), tied.back());
+    // claim: weights-tie
     parts.push_back(fmt::format("{} {}{}on {}", share(r.values[j]), parts.empty() ? "of its attention " : "", tied.size() > 1 ? "each " : "", who));
     k = e;
   }
   // a row with every key blocked, filled with zeros or NaN by the masked_row policy: no weight to name
+  // claim: weights-empty-row
   if (parts.empty()) return std::isnan(r.values[0]) ? "NaN everywhere: every key is blocked" : "no weight on any key: every key is blocked";
   if (parts.size() == 1) return parts[0];
   const auto last = parts.back();
@@ -121,6 +123,7 @@ std::string rope_demonstration(const Trace& t) {
   };
   const auto p0 = t.config.first_position;
   const auto f = [](double v) { return format_fixed(static_cast<Scalar>(v), 4); };
+  // claim: rope-demonstration
   return fmt::format(" With this run's numbers: the first query and the first key (head 0, before rotation), placed at positions {} and {}, "
                      "score {}; the same two vectors at positions {} and {} score {}. Only the distance, 1, counts.",
                      p0 + 1, p0, f(score(1, 0)), p0 + 2, p0 + 1, f(score(2, 1)));
@@ -140,11 +143,15 @@ bool kv_group(const Trace& t, const Step& s) { return t.config.Hkv != t.config.H
 std::string explain_x(const Trace& t, const Step& s, const ExplainBlock&) {
   const auto& c = t.config;
   // in cross-attention the rows mixed are the source's, not the other target tokens'
+  // claim: x-mixture-cross
   const char* mixture = cross(t) ? "Attention will replace each row by a mixture of the source's value rows, weighted by how relevant "
                                    "each source token is to it."
+                                 // claim: x-mixture
                                  : "Attention will replace each row by a mixture of the value rows of the tokens it may see (itself "
                                    "included), weighted by how relevant each is to it.";
+  // claim: x-layer-input
   if (!s.note.empty()) return fmt::format("Each row is one token's vector as it enters this layer's attention ({}): C = {} numbers. {}", s.note, c.C, mixture);
+  // claim: x-embedding
   return fmt::format("Each row is one token's embedding: C = {} numbers that stand for that token. {}", c.C, mixture);
 }
 
@@ -152,13 +159,16 @@ std::string explain_x(const Trace& t, const Step& s, const ExplainBlock&) {
 // mask or a window depends on order, but only through which keys it hides.
 std::string order_words(const TraceConfig& c) {
   if (!c.causal && c.lengths.empty()) {
+    // claim: order-no-mask
     return "Without positions, attention ignores order: each score depends only on the two tokens' vectors, so shuffling the tokens "
            "shuffles the output rows the same way and each token gets the same mixture.";
   }
   if (!c.causal) {
+    // claim: order-padding
     return "Without positions, each score depends only on the two tokens' vectors, not on where they stand: shuffling the tokens "
            "(padding aside) shuffles the output rows the same way.";
   }
+  // claim: order-causal
   return fmt::format("Without positions, each score depends only on the two tokens' vectors, not on where they stand. This run's {} "
                      "mask does depend on order (query i sees keys {} only), so shuffling the tokens would change the mixtures; but "
                      "among the keys a query sees, nothing says which came first.",
@@ -168,9 +178,11 @@ std::string order_words(const TraceConfig& c) {
 std::string explain_positions(const Trace& t, const Step&, const ExplainBlock&) {
   const auto& c = t.config;
   if (c.learned_positions) {
+    // claim: positions-learned
     return order_words(c) + " So a learned row per position is added to the embeddings, and the same token at another position "
            "becomes a different vector.";
   }
+  // claim: positions-sinusoidal
   return fmt::format("{} The original Transformer adds these fixed waves to the embeddings: column pair i turns by 1/10000^(2i/C) "
                      "radians per position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
                      "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pair{} of waves.",
@@ -182,6 +194,7 @@ std::string explain_rope_tables(const Trace& t, const Step&, const ExplainBlock&
   std::string scaled;
   if (!c.rope_bands.empty()) {
     const auto n = [&](char b) { return std::count(c.rope_bands.begin(), c.rope_bands.end(), b); };
+    // claim: rope-llama3-bands
     scaled = fmt::format(" Here the frequencies are scaled as Llama 3.1 does, {}: a model trained on short texts has seen the slow "
                          "pairs turn only part of a circle, so for longer texts those are slowed by the factor, while the fast pairs, "
                          "which have turned many times, keep theirs. {} pair{} {} (high band), {} {} smoothed between the two (middle "
@@ -189,10 +202,12 @@ std::string explain_rope_tables(const Trace& t, const Step&, const ExplainBlock&
                          c.rope_scaling, n('h'), n('h') == 1 ? "" : "s", n('h') == 1 ? "keeps its frequency" : "keep their frequency", n('m'),
                          n('m') == 1 ? "is" : "are", n('l'), n('l') == 1 ? "is" : "are");
   } else if (!c.rope_scaling.empty()) {
+    // claim: rope-scaled
     scaled = fmt::format(" Here the frequencies are scaled, {}: every pair turns that many times slower, as if the positions were "
                          "squeezed, so a longer text stays within the angles the model was trained on.",
                          c.rope_scaling);
   }
+  // claim: rope-angles
   return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
          "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2]." + scaled;
 }
@@ -201,14 +216,17 @@ std::string explain_qk_norm(const Trace& t, const Step& s, const ExplainBlock&) 
   const auto& n = t.config.qk_norm;
   const std::string who = n.family.empty() ? std::string("The model") : n.family;
   const char* what = s.id == "q.norm" ? "queries" : "keys";
+  // claim: qk-norm-plus-one
   const std::string weight = n.plus_one ? "by 1 + a learned weight (Gemma stores the weight's difference from 1)" : "by a learned weight";
   if (n.whole_width) {
+    // claim: qk-norm-whole-width
     return fmt::format("{0} normalises the {1} as they leave the projection, before they are split into heads: all of a token's "
                        "features, every head's together, are divided by their root mean square, then multiplied feature by feature {2}. "
                        "One large head can shrink the others this way; Qwen3 and Gemma 3 normalise each head on its own instead. Either "
                        "way the scores are bounded by the weights, not by how large a layer's activations grew.",
                        who, what, weight);
   }
+  // claim: qk-norm-per-head
   return fmt::format("{0} normalises each head's {1} before rotating it: the features of one head are divided by their root mean "
                      "square (so the head's vector has length √hs), then multiplied feature by feature {2}. The dot "
                      "products that become the scores are then bounded by the weights, not by how large a layer's activations grew, "
@@ -218,9 +236,11 @@ std::string explain_qk_norm(const Trace& t, const Step& s, const ExplainBlock&) 
 
 std::string explain_rope(const Trace& t, const Step& s, const ExplainBlock&) {
   if (s.id == "k.rope") {
+    // claim: rope-keys
     return "The keys get the same rotation as the queries, each by its own position. A rotation keeps lengths, so only the angle "
            "between a query and a key changes: by the difference of their positions.";
   }
+  // claim: rope-relative
   return "Rotary position embedding: instead of adding positions to x, each pair of a head's query features is rotated by an angle "
          "proportional to the query's position (keys likewise). The dot product of two rotated vectors depends on the difference of "
          "the angles, so q_m · k_n depends on where the tokens are only through m − n." +
@@ -235,16 +255,19 @@ std::string explain_x_pos(const Trace& t, const Step&, const ExplainBlock& b) {
     for (std::int64_t i = 0; i < T && same.empty(); ++i)
       for (std::int64_t j = i + 1; j < T && same.empty(); ++j)
         if (std::equal(v + i * C, v + (i + 1) * C, v + j * C)) {
+          // claim: x-pos-same-embedding
           same = fmt::format(" Here {} (row {}) and {} (row {}) have the same embedding in x; their rows here differ, by their "
                              "positions' rows alone.",
                              tok(t, b, i), i, tok(t, b, j), j);
         }
   }
+  // claim: x-pos
   return "The embeddings plus their positions: from here on the projections read these rows, so q, k and v carry where each "
          "token stands as well as what it is." + same;
 }
 
 std::string explain_source(const Trace& t, const Step&, const ExplainBlock&) {
+  // claim: source-cross
   return fmt::format("Cross-attention: the queries come from the target sequence (x, T = {}), the keys and values from this source "
                      "sequence (S = {}). Each target token asks a question; the source tokens answer it.",
                      t.config.T, t.config.S);
@@ -253,31 +276,39 @@ std::string explain_source(const Trace& t, const Step&, const ExplainBlock&) {
 std::string explain_qkv(const Trace& t, const Step&, const ExplainBlock&) {
   const auto& c = t.config;
   if (c.general) {
+    // claim: qkv-fused
     return fmt::format("One matrix product computes q, k and v side by side: W_qkv is [C, 2dk + dv] = [{}, {}]. The next steps "
                        "split it into blocks of dk = {}, dk = {} and dv = {} columns: the same numbers as three separate "
                        "projections, one product instead of three.",
                        c.C, 2 * c.dk + c.dv, c.dk, c.dk, c.dv);
   }
+  // claim: qkv-fused
   return fmt::format("One matrix product computes q, k and v side by side: W_qkv is [C, 3C] = [{}, {}]. The next steps split it "
                      "into three blocks of C = {} columns: the same numbers as three separate projections, one product instead of three.",
                      c.C, 3 * c.C, c.C);
 }
 
 std::string explain_q(const Trace& t, const Step&, const ExplainBlock&) {
+  // claim: q-given
   if (t.config.entry == Entry::QKV) return "The queries, given directly: row i is what token i is looking for.";
+  // claim: q-projection
   return std::string("Row i is token i's query: what it is looking for. It is ") + (t.find("x.pos") != nullptr ? "x.pos" : "x") + " times W_q" +
          (t.find("qkv") != nullptr ? " (here the first block of columns of the fused W_qkv)" : "") +
          ", a learned projection, so a token can look for something different from what it is." +
+         // claim: q-cross
          (cross(t) ? " In cross-attention the queries come from the target sequence." : "");
 }
 
 std::string explain_k(const Trace& t, const Step&, const ExplainBlock&) {
+  // claim: k-key
   return std::string("Row j is token j's key: what it offers to be found by. Comparing every query with every key decides who "
                      "attends to whom.") +
+         // claim: k-cross
          (cross(t) ? " The keys come from the source sequence." : "");
 }
 
 std::string explain_v(const Trace&, const Step&, const ExplainBlock&) {
+  // claim: v-value
   return "Row j is token j's value: what it passes on when attended to. Each output row will be a weighted average of these rows.";
 }
 
@@ -286,6 +317,7 @@ std::string explain_kv_group(const Trace& t, const Step& s) {
   const auto& c = t.config;
   const bool value = s.id.starts_with("v");
   const auto h = value ? c.hv : c.hs;
+  // claim: kv-group
   return fmt::format("Grouped-query attention: the {} have only Hkv = {} heads of {} = {}, not H = {}, so {} = {} features split into "
                      "Hkv heads{}. Each kv head will serve H / Hkv = {} query heads.",
                      value ? "values" : "keys", c.Hkv, value ? "hv" : "hs", h, c.H, value ? "Hkv·hv" : "Hkv·hs", c.Hkv * h,
@@ -299,10 +331,12 @@ std::string explain_view(const Trace& t, const Step& s, const ExplainBlock&) {
     const bool value = s.id.starts_with("v");
     const auto width = value ? c.dv : c.dk, h = value ? c.hv : c.hs;
     const char* hn = value ? "hv" : "hs";
+    // claim: view-no-move
     return fmt::format("Splitting {} = {} features into H = {} heads of {} = {} is only a view: the same numbers read as [.., H, {}]. "
                        "Nothing moves in memory; {}.",
                        value ? "dv" : "dk", width, c.H, hn, h, hn, owned_features(h));
   }
+  // claim: view-no-move
   return fmt::format("Splitting C = {} features into H = {} heads of hs = {} is only a view: the same numbers read as [.., H, hs]. "
                      "Nothing moves in memory; {}.",
                      c.C, c.H, c.hs, owned_features(c.hs));
@@ -312,6 +346,7 @@ std::string explain_heads(const Trace& t, const Step& s, const ExplainBlock&) {
   const auto& c = t.config;
   if (kv_group(t, s)) return explain_kv_group(t, s);
   const bool value = s.id.starts_with("v") && c.general;
+  // claim: heads-transpose
   return fmt::format("The transpose puts the head axis before the tokens, so each of the H = {} heads is its own [{}, {} = {}] "
                      "matrix and all heads run in one batched product. Each head has its own slice of q, k and v, so it can "
                      "attend to something different.",
@@ -323,10 +358,12 @@ std::string explain_repeat(const Trace& t, const Step& s, const ExplainBlock&) {
   const std::int64_t n = c.H / c.Hkv;
   const auto per_token = c.Hkv * (c.hs + (c.hv > 0 ? c.hv : c.hs)) * 4, full = c.H * (c.hs + (c.hv > 0 ? c.hv : c.hs)) * 4;
   if (s.id == "v.repeat") {
+    // claim: repeat-values
     return fmt::format("The values are lined up the same way: query head h mixes the values of kv head ⌊h / {}⌋, so heads of a "
                        "group attend differently but read the same value rows.",
                        n);
   }
+  // claim: repeat-kv-cache
   return fmt::format("{}: k and v have only Hkv = {} heads, and each serves H / Hkv = {} query heads. repeat_kv copies kv head g "
                      "to query heads {}·g .. {}·g + {}, in a row (an interleave, not a tile), so head h's queries meet kv head ⌊h / {}⌋'s "
                      "keys. The copy is only for the product: a cache of past keys and values keeps the Hkv heads, {} bytes per token "
@@ -336,16 +373,19 @@ std::string explain_repeat(const Trace& t, const Step& s, const ExplainBlock&) {
 }
 
 std::string explain_kt(const Trace&, const Step&, const ExplainBlock&) {
+  // claim: kt-transpose
   return "Kᵀ turns each key into a column, so one matrix product q · kᵀ compares every query with every key: entry [i, j] is "
          "the dot product q_i · k_j. The context step needs no transpose: weights · v already sums rows of v.";
 }
 
 // A dot product is large when the vectors are long as well as aligned: q · k = |q| |k| cos θ.
+// claim: dot-product
 constexpr const char* kDotProduct = "Entry [i, j] is the dot product of query i and key j, |q_i| |k_j| cos θ: large when the two vectors "
                                     "point the same way and are long";
 
 std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b) {
   const auto& c = t.config;
+  // claim: scores-given
   if (c.entry == Entry::Scores) return "The scores, given directly: entry [i, j] is how well query i matches key j.";
   Row r = pick_row(s, b);
   const auto S = s.value.shape().back(), T = s.value.shape()[s.value.shape().size() - 2];
@@ -368,10 +408,12 @@ std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b)
     if (!blocked[static_cast<std::size_t>(j)] && r.values[j] == r.values[best]) tops.push_back(key_name(c, s.dims.back(), j, r.query, s.dims.back() == Dim::T, r.batch));
   const auto seen = static_cast<std::size_t>(std::count(blocked.begin(), blocked.end(), false));
   const auto highest = tops.size() == 1    ? fmt::format("highest against {} ({:.2f})", tops[0], r.values[best])
+                       // claim: scores-tie
                        : tops.size() == seen ? fmt::format("every key alike, {:.2f} each (a tie: no key is preferred)", r.values[best])
                                              : fmt::format("highest, {:.2f}, against {} alike (a tie)", r.values[best], fmt::join(tops, " and "));
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
   return fmt::format("{}. {} {} scores {}{}.", kDotProduct, row_words(s, b), tok(t, b, r.query), highest,
+                     // claim: scores-blocked-next
                      some_blocked ? " among the keys it may see (the mask blocks the others next)" : "");
 }
 
@@ -398,6 +440,7 @@ std::string scaled_facts(const Trace& t, const Step& s) {
       ++rows;
       peaked += top >= 0.995 ? 1 : 0;
     }
+    // claim: scaled-saturated
     if (peaked > 0) words += fmt::format(", and {} of the {} query rows that see more than one key still put 0.995 or more of their weight on one", peaked, rows);
   }
   return words + ".";
@@ -406,12 +449,14 @@ std::string scaled_facts(const Trace& t, const Step& s) {
 std::string explain_scaled(const Trace& t, const Step& s, const ExplainBlock&) {
   const auto& c = t.config;
   if (c.hs == 1 && c.scale.starts_with("1/√")) {
+    // claim: scale-one
     return "Here hs = 1: the factor is 1/√1 = 1, so the scaling changes nothing and the scaled scores are the scores. (It matters for "
            "wider heads: a dot product of hs terms grows with hs.)";
   }
   if (c.hs > 0 && c.scale.starts_with("1/√")) {
     // d_k is one head's width: the header's dk is every head's together when H > 1
     const std::string dk = c.H == 1 ? fmt::format("d_k = {}", c.hs) : fmt::format("d_k = hs = {}", c.hs);
+    // claim: variance-premises
     return fmt::format("Why divide by √d_k: if the entries of q and k are independent, with mean 0 and variance 1, q · k is a sum of {} "
                        "products, so its variance is {} (a spread of about ±{:.2f}). Multiplying by 1/√{} = {:.4f} brings the variance "
                        "back to 1, which keeps softmax's inputs moderate, so that it does not put nearly all the weight on the largest "
@@ -419,11 +464,13 @@ std::string explain_scaled(const Trace& t, const Step& s, const ExplainBlock&) {
                        dk, c.hs, std::sqrt(static_cast<double>(c.hs)), c.hs, c.scale_factor, scaled_facts(t, s));
   }
   if (!c.scale_source.empty()) {
+    // claim: scale-config
     return fmt::format("The scores are multiplied by {} ({}), not by 1/√hs = 1/√{} = {:.4f}: the model's config sets the scale with a "
                        "number of its own rather than the head size (they agree when that number is hs). The aim is the same: keep "
                        "the scores' spread moderate, so that softmax does not put nearly all the weight on one key.{}",
                        c.scale_factor, c.scale_source, c.hs, 1.0 / std::sqrt(static_cast<double>(c.hs)), scaled_facts(t, s));
   }
+  // claim: scale-given
   return fmt::format("The scores are multiplied by the given factor {}.{}", c.scale_factor, scaled_facts(t, s));
 }
 
@@ -440,14 +487,18 @@ std::string explain_alibi(const Trace& t, const Step& s, const ExplainBlock& b) 
   // the entries above the diagonal: keys after the query, where −m · (i − j) is positive
   std::string future;
   if (T > 1 && S > 1 && s.value.at(1) > 0) {
+    // claim: alibi-future-masked
     future = t.config.causal ? " The table's entries for keys after the query are positive (a bonus), but the causal mask blocks "
                                "those keys, so they never count."
+                             // claim: alibi-future-unblocked
                              : " Keys after the query get a bonus that grows with their distance: nothing in this run blocks them "
                                "(ALiBi was made for causal models, whose mask does).";
   }
+  // claim: alibi-slopes
   return "ALiBi (Attention with Linear Biases) adds no positions to x. It adds −m · d to each score, d being how far the key lies "
          "behind the query, with a different slope m per head: a steep head's weights fall off within a few tokens, a gentle one's "
          "reach far back." + example + future +
+         // claim: alibi-extrapolation-empirical
          " Its authors found that models trained on short texts with this bias still do well on longer ones: an empirical finding, "
          "not a consequence of the formula.";
 }
@@ -461,14 +512,17 @@ std::string readers_after_bias(const Trace& t) {
 std::string explain_biased(const Trace& t, const Step&, const ExplainBlock&) {
   const std::string scores = t.find("scaled") != nullptr ? "The scaled scores" : fmt::format("The scores, not scaled (scale {}),", t.config.scale);
   if (t.find("rel.bias") != nullptr) {
+    // claim: biased-t5
     return fmt::format("{} plus T5's relative position bias: a learned number per head for each bucket of the distance from the query "
                        "to the key, in place of position embeddings. This is what {}.",
                        scores, readers_after_bias(t));
   }
+  // claim: biased-alibi
   return fmt::format("{} plus the ALiBi bias: what {}.", scores, readers_after_bias(t));
 }
 
 std::string explain_capped(const Trace&, const Step&, const ExplainBlock&) {
+  // claim: softcap
   return "Soft-capping (Gemma 2) squashes every score smoothly into (−c, c) with tanh: a score far beyond c cannot dominate the "
          "softmax, while a small one passes almost unchanged, since tanh x ≈ x near 0.";
 }
@@ -483,6 +537,7 @@ std::string window_words(const Trace& t, const Step& s, const ExplainBlock& b) {
   std::int64_t first = -1, last = -1;
   for (std::int64_t j = 0; j < S; ++j)
     if (s.value.at(i * S + j) != 0) last = j, first = first < 0 ? j : first;
+  // claim: mask-window
   std::string words = fmt::format("A sliding-window causal mask (W = {}): each query sees its own key and the {} before it, never a later one, "
                                   "and nothing further back than its window.",
                                   c.window, c.window - 1);
@@ -500,6 +555,7 @@ std::string explain_mask(const Trace& t, const Step& s, const ExplainBlock& b) {
     words = window_words(t, s, b);
   } else if (c.causal) {
     const auto i = std::min<std::int64_t>(1, c.T - 1);
+    // claim: mask-causal
     words = fmt::format("A causal (look-ahead) mask: query i may attend to keys 0 .. i only, so no token sees the future. Row {} may "
                         "look at {}{}.",
                         tok(t, b, i), i == 0 ? "itself" : fmt::format("{} and itself", tok(t, b, 0)),
@@ -507,6 +563,7 @@ std::string explain_mask(const Trace& t, const Step& s, const ExplainBlock& b) {
   }
   if (!c.lengths.empty()) {
     if (!words.empty()) words += " ";
+    // claim: mask-padding
     words += fmt::format("Padding: keys at or past a batch row's length (lengths {}) are padding, and nobody attends to them.",
                          fmt::format("[{}]", fmt::join(c.lengths, ", ")));
   }
@@ -539,8 +596,10 @@ double largest_blocked_weight(const Trace& t, const MaskFacts& m) {
 // as such, and what this run made of such a row when it has one.
 std::string empty_row_words(const Trace& t, const MaskFacts& m) {
   std::string words = std::isinf(m.fill)
+      // claim: empty-row-inf
       ? " A row with every key blocked is different: with −inf its softmax is 0/0, NaN (PyTorch's softmax returns NaN there), with a "
         "finite fill it is uniform. attn refuses such a row unless its own \"masked_row\" option says what to make of it (nan, zeros or uniform)."
+      // claim: empty-row-finite
       : fmt::format(" A row with every key blocked differs: it holds {} everywhere, so its weights come out uniform, 1/S each, where −inf "
                     "would give 0/0, NaN.", fill_text(m.fill));
   const Step* w = t.find("weights");
@@ -555,14 +614,17 @@ std::string empty_row_words(const Trace& t, const MaskFacts& m) {
 
 std::string explain_masked(const Trace& t, const Step&, const ExplainBlock&) {
   const MaskFacts m = mask_facts(t);
+  // claim: masked-none
   if (m.blocked == 0) return "The mask blocks no score in this run: the masked scores are the scores the mask read.";
   const double leak = largest_blocked_weight(t, m);
   std::string words;
   if (std::isinf(m.fill)) {
+    // claim: masked-inf
     words = "Blocked scores become −inf before softmax. exp(−inf) is exactly 0, so blocked keys get exactly zero weight and the "
             "other weights of the row still sum to 1. A large finite number such as −1e9 gives the same weights wherever a row keeps a key.";
   } else {
     const auto f = fill_text(m.fill);
+    // claim: masked-finite-fill
     words = fmt::format("Blocked scores become {} here (the input's mask_fill), not −inf. exp({} − the row's largest kept score) {}, so the "
                         "other weights of the row still sum to 1: the same weights −inf gives.",
                         f, f, leak == 0 ? "underflows to exactly 0 in float32 in every row that keeps a key" : fmt::format("is at most {:.3g}", leak));
@@ -572,6 +634,7 @@ std::string explain_masked(const Trace& t, const Step&, const ExplainBlock&) {
 
 std::string explain_weights(const Trace& t, const Step& s, const ExplainBlock& b) {
   const Row r = pick_row(s, b);
+  // claim: softmax-distribution
   return fmt::format("Softmax turns each row of scores into a probability distribution over the keys: every weight is between "
                      "0 and 1 and each row sums to 1 (the row maximum is subtracted first, which changes nothing but keeps exp "
                      "from overflowing). {} {} puts {}.",
@@ -581,6 +644,7 @@ std::string explain_weights(const Trace& t, const Step& s, const ExplainBlock& b
 std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) {
   const auto& c = t.config;
   if (c.fused) {
+    // claim: context-fused
     return "The same context vectors as softmax(scores) · v, computed without ever holding the scores or the weights: the keys "
            "come a block at a time, and for each query row the pass keeps only the largest score so far, the sum of exp(score − "
            "largest) and the weighted sum of value rows. When a later block holds a larger score, what was summed is multiplied "
@@ -604,18 +668,22 @@ std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) 
     terms.push_back(fmt::format("{} · v[{}]", share(r.values[j]), q(distinct_axis_label(c, w->dims.back(), j, r.batch))));
   }
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
+  // claim: context-average
   return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.{}",
                      block_prefix(*w, b), tok(t, b, r.query), fmt::join(terms, " + "), more ? " + …" : "",
+                     // claim: context-masked-zero
                      some_blocked ? " Masked keys add nothing: their weight is exactly 0." : "");
 }
 
 std::string explain_merged(const Trace& t, const Step&, const ExplainBlock&) {
   const auto& c = t.config;
   if (c.general) {
+    // claim: merged
     return fmt::format("Transpose back to [.., T, H, hv] and read as [.., T, dv]: head h's hv = {} features land in columns h·{} .. "
                        "h·{}+{}, so every head's findings sit side by side in dv = {} columns{}.",
                        c.hv, c.hv, c.hv, c.hv - 1, c.dv, c.dv == c.C ? ", the input's width again" : "");
   }
+  // claim: merged
   return fmt::format("Transpose back to [.., T, H, hs] and read as [.., T, C]: head h's hs = {} features land in columns h·{} .. "
                      "h·{}+{}, so the result has the input's shape again, with every head's findings side by side.",
                      c.hs, c.hs, c.hs, c.hs - 1);
@@ -629,12 +697,16 @@ std::string explain_output(const Trace& t, const Step&, const ExplainBlock&) {
     const Step* out = t.find("output");
     const bool same = in != nullptr && out != nullptr && in->value.shape() == out->value.shape() &&
                       std::equal(in->value.data(), in->value.data() + in->value.size(), out->value.data());
+    // claim: output-identity
     return fmt::format("Here W_o is the identity: the output is the {} rows {}. A learned W_o would mix the features (across the heads, "
                        "with several) and project them back into the model's space.",
                        in != nullptr ? in->id : "context", same ? "unchanged" : "plus the bias b_o");
   }
+  // claim: output-mixes-heads
   if (c.H > 1) return "W_o mixes the concatenated heads' features, so what one head found can combine with what another found.";
+  // claim: output-projects-co
   if (c.general && c.Co != c.C) return fmt::format("W_o projects the dv = {} wide context vectors to Co = {} features.", c.dv, c.Co);
+  // claim: output-projects
   return "W_o projects the context vectors back into the model's space, ready for the next layer.";
 }
 

@@ -199,22 +199,26 @@ std::string explain_softmax_backward(const Trace& t, const Step& s, const Explai
   const Row r = pick_row(*ws, b);
   const SoftmaxRow m = softmax_row(t, *ws, *dw, r, b);
   if (m.first == m.w.size()) {  // an empty row (attn backward refuses masked_row today; kept so a row of 0s never indexes past the keys)
+    // claim: softmax-backward-empty-row
     return fmt::format("{}For query {}, every key is masked and the weights are all 0, so the softmax's Jacobian J = diag(w) − w wᵀ is "
                        "0 and so is the row's gradient.",
                        block_prefix(*ws, b), named(t, Dim::T, r.query, b));
   }
   const bool masked = t.find("masked") != nullptr;
   return fmt::format(
+      // claim: softmax-jacobian
       "{}For query {}, the weights are a softmax of the row, so each weight depends on every score of the row, not only its own: "
       "∂w[j]/∂score[k] = w[j] · (δ[j, k] − w[k]). Together these are the softmax's Jacobian, J = diag(w) − w wᵀ; with this row's "
       "weights, w = {}, it is:{}"
       "The chain rule multiplies J by the row's grad.weights, g = {}: J · g = {}, the row of {} above. Row {} of J, for one: {} = {}.{}\n"
+      // claim: softmax-rowsum
       "The code computes the same without building J: grad[j] = w[j] · (g[j] − Σ_k w[k] · g[k]). Here Σ_k w[k] · g[k] = {} = {}, and {}. "
       "The entries of a row sum to 0. The weights sum to 1 whatever the scores are, so raising every score of a row by the same amount "
       "changes nothing, and the rowsum term takes out that common part. The softmax treated elementwise (w ⊙ grad.weights, no rowsum "
       "term) would miss it.",
       block_prefix(*ws, b), named(t, Dim::T, r.query, b), vector_text(m.w, m.shown, m.dj), matrix_lines(m.J, m.keys, m.shown, m.dj),
       vector_text(m.g, m.shown, m.dj), vector_text(m.jg, m.shown, m.dj), s.id, q(m.keys[m.first]), products_text(m.J[m.first], m.g, m.dj),
+      // claim: softmax-jacobian-masked
       signed_num(m.jg[m.first], m.dj), masked ? " A masked key has w = 0, so its row and column of J are 0 and its entry is 0." : "",
       products_text(m.w, m.g, m.dc), signed_num(m.dot, m.dc), rowsum_text(m));
 }
@@ -247,9 +251,11 @@ std::string largest_keys(const Trace& t, const Step& s, const ExplainBlock& b, c
     return keys.size() == 1 ? keys[0] : fmt::format("{} and {}", fmt::join(keys.begin(), keys.end() - 1, ", "), keys.back());
   };
   if (raise.empty() || lower.empty()) {
+    // claim: grad-weights-tie
     return fmt::format("keys {} tie for the largest in size at {}, so more weight on any of them would {} the loss", listed(all),
                        signed_num(r.values[big]), effect(lower.empty()));
   }
+  // claim: grad-weights-tie
   return fmt::format("keys {} tie for the largest in size at ±{}: more weight on {} would lower the loss, on {} raise it", listed(all), size(big),
                      listed(lower), listed(raise));
 }
@@ -257,6 +263,7 @@ std::string largest_keys(const Trace& t, const Step& s, const ExplainBlock& b, c
 std::string explain_grad_weights(const Trace& t, const Step& s, const ExplainBlock& b) {
   if (s.formula.find(" · v") == std::string::npos) return "";  // the upstream gradient itself: its note says which
   const Row r = pick_row(s, b);
+  // claim: grad-weights
   return fmt::format("{}Entry [i, j] says how the loss would change if query i put a little more weight on key j (its value row "
                      "would count more in the context). For query {}, {}. These are not yet the scores' gradients: the weights of a row "
                      "must sum to 1, which the next step (the softmax's backward) accounts for.",
@@ -275,6 +282,7 @@ std::string explain_grad_scores(const Trace& t, const Step& s, const ExplainBloc
   const Scalar* out = block_of(s, b) + r.query * S;
   const double f = t.config.scale_factor;
   const int d = decimals_for([&](int d) { return reproduces(as_printed(r.values[j], d) * as_printed(f, d), out[j], d); });
+  // claim: grad-scale-chain-rule
   return fmt::format("The forward pass multiplied the scores by {0}, so a change in a score moved the scaled score {0} times as "
                      "much: the chain rule multiplies the gradient by the same factor. For query {1}, key {2}: {3} × {5} = {4}. "
                      "Forgetting this factor is a common slip in a hand-written backward pass.",
@@ -284,8 +292,10 @@ std::string explain_grad_scores(const Trace& t, const Step& s, const ExplainBloc
 
 std::string explain_grad_k(const Trace&, const Step& s, const ExplainBlock&) {
   if (s.formula.find("grad.scoresᵀ") == std::string::npos) {
+    // claim: grad-heads-merge
     return s.formula.find("merged") != std::string::npos ? "The heads' gradients side by side again: the backward of the head split is the merge." : "";
   }
+  // claim: grad-k-transpose
   return "scores = q · kᵀ: key j sits in column j of the scores, so its gradient gathers column j of grad.scores, one entry per "
          "query: grad.k[j] = Σ_i grad.scores[i, j] · q[i]. That is grad.scoresᵀ · q. Without the transpose (grad.scores · q) row j "
          "would be used, which belongs to query j, not key j. The queries' gradient is the mirror image: grad.q[i] = Σ_j "
@@ -295,22 +305,27 @@ std::string explain_grad_k(const Trace&, const Step& s, const ExplainBlock&) {
 std::string explain_grad_v(const Trace& t, const Step& s, const ExplainBlock&) {
   if (s.formula.find("weightsᵀ") == std::string::npos) {
     if (s.formula.find("summed over the copies") != std::string::npos) {
+      // claim: grad-repeat-sum
       return fmt::format("Each kv head was repeated to serve H / Hkv = {} query heads, so each copy received gradients of its own; the "
                          "repeat's backward adds the copies up.",
                          t.config.H / t.config.Hkv);
     }
+    // claim: grad-heads-merge
     return s.formula.find("merged") != std::string::npos ? "The heads' gradients side by side again: the backward of the head split is the merge." : "";
   }
+  // claim: grad-v-gather
   return "context[i] = Σ_j weights[i, j] · v[j]: value row j went into every query's context, with that query's weight. So its "
          "gradient collects from every query: grad.v[j] = Σ_i weights[i, j] · grad.context[i]. A key no query attends to gets 0.";
 }
 
 std::string explain_grad_x(const Trace& t, const Step& s, const ExplainBlock&) {
   if (s.formula.find(" + ") == std::string::npos) {
+    // claim: grad-x-cross
     return t.config.mode == Mode::Cross ? "In cross-attention x made only the queries, so only their path leads back to it; the source "
                                           "takes the keys' and values' paths (grad.source)."
                                         : "";
   }
+  // claim: grad-x-three-paths
   return "x was used three times: q = x · W_q, k = x · W_k and v = x · W_v. A small change in x moves all three, and the loss "
          "feels each, so the gradients of the three paths add. Taking only the queries' path is a common slip when the "
          "forward pass is read as \"x goes into the queries\".";
@@ -320,10 +335,12 @@ std::string explain_grad_param(const Trace& t, const Step& s, const ExplainBlock
   const auto& c = t.config;
   const std::int64_t rows = c.B * (s.id == "grad.W_k" || s.id == "grad.W_v" || s.id == "grad.b_k" || s.id == "grad.b_v" ? c.S : c.T);
   const bool bias = t.find("grad.b_" + s.id.substr(s.id.find('_') + 1)) != nullptr;
+  // claim: grad-param-sum
   return fmt::format("The same parameter was used by every row: {} of them here ({}). Each row's contribution is its input row "
                      "times its output gradient row (an outer product); the parameter's gradient is their sum, which is what the "
                      "product of the transposed input with the gradient computes.{}",
                      rows, c.batched ? "every position of every batch row" : "every position",
+                     // claim: grad-bias-sum
                      bias ? " The bias was added to every row, so its gradient is the sum of the rows' gradients." : "");
 }
 
