@@ -113,3 +113,28 @@ TEST_CASE("step notes: RoPE's half-style pairs, and what the keys are when no k 
   CHECK_THAT(notes(example("weighted_sum_of_values")), Catch::Contains("(the given scores' columns and v's rows)"));
   CHECK_THAT(notes(example("softmax_2413")), !Catch::Contains("k and v given"));
 }
+
+TEST_CASE("explain: a given mask, a finite fill that leaks, and a row spread thin are said as what they are", "[explain][claims]") {
+  // a given attn_mask (not causal, no padding) depends on where the tokens stand: no claim that shuffling only shuffles the rows
+  const Trace g = trace_of(R"({"positions": "sinusoidal", "attn_mask": {"block": [[false, true], [false, false]]},
+                               "embeddings": [[1, 0], [0, 1]], "weights": {"W_q": "identity", "W_k": "identity", "W_v": "identity"}})");
+  const auto order = words(g, "positions");
+  CHECK_THAT(order, !Catch::Contains("shuffles the output rows the same way"));
+  CHECK_THAT(order, Catch::Contains("This run's given mask does depend on where they stand"));
+  // mask_fill −1 leaves blocked keys some weight: said, and the context's masked keys are not "exactly 0"
+  const Trace f = trace_of(R"({"mask_fill": -1, "attn_mask": {"block": [[false, true], [false, false]]}, "scores": [[0.1, 0.2], [0.3, 0.4]],
+                               "v": [[1, 0], [0, 1]]})");
+  const auto leak = words(f, "masked");
+  CHECK_THAT(leak, !Catch::Contains("the same weights −inf gives"));
+  CHECK_THAT(leak, Catch::Contains("a blocked key keeps up to 0.25 of its row's weight"));
+  CHECK_THAT(words(f, "context"), !Catch::Contains("their weight is exactly 0"));
+  CHECK_THAT(words(f, "context"), Catch::Contains("Masked keys still add a little here: the finite mask_fill leaves them up to 0.25 of the weight."));
+  CHECK_THAT(step(f, "masked").note, !Catch::Contains("underflows to 0 wherever"));
+  // 210 keys of equal score: 1/210 each, below the 0.005 the sentences name; nothing is blocked
+  std::string scores = "[";
+  for (int j = 0; j < 210; ++j) scores += j ? ", 0" : "0";
+  const Trace u = trace_of(R"({"scores": [)" + scores + "]]}");
+  const auto thin = words(u, "weights");
+  CHECK_THAT(thin, !Catch::Contains("blocked"));
+  CHECK_THAT(thin, Catch::Contains("Row \"t0\" puts its attention thinly over 210 keys, none getting 0.005 or more (the most, 0.0048, on \"s0\")"));
+}

@@ -72,6 +72,6 @@ TEST_CASE("mask_fill -1e9: the same weights where a row keeps a key, the differe
   CHECK(step(e9, "masked").value.data()[1] == -1e9f);
   CHECK(step(inf, "masked").value.data()[1] == kNegInf);
   CHECK(max_abs_diff(step(inf, "weights").value, step(e9, "weights").value) == 0.0);
-  CHECK_THAT(step(e9, "masked").note, Catch::Contains("blocked scores are -1e9 (mask_fill), not −inf: exp(-1e9 − row max)"));
+  CHECK_THAT(step(e9, "masked").note, Catch::Contains("blocked scores are -1e9 (mask_fill), not −inf: a blocked key keeps exp(-1e9 − row max) / Σ of the weight, 0 only where that underflows"));
   CHECK(step(e9, "masked").formula == "masked = scaled where mask = 1, -1e9 where mask = 0");
 }

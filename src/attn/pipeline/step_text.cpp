@@ -154,8 +154,10 @@ StepText masked_text(const Spec& s, const TextFacts& f) {
   if (!s.blocking()) return {"Masked scores", fmt::format("masked = {}", base), "", Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
   std::string note = "−inf, not a large negative number: exp(−inf) = 0 exactly, so blocked keys get exactly 0 weight";
   if (s.mask_fill) {
-    note = fmt::format("blocked scores are {} (mask_fill), not −inf: exp({} − row max) underflows to 0 wherever the row keeps a "
-                       "key, the same weights; a row with every key blocked gets uniform weights instead of none",
+    // the words are made before the weights exist: whether exp underflowed is --explain's to say (it reads the weights)
+    note = fmt::format("blocked scores are {} (mask_fill), not −inf: a blocked key keeps exp({} − row max) / Σ of the weight, 0 only "
+                       "where that underflows (far below the row's largest kept score); a row with every key blocked gets uniform "
+                       "weights instead of none",
                        compact_number(*s.mask_fill), compact_number(*s.mask_fill));
   }
   if (f.mistake == Mistake::Fill1e9) {

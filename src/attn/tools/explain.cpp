@@ -83,9 +83,15 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
     parts.push_back(fmt::format("{} {}{}on {}", share(r.values[j]), parts.empty() ? "of its attention " : "", tied.size() > 1 ? "each " : "", who));
     k = e;
   }
-  // a row with every key blocked, filled with zeros or NaN by the masked_row policy: no weight to name
-  // claim: weights-empty-row
-  if (parts.empty()) return std::isnan(r.values[0]) ? "NaN everywhere: every key is blocked" : "no weight on any key: every key is blocked";
+  if (parts.empty()) {
+    // a row with every key blocked, filled with zeros or NaN by the masked_row policy: no weight to name
+    const bool zero = std::all_of(r.values, r.values + S, [](Scalar v) { return v == 0; });
+    // claim: weights-empty-row
+    if (std::isnan(r.values[0]) || zero) return std::isnan(r.values[0]) ? "NaN everywhere: every key is blocked" : "no weight on any key: every key is blocked";
+    // claim: weights-spread-thin
+    return fmt::format("its attention thinly over {} keys, none getting 0.005 or more (the most, {:.2g}, on {})", S, r.values[order[0]],
+                       key_name(c, key_dim, order[0], r.query, self_keys, r.batch));
+  }
   if (parts.size() == 1) return parts[0];
   const auto last = parts.back();
   parts.pop_back();
@@ -157,7 +163,14 @@ std::string explain_x(const Trace& t, const Step& s, const ExplainBlock&) {
 
 // Why positions are needed, true for this run: without a mask attention is blind to order; a causal
 // mask or a window depends on order, but only through which keys it hides.
-std::string order_words(const TraceConfig& c) {
+std::string order_words(const Trace& t) {
+  const TraceConfig& c = t.config;
+  if (!c.causal && c.lengths.empty() && mask_facts(t).blocked > 0) {
+    // claim: order-given-mask
+    return "Without positions, each score depends only on the two tokens' vectors, not on where they stand. This run's given mask "
+           "does depend on where they stand (it blocks keys by their place), so shuffling the tokens would change which keys each "
+           "query sees; among the keys a query sees, nothing says which came first.";
+  }
   if (!c.causal && c.lengths.empty()) {
     // claim: order-no-mask
     return "Without positions, attention ignores order: each score depends only on the two tokens' vectors, so shuffling the tokens "
@@ -179,14 +192,14 @@ std::string explain_positions(const Trace& t, const Step&, const ExplainBlock&) 
   const auto& c = t.config;
   if (c.learned_positions) {
     // claim: positions-learned
-    return order_words(c) + " So a learned row per position is added to the embeddings, and the same token at another position "
+    return order_words(t) + " So a learned row per position is added to the embeddings, and the same token at another position "
            "becomes a different vector.";
   }
   // claim: positions-sinusoidal
   return fmt::format("{} The original Transformer adds these fixed waves to the embeddings: column pair i turns by 1/10000^(2i/C) "
                      "radians per position, so every position gets its own pattern, and position p + k is a fixed rotation of position p "
                      "(for every p), which a linear map can learn to read as \"k tokens later\". Here C = {}: {} pair{} of waves.",
-                     order_words(c), c.C, (c.C + 1) / 2, (c.C + 1) / 2 == 1 ? "" : "s");
+                     order_words(t), c.C, (c.C + 1) / 2, (c.C + 1) / 2 == 1 ? "" : "s");
 }
 
 std::string explain_rope_tables(const Trace& t, const Step&, const ExplainBlock&) {
@@ -412,6 +425,9 @@ std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b)
                        : tops.size() == seen ? fmt::format("every key alike, {:.2f} each (a tie: no key is preferred)", r.values[best])
                                              : fmt::format("highest, {:.2f}, against {} alike (a tie)", r.values[best], fmt::join(tops, " and "));
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
+  Scalar blocked_most = 0;  // the largest weight a blocked key of this row keeps (0 with −inf, or where a finite fill underflowed)
+  for (std::int64_t j = 0; j < S; ++j)
+    if (blocked[static_cast<std::size_t>(j)]) blocked_most = std::max(blocked_most, r.values[j]);
   return fmt::format("{}. {} {} scores {}{}.", kDotProduct, row_words(s, b), tok(t, b, r.query), highest,
                      // claim: scores-blocked-next
                      some_blocked ? " among the keys it may see (the mask blocks the others next)" : "");
@@ -624,10 +640,17 @@ std::string explain_masked(const Trace& t, const Step&, const ExplainBlock&) {
             "other weights of the row still sum to 1. A large finite number such as −1e9 gives the same weights wherever a row keeps a key.";
   } else {
     const auto f = fill_text(m.fill);
-    // claim: masked-finite-fill
-    words = fmt::format("Blocked scores become {} here (the input's mask_fill), not −inf. exp({} − the row's largest kept score) {}, so the "
-                        "other weights of the row still sum to 1: the same weights −inf gives.",
-                        f, f, leak == 0 ? "underflows to exactly 0 in float32 in every row that keeps a key" : fmt::format("is at most {:.3g}", leak));
+    if (leak == 0) {
+      // claim: masked-finite-fill
+      words = fmt::format("Blocked scores become {} here (the input's mask_fill), not −inf. exp({} − the row's largest kept score) "
+                          "underflows to exactly 0 in float32 in every row that keeps a key, so the kept weights still sum to 1: the "
+                          "same weights −inf gives.", f, f);
+    } else {
+      // claim: masked-finite-fill-leaks
+      words = fmt::format("Blocked scores become {} here (the input's mask_fill), not −inf. exp({} − the row's largest kept score) does "
+                          "not underflow here: a blocked key keeps up to {:.3g} of its row's weight, so the kept keys get less than "
+                          "−inf would give them, and the blocked tokens' values leak into the context.", f, f, leak);
+    }
   }
   return words + empty_row_words(t, m);
 }
@@ -668,11 +691,17 @@ std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) 
     terms.push_back(fmt::format("{} · v[{}]", share(r.values[j]), q(distinct_axis_label(c, w->dims.back(), j, r.batch))));
   }
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
+  Scalar blocked_most = 0;  // the largest weight a blocked key of this row keeps (0 with −inf, or where a finite fill underflowed)
+  for (std::int64_t j = 0; j < S; ++j)
+    if (blocked[static_cast<std::size_t>(j)]) blocked_most = std::max(blocked_most, r.values[j]);
   // claim: context-average
   return fmt::format("Each row is a weighted average of the value rows, with that query's weights. {}context[{}] = {}{}.{}",
                      block_prefix(*w, b), tok(t, b, r.query), fmt::join(terms, " + "), more ? " + …" : "",
+                     !some_blocked ? std::string()
                      // claim: context-masked-zero
-                     some_blocked ? " Masked keys add nothing: their weight is exactly 0." : "");
+                     : blocked_most == 0 ? std::string(" Masked keys add nothing: their weight is exactly 0.")
+                     // claim: context-masked-leak
+                     : fmt::format(" Masked keys still add a little here: the finite mask_fill leaves them up to {} of the weight.", share(blocked_most)));
 }
 
 std::string explain_merged(const Trace& t, const Step&, const ExplainBlock&) {

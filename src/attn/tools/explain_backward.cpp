@@ -204,7 +204,9 @@ std::string explain_softmax_backward(const Trace& t, const Step& s, const Explai
                        "0 and so is the row's gradient.",
                        block_prefix(*ws, b), named(t, Dim::T, r.query, b));
   }
-  const bool masked = t.find("masked") != nullptr;
+  // "a masked key has w = 0" holds with −inf, and with a finite mask_fill only where exp underflowed
+  const MaskFacts mf = mask_facts(t);
+  const bool masked = mf.blocked > 0 && std::isinf(mf.fill);
   return fmt::format(
       // claim: softmax-jacobian
       "{}For query {}, the weights are a softmax of the row, so each weight depends on every score of the row, not only its own: "
