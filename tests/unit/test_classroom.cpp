@@ -381,8 +381,10 @@ TEST_CASE("the HTML walkthrough: one self-contained page, every step, each entry
   const Step& kh = *trace.find("k.heads");
   const auto at = 1 * 9 + 2 * 3 + 1;  // head 1, query "sat", key "cat"
   const auto text = explain_cell(trace, scores, at);
-  CHECK_THAT(text, Catch::StartsWith("scores[1, 2, 1] = " + format_fixed(scores.value.at(at), 4) + "\n= q.heads[1, 2] · k.heads[1, 1]: how well query \"sat\" matches key \"cat\""));
-  const auto term = [](Scalar x) { return x < 0 ? "(" + format_fixed(x, 4) + ")" : format_fixed(x, 4); };
+  // to 4 decimals, (−0.1236)×1.1521 + (−1.3431)×0.0789 = −0.24837 would not reproduce the entry's −0.2483 or
+  // −0.2484: the hover prints 5 (tests/explain_cell_arithmetic.py checks every hover of every example)
+  CHECK_THAT(text, Catch::StartsWith("scores[1, 2, 1] = " + format_fixed(scores.value.at(at), 5) + "\n= q.heads[1, 2] · k.heads[1, 1]: how well query \"sat\" matches key \"cat\""));
+  const auto term = [](Scalar x) { return x < 0 ? "(" + format_fixed(x, 5) + ")" : format_fixed(x, 5); };
   CHECK_THAT(text, Catch::Contains(term(qh.value.at((1 * 3 + 2) * 2 + 0)) + "×" + term(kh.value.at((1 * 3 + 1) * 2 + 0))));
   const Step& weights = *trace.find("weights");
   CHECK_THAT(explain_cell(trace, weights, 1), Catch::Contains("exp(−∞) = 0: key \"cat\" is blocked"));

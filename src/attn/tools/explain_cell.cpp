@@ -1,4 +1,6 @@
 // How one entry of a step was computed, with this run's numbers: for the HTML walkthrough's hover.
+// Every worked line reproduces from its digits as printed (tests/explain_cell_arithmetic.py); the
+// words say what was computed, never more than the trace shows.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@ namespace attn {
 using explain_detail::q;
 using explain_detail::rotated;
 using explain_detail::rows_step;
+using explain_detail::signed_num;
 
 namespace {
 
@@ -45,10 +48,35 @@ Cell cell_of(const Step& s, std::int64_t flat) {
   return c;
 }
 
-std::string num(double v) {
+std::string num(double v, int decimals = 4) {
   if (std::isinf(v)) return v < 0 ? "−∞" : "+∞";
   if (std::isnan(v)) return "nan";
-  return format_fixed(static_cast<Scalar>(v), 4);
+  // a sum or an exp worked in double keeps its digits (format_fixed would round it to float first)
+  return std::fabs(v) >= 1e10 ? format_fixed(static_cast<Scalar>(v), decimals) : fmt::format("{:.{}f}", v, decimals);
+}
+
+// ---- worked arithmetic that reproduces -----------------------------------------------------------
+// A reader recomputes a worked line from its numbers as printed; it reproduces when the result lies
+// within half a unit of its last printed digit. Each hover prints its operands with the fewest
+// decimals, 4 or more, at which all its lines reproduce, and the entry's own value (its first line)
+// with 4, or more where even then a value at a rounding boundary would not. A result may show fewer
+// decimals than its operands: more operand digits always bring the recomputed sum closer, while
+// more result digits only narrow the half unit it must land in.
+
+double shown(double v, int decimals) { return std::stod(num(v, decimals)); }  // as a reader reads it back
+bool reproduces(double recomputed, double result, int decimals) {
+  return std::fabs(recomputed - shown(result, decimals)) <= 0.5 * std::pow(10.0, -decimals) + 1e-12;
+}
+struct Digits {
+  int op = 4, res = 4;  // decimals of the operands, of the result
+};
+// The fewest operand decimals (4 to 9), then result decimals (4 to as many), at which worked(op, res) holds.
+template <class Worked>
+Digits digits_for(const Worked& worked) {
+  for (int op = 4; op <= 9; ++op)
+    for (int res = 4; res <= op; ++res)
+      if (worked(op, res)) return {op, res};
+  return {9, 9};
 }
 
 std::string index_text(const Step& s, const Cell& c) { return fmt::format("{}[{}]", s.id, fmt::join(c.at, ", ")); }
@@ -60,16 +88,34 @@ std::int64_t batch_of(const Step& s, const Cell& c) {
   return 0;
 }
 
-// "a×b + c×d + … (64 terms)": the terms of a dot product, the first few written out.
-std::string terms(const std::vector<std::pair<Scalar, Scalar>>& t, std::size_t total) {
-  constexpr std::size_t kShown = 6;
-  std::vector<std::string> parts;
-  const auto operand = [](Scalar x) { return x < 0 ? fmt::format("({})", num(x)) : num(x); };  // 0.91×(-3.42), not 0.91×-3.42
-  for (std::size_t k = 0; k < std::min(kShown, t.size()); ++k) parts.push_back(fmt::format("{}×{}", operand(t[k].first), operand(t[k].second)));
-  std::string out = fmt::format("{}", fmt::join(parts, " + "));
-  if (total > kShown) out += fmt::format(" + … ({} terms)", total);
-  return out;
-}
+// 0.91×(-3.42), not 0.91×-3.42: a negative operand in parentheses.
+std::string operand(double x, int decimals) { return x < 0 ? fmt::format("({})", num(x, decimals)) : num(x, decimals); }
+
+// The terms a×b of a dot product: the first kShown written out, the others summed into one number,
+// so that the line can still be recomputed.
+struct Terms {
+  static constexpr std::size_t kShown = 6;
+  std::vector<std::pair<double, double>> t;
+  double rest() const {
+    double sum = 0;
+    for (std::size_t k = kShown; k < t.size(); ++k) sum += t[k].first * t[k].second;
+    return sum;
+  }
+  // The sum recomputed from the terms as printed with `decimals`.
+  double printed(int decimals) const {
+    double sum = t.size() > kShown ? shown(rest(), decimals) : 0;
+    for (std::size_t k = 0; k < std::min(kShown, t.size()); ++k) sum += shown(t[k].first, decimals) * shown(t[k].second, decimals);
+    return sum;
+  }
+  // "a×b + c×d + … + f×g + 1.2345 (the other 58 terms, summed)"
+  std::string text(int decimals) const {
+    std::vector<std::string> parts;
+    for (std::size_t k = 0; k < std::min(kShown, t.size()); ++k)
+      parts.push_back(fmt::format("{}×{}", operand(t[k].first, decimals), operand(t[k].second, decimals)));
+    if (t.size() > kShown) parts.push_back(fmt::format("{} (the other {} terms, summed)", operand(rest(), decimals), t.size() - kShown));
+    return fmt::format("{}", fmt::join(parts, " + "));
+  }
+};
 
 // "b, h, " or "h, " or "": the leading indices of a cell (batch row, head), for naming operands.
 std::string lead_text(const Cell& c) {
@@ -124,13 +170,24 @@ struct CellWords {
   const Dim key_dim = !s.dims.empty() && (s.dims.back() == Dim::S || s.dims.back() == Dim::T) ? s.dims.back() : (c.mode == Mode::Cross ? Dim::S : Dim::T);
   const std::string lead = lead_text(e);  // "b, " (and "h, ") before a row index, as the step's own index reads
 
+  // The first line with the entry's value to `decimals` (4 in `here`, the table's).
+  std::string here_at(int decimals) const { return fmt::format("{} = {}", index_text(s, e), num(v, decimals)); }
+  // A worked line "= a op b", its operands as printed with d.op decimals and the entry with d.res.
+  template <class Recompute>
+  Digits digits(const Recompute& recompute) const {
+    return digits_for([&](int op, int res) { return reproduces(recompute(op), v, res); });
+  }
+
   std::string qtok(std::int64_t i) const { return q(axis_label(c, Dim::T, i, b)); }
   std::string ktok(std::int64_t j) const { return q(axis_label(c, key_dim, j, b)); }
 
   std::string positions() const {
     if (c.learned_positions) return fmt::format("{}\nlearned: feature {} of position {}'s row", here, e.col, e.row);
-    return fmt::format("{}\n= {}({} / 10000^({}/{})): position {}, column pair {}", here, e.col % 2 == 0 ? "sin" : "cos", e.row,
-                       e.col - e.col % 2, c.C, e.row, e.col / 2);
+    const auto i2 = e.col - e.col % 2;
+    const double angle = static_cast<double>(e.row) / std::pow(10000.0, static_cast<double>(i2) / static_cast<double>(c.C));
+    const Digits d = digits([&](int) { return e.col % 2 == 0 ? std::sin(angle) : std::cos(angle); });
+    return fmt::format("{}\n= {}({} / 10000^({}/{})): position {}, column pair {}", here_at(d.res), e.col % 2 == 0 ? "sin" : "cos", e.row,
+                       i2, c.C, e.row, e.col / 2);
   }
 
   std::string x_pos() const {
@@ -138,8 +195,10 @@ struct CellWords {
     const Step* p = t.find("positions");
     if (x == nullptr || p == nullptr) return here;
     const auto C = p->value.shape().back();
-    return fmt::format("{}\n= x[…] + positions[{}, {}] = {} + {}: token {}'s feature {} plus its position's", here, e.row, e.col,
-                       num(x->value.at(flat)), num(p->value.at(e.row * C + e.col)), qtok(e.row), e.col);
+    const double a = x->value.at(flat), b = p->value.at(e.row * C + e.col);
+    const Digits d = digits([&](int op) { return shown(a, op) + shown(b, op); });
+    return fmt::format("{}\n= x[…] + positions[{}, {}] = {} + {}: token {}'s feature {} plus its position's", here_at(d.res), e.row, e.col,
+                       num(a, d.op), num(b, d.op), qtok(e.row), e.col);
   }
 
   std::string rope_tables() const {
@@ -175,10 +234,13 @@ struct CellWords {
     const std::int64_t row = position - c.first_position;
     const Scalar* x = in->value.data() + (flat - f);
     const Scalar cv = cs->value.at(row * pairs + i), sv = sn->value.at(row * pairs + i);
-    const auto op = [](Scalar v) { return v < 0 ? fmt::format("({})", num(v)) : num(v); };  // 0.54 × (−0.42), not 0.54 × −0.42
-    const std::string terms_text = second ? fmt::format("{} × {} + {} × {}", op(x[w]), op(cv), op(x[u]), op(sv))
-                                          : fmt::format("{} × {} − {} × {}", op(x[u]), op(cv), op(x[w]), op(sv));
-    return fmt::format("{}\n= {}[…, {}]·cos {} {}[…, {}]·sin: pair {} (features {} and {}) turned by position {}'s angle\n= {}", here, in->id,
+    // x[w]·cos + x[u]·sin for the second of the pair, x[u]·cos − x[w]·sin for the first
+    const Scalar a = second ? x[w] : x[u], b = second ? x[u] : x[w];
+    const double sign = second ? 1.0 : -1.0;
+    const Digits d = digits([&](int op) { return shown(a, op) * shown(cv, op) + sign * shown(b, op) * shown(sv, op); });
+    const std::string terms_text =
+        fmt::format("{} × {} {} {} × {}", operand(a, d.op), operand(cv, d.op), second ? "+" : "−", operand(b, d.op), operand(sv, d.op));
+    return fmt::format("{}\n= {}[…, {}]·cos {} {}[…, {}]·sin: pair {} (features {} and {}) turned by position {}'s angle\n= {}", here_at(d.res), in->id,
                        second ? w : u, second ? "+" : "−", in->id, second ? u : w, i, u, w, position, terms_text);
   }
 
@@ -237,17 +299,20 @@ struct CellWords {
     const Step* ks = score_rows_step(t, 'k');
     if (qs == nullptr || ks == nullptr) return fmt::format("{}\ngiven as input", here);
     const auto hs = qs->value.shape().back();
-    std::vector<std::pair<Scalar, Scalar>> tv;
+    Terms tv;
     for (std::int64_t d = 0; d < hs; ++d)
-      tv.emplace_back(qs->value.at((e.lead * e.rows + e.row) * hs + d), ks->value.at((e.lead * e.cols + e.col) * hs + d));
-    return fmt::format("{}\n= {} · {}: how well query {} matches key {}\n= {}", here, operand_row(*qs, e, e.row), operand_row(*ks, e, e.col),
-                       qtok(e.row), ktok(e.col), terms(tv, static_cast<std::size_t>(hs)));
+      tv.t.emplace_back(qs->value.at((e.lead * e.rows + e.row) * hs + d), ks->value.at((e.lead * e.cols + e.col) * hs + d));
+    const Digits d = digits([&](int op) { return tv.printed(op); });
+    return fmt::format("{}\n= {} · {}: how well query {} matches key {}\n= {}", here_at(d.res), operand_row(*qs, e, e.row), operand_row(*ks, e, e.col),
+                       qtok(e.row), ktok(e.col), tv.text(d.op));
   }
 
   std::string scaled() const {
     const Step* sc = t.find("scores");
-    return fmt::format("{}\n= scores[…] × the scale = {} × {}\n(the scale: {})", here, sc != nullptr ? num(sc->value.at(flat)) : "?",
-                       num(c.scale_factor), c.scale);
+    if (sc == nullptr) return fmt::format("{}\n= scores[…] × the scale\n(the scale: {})", here, c.scale);
+    const double a = sc->value.at(flat);
+    const Digits d = digits([&](int op) { return shown(a, op) * shown(c.scale_factor, op); });
+    return fmt::format("{}\n= scores[…] × the scale = {} × {}\n(the scale: {})", here_at(d.res), num(a, d.op), num(c.scale_factor, d.op), c.scale);
   }
 
   std::string mask() const {
@@ -268,14 +333,19 @@ struct CellWords {
     if (sc == nullptr || al == nullptr) return here;
     const auto plane = al->value.size() / std::max<std::int64_t>(1, c.H);  // T·S
     const auto h = e.lead % std::max<std::int64_t>(1, c.H);
-    return fmt::format("{}\n= {}[…] + alibi[…] = {} + {}", here, sc->id, num(sc->value.at(flat)), num(al->value.at(h * plane + e.row * e.cols + e.col)));
+    const double a = sc->value.at(flat), b = al->value.at(h * plane + e.row * e.cols + e.col);
+    const Digits d = digits([&](int op) { return shown(a, op) + shown(b, op); });
+    return fmt::format("{}\n= {}[…] + alibi[…] = {} + {}", here_at(d.res), sc->id, num(a, d.op), num(b, d.op));
   }
 
   std::string capped() const {
     const Step* in = t.find("biased") != nullptr ? t.find("biased") : t.find("scaled") != nullptr ? t.find("scaled") : t.find("scores");
     if (in == nullptr) return here;
-    const std::string cap = c.softcap > 0 ? fmt::format("{:g}", c.softcap) : "c";
-    return fmt::format("{}\n= {} · tanh({}[…] / {}) = {} · tanh({} / {})", here, cap, in->id, cap, cap, num(in->value.at(flat)), cap);
+    if (!(c.softcap > 0)) return fmt::format("{}\n= c · tanh({}[…] / c)", here, in->id);
+    const std::string cap = fmt::format("{:g}", c.softcap);
+    const double a = in->value.at(flat), k = std::stod(cap);  // the cap as printed
+    const Digits d = digits([&](int op) { return k * std::tanh(shown(a, op) / k); });
+    return fmt::format("{}\n= {} · tanh({}[…] / {}) = {} · tanh({} / {})", here_at(d.res), cap, in->id, cap, cap, num(a, d.op), cap);
   }
 
   std::string mask_add() const {
@@ -285,43 +355,90 @@ struct CellWords {
   std::string masked() const {
     if (std::isinf(v) && v < 0) return fmt::format("{}\nblocked by the mask: −∞, so its weight will be exactly 0", here);
     const Step* before = logits_step(t);
-    return fmt::format("{}\n= {}: kept{}", here, before != nullptr ? fmt::format("{}[…] = {}", before->id, num(before->value.at(flat))) : "the score",
-                       t.find("mask.add") != nullptr ? " (plus the additive mask)" : "");
+    if (before == nullptr || before->value.shape() != s.value.shape()) return fmt::format("{}\n= the score: kept", here);
+    const Scalar a = before->value.at(flat);
+    const Step* add = t.find("mask.add");
+    // mask.add is [T, S] (shared) or [B, T, S]
+    const Scalar m = add == nullptr ? 0 : add->value.at((add->value.size() == e.rows * e.cols ? 0 : b * e.rows * e.cols) + e.row * e.cols + e.col);
+    if (v != a + m)  // a finite mask_fill in place of the score
+      return fmt::format("{}\nblocked by the mask: this run's mask_fill, {}, replaces the score (a finite number, not −∞)", here, signed_num(v, 0));
+    if (add == nullptr) return fmt::format("{}\n= {}[…] = {}: kept", here, before->id, num(a));
+    const Digits d = digits([&](int op) { return shown(a, op) + shown(m, op); });
+    return fmt::format("{}\n= {}[…] + mask.add[…] = {} + {}: kept, plus the additive mask", here_at(d.res), before->id, num(a, d.op), num(m, d.op));
+  }
+
+  // One row of the softmax worked by hand: its largest logit, each key's exp(x − max) (blocked keys,
+  // −∞, left out), their sum.
+  struct SoftmaxRow {
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    std::vector<double> exps;
+    std::int64_t blocked = 0;
+    double rest() const { return std::accumulate(exps.begin() + std::min<std::size_t>(Terms::kShown, exps.size()), exps.end(), 0.0); }
+  };
+  SoftmaxRow softmax_row(const Step& logits) const {
+    SoftmaxRow r;
+    const std::int64_t row0 = flat - e.col;
+    for (std::int64_t j = 0; j < e.cols; ++j) r.mx = std::max(r.mx, static_cast<double>(logits.value.at(row0 + j)));
+    for (std::int64_t j = 0; j < e.cols; ++j) {
+      const double xj = logits.value.at(row0 + j);
+      if (std::isinf(xj) && xj < 0) {
+        ++r.blocked;
+        continue;
+      }
+      r.exps.push_back(std::exp(xj - r.mx));
+      r.sum += r.exps.back();
+    }
+    return r;
+  }
+  // Whether the softmax worked by hand reproduces with the logits and the terms of Σ to d.op decimals,
+  // exp(x − max) and Σ (results, then operands of the quotient) to d.mid, the weight to d.res.
+  struct SoftmaxDigits {
+    int op = 4, mid = 4, res = 4;
+  };
+  bool softmax_reproduces(const SoftmaxRow& r, double x, const SoftmaxDigits& d) const {
+    const double ex = std::exp(x - r.mx), ex_printed = std::exp(shown(x, d.op) - shown(r.mx, d.op));
+    double sum = r.exps.size() > Terms::kShown ? shown(r.rest(), d.op) : 0;
+    for (std::size_t j = 0; j < std::min(Terms::kShown, r.exps.size()); ++j) sum += shown(r.exps[j], d.op);
+    return reproduces(ex_printed, ex, d.mid) && reproduces(sum, r.sum, d.mid) && reproduces(ex_printed / shown(r.sum, d.mid), v, d.res) &&
+           reproduces(shown(ex, d.mid) / shown(r.sum, d.mid), v, d.res);
+  }
+  SoftmaxDigits softmax_digits(const SoftmaxRow& r, double x) const {
+    for (int op = 4; op <= 9; ++op)
+      for (int mid = 4; mid <= op; ++mid)
+        for (int res = 4; res <= mid; ++res)
+          if (softmax_reproduces(r, x, {op, mid, res})) return {op, mid, res};
+    return {9, 9, 9};
+  }
+  // The weight as the sentence says it: 1 or 0 only when it is exactly that, else the digits that show it is not.
+  static std::string share(double w, int decimals) {
+    if (w == 0 || w == 1 || std::isnan(w)) return num(w, decimals);
+    for (int d = decimals; d <= 9; ++d)
+      if (const double back = shown(w, d); back != 0 && back != 1) return num(w, d);
+    return fmt::format("{:.1e}", w);
   }
 
   std::string weights() const {
     const Step* logits = t.find("masked");
     if (logits == nullptr || logits->value.shape() != s.value.shape()) logits = logits_step(t);
     if (logits == nullptr) return here;
-    const std::int64_t row0 = flat - e.col;
-    double mx = -std::numeric_limits<double>::infinity();
-    for (std::int64_t j = 0; j < e.cols; ++j) mx = std::max(mx, static_cast<double>(logits->value.at(row0 + j)));
+    const SoftmaxRow r = softmax_row(*logits);
     const double x = logits->value.at(flat);
-    if (std::isinf(mx) && mx < 0) {  // no key left in the row: the masked_row policy fills it
+    if (std::isinf(r.mx) && r.mx < 0) {  // no key left in the row: the masked_row policy fills it
       return fmt::format("{}\nquery {} may see no key at all: the row is filled by the \"masked_row\" policy ({})", here, qtok(e.row),
                          std::isnan(v) ? "nan" : v == 0 ? "zeros" : "uniform, 1/S each");
     }
     if (std::isinf(x) && x < 0) return fmt::format("{}\nexp(−∞) = 0: key {} is blocked", here, ktok(e.col));
-    double sum = 0;
+    const SoftmaxDigits d = softmax_digits(r, x);
     std::vector<std::string> parts;
-    std::int64_t blocked_keys = 0;
-    for (std::int64_t j = 0; j < e.cols; ++j) {
-      const double xj = logits->value.at(row0 + j);
-      if (std::isinf(xj) && xj < 0) {
-        ++blocked_keys;
-        continue;
-      }
-      sum += std::exp(xj - mx);
-      if (parts.size() < 6) parts.push_back(num(std::exp(xj - mx)));
-    }
-    const std::int64_t live = e.cols - blocked_keys;
-    const auto bracket = [](double y) { return y < 0 ? fmt::format("({})", num(y)) : num(y); };
-    return fmt::format("{}\n= exp({} − max) / Σ exp(row − max), max = {}\n= exp({} − {}) / {} = {} / {}\nΣ = {}{} = {}{}\nquery {} puts {} of its "
+    for (std::size_t j = 0; j < std::min(Terms::kShown, r.exps.size()); ++j) parts.push_back(num(r.exps[j], d.op));
+    if (r.exps.size() > Terms::kShown) parts.push_back(fmt::format("{} (the other {} keys, summed)", num(r.rest(), d.op), r.exps.size() - Terms::kShown));
+    const std::string sum = num(r.sum, d.mid);
+    return fmt::format("{}\n= exp({} − max) / Σ exp(row − max), max = {}\n= exp({} − {}) / {} = {} / {}\nΣ = {} = {}{}\nquery {} puts {} of its "
                        "attention on key {}",
-                       here, logits->id, num(mx), num(x), bracket(mx), num(sum), num(std::exp(x - mx)), num(sum), fmt::join(parts, " + "),
-                       live > 6 ? fmt::format(" + … ({} keys)", live) : "", num(sum),
-                       blocked_keys > 0 ? fmt::format(" ({} blocked key{} add{} 0)", blocked_keys, blocked_keys == 1 ? "" : "s", blocked_keys == 1 ? "s" : "") : "",
-                       qtok(e.row), num(v), ktok(e.col));
+                       here_at(d.res), logits->id, num(r.mx, d.op), num(x, d.op), operand(r.mx, d.op), sum, num(std::exp(x - r.mx), d.mid), sum,
+                       fmt::join(parts, " + "), sum,
+                       r.blocked > 0 ? fmt::format(" ({} blocked key{} add{} 0)", r.blocked, r.blocked == 1 ? "" : "s", r.blocked == 1 ? "s" : "") : "",
+                       qtok(e.row), share(v, d.res), ktok(e.col));
   }
 
   std::string context() const {
@@ -329,7 +446,7 @@ struct CellWords {
     const Step* vs = t.find("v.repeat") != nullptr ? t.find("v.repeat") : rows_step(t, "v.heads", "v");
     if (w == nullptr || vs == nullptr) return here;
     const auto S = w->value.shape().back(), hv = vs->value.shape().back();
-    std::vector<std::pair<Scalar, Scalar>> tv;
+    Terms tv;
     std::int64_t blocked_terms = 0;
     for (std::int64_t j = 0; j < S; ++j) {
       const Scalar wj = w->value.at((e.lead * e.rows + e.row) * S + j);
@@ -337,10 +454,11 @@ struct CellWords {
         ++blocked_terms;
         continue;
       }
-      tv.emplace_back(wj, vs->value.at((e.lead * S + j) * hv + e.col));
+      tv.t.emplace_back(wj, vs->value.at((e.lead * S + j) * hv + e.col));
     }
-    return fmt::format("{}\n= Σ over keys j of weights[{}{}, j] × {}[{}j, {}]: query {}'s mixture of values, feature {}\n= {}{}", here, lead,
-                       e.row, vs->id, lead, e.col, qtok(e.row), e.col, terms(tv, tv.size()),
+    const Digits d = digits([&](int op) { return tv.printed(op); });
+    return fmt::format("{}\n= Σ over keys j of weights[{}{}, j] × {}[{}j, {}]: query {}'s mixture of values, feature {}\n= {}{}", here_at(d.res), lead,
+                       e.row, vs->id, lead, e.col, qtok(e.row), e.col, tv.text(d.op),
                        blocked_terms > 0 ? fmt::format("\n({} key{} with weight 0 add{} nothing)", blocked_terms, blocked_terms == 1 ? "" : "s",
                                                        blocked_terms == 1 ? "s" : "") : "");
   }
