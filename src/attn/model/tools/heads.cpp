@@ -52,6 +52,7 @@ void name_pattern(HeadSummary& s, const std::pair<HeadPattern, double> (&candida
     s.pattern_share = best->second;
   }
 }
+
 // What an end-token head is "to": the end token as the tokens line and the grid's rows name it, so
 // each of a pair's ends by its occurrence: "to [SEP]" once, "to [SEP]₁ + [SEP]₂" for [CLS] a [SEP] b
 // [SEP] (the share is the weight on them all). The ends are every token of that spelling (the
