@@ -28,10 +28,13 @@ std::string distinct_axis_label(const TraceConfig& c, Dim dim, std::int64_t inde
     ++total;
     if (static_cast<std::int64_t>(i) <= index) ++occurrence;
   }
-  if (total < 2) return label;
+  return total < 2 ? label : label + subscript(occurrence);
+}
+
+std::string subscript(std::int64_t n) {
   std::string sub;
-  for (char d : std::to_string(occurrence)) sub += std::string("\xE2\x82") + static_cast<char>(0x80 + (d - '0'));  // ₀ … ₉
-  return label + sub;
+  for (char d : std::to_string(n)) sub += std::string("\xE2\x82") + static_cast<char>(0x80 + (d - '0'));  // ₀ … ₉ are U+2080 … U+2089
+  return sub;
 }
 
 std::string widths_text(const TraceConfig& c, std::string_view sep) {
@@ -66,7 +69,7 @@ std::string position_label(const TraceConfig& c, const Dims& dims, const Shape& 
     else if (d == Dim::Hkv) parts.push_back(fmt::format("kv head {}", idx[a]));
     else if (is_token_axis(d)) {
       const char* role = token_axes < 2 ? "token" : (seen++ == 0 ? "query" : "key");
-      parts.push_back(fmt::format("{} \"{}\"", role, axis_label(c, d, idx[a], b)));
+      parts.push_back(fmt::format("{} \"{}\"", role, distinct_axis_label(c, d, idx[a], b)));
     } else {
       parts.push_back(fmt::format("{} {}", d, idx[a]));
     }

@@ -70,13 +70,18 @@ struct TraceConfig {
 };
 
 // The label of index `index` along axis `dim` in batch row `b`: a token for T and S, "h3" for H,
-// the index itself otherwise. Text, check and diff reports all label this way.
+// the index itself otherwise, as it stands (a repeated token not told apart; see the next one).
 std::string axis_label(const TraceConfig& config, Dim dim, std::int64_t index, std::int64_t b);
 // The same, with a token that occurs more than once on its axis told apart by its occurrence as a
-// subscript: "the₁" … "the₂" (pictures, where a label is all that names a row).
+// subscript: "the₁" … "the₂". The tables, the pictures and every report's prose (explain, check,
+// diff, diagnose) name a token this way, so a sentence names the row the table shows.
 std::string distinct_axis_label(const TraceConfig& config, Dim dim, std::int64_t index, std::int64_t b);
+// n in subscript digits: 2 → "₂", 12 → "₁₂": a repeated token's occurrence, wherever one is numbered
+// (distinct_axis_label; attn heads' labels).
+std::string subscript(std::int64_t n);
 
-// "[0, 1] (query \"cat\", key \"sat\")": a flat index of a step's tensor, with token labels.
+// "[0, 1] (query \"cat\", key \"the₂\")": a flat index of a step's tensor, with its tokens named as
+// the tables name them (distinct_axis_label).
 std::string position_label(const TraceConfig& config, const Dims& dims, const Shape& shape,
                            std::int64_t flat_index);
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attn/core/error.hpp"
+#include "attn/core/trace.hpp"
 #include "attn/render/model_views.hpp"
 #include "attn/render/layout.hpp"
 
@@ -56,14 +57,8 @@ inline std::vector<std::string> token_labels(const std::vector<std::string>& tok
   }
   std::map<std::string, int> count, seen;
   for (const auto& s : base) ++count[s];
-  static const char* kSub[10] = {"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇", "₈", "₉"};
-  for (auto& s : base) {
-    if (count[s] < 2) continue;
-    const int k = ++seen[s];
-    std::string digits;
-    for (char d : std::to_string(k)) digits += kSub[d - '0'];
-    s += digits;
-  }
+  for (auto& s : base)
+    if (count[s] >= 2) s += subscript(++seen[s]);  // as the trace's tables number them (core/trace.hpp)
   return base;
 }
 inline std::vector<std::string> token_labels(const HeadsView& v) { return token_labels(v.tokens); }

@@ -242,7 +242,7 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
     std::size_t w_step = 4, w_pos = 8, w_printed = 7, w_computed = 8, w_diff = 10;
     for (const auto& e : r.differing) {
       w_step = std::max(w_step, e.step.size());
-      w_pos = std::max(w_pos, e.position.size());
+      w_pos = std::max(w_pos, cells(e.position));  // in cells: "the₂" is 4 wide, 6 bytes
       w_printed = std::max(w_printed, printed_text(e).size());
       w_computed = std::max(w_computed, computed_text(e).size());
       w_diff = std::max(w_diff, difference_text(e).size());
@@ -260,7 +260,7 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
       out << "\n" << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}\n", "step", w_step, "position", w_pos, "printed",
                                  w_printed, "computed", w_computed, "difference", w_diff, "tol.");
       for (const auto& e : r.differing) {
-        out << fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  ±{}\n", e.step, w_step, e.position, w_pos, printed_text(e), w_printed,
+        out << fmt::format("{:<{}}  {}  {:>{}}  {:>{}}  {:>{}}  ±{}\n", e.step, w_step, pad_right(e.position, w_pos), printed_text(e), w_printed,
                            computed_text(e), w_computed, difference_text(e), w_diff, tol_text(e));
       }
     } else {  // too wide for a table: the entry's place, then its numbers below it

@@ -10,6 +10,7 @@
 #include "attn/core/error.hpp"
 #include "attn/core/steps.hpp"
 #include "attn/core/suggest.hpp"
+#include "attn/core/text.hpp"
 
 namespace attn {
 
@@ -331,9 +332,9 @@ void render_diagnosis_text(const Diagnosis& d, std::ostream& out) {
   } else {
     out << fmt::format("  {} of {} entries differ; {}\n", f.differ, f.compared, largest_difference(f));
     std::size_t w = 8;
-    for (const auto& e : f.worst) w = std::max(w, e.position.size());
+    for (const auto& e : f.worst) w = std::max(w, cells(e.position));  // in cells: "the₂" is 4 wide, 6 bytes
     out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", "position", w, "reference", "student");
-    for (const auto& e : f.worst) out << fmt::format("  {:<{}}  {:>12}  {:>12}\n", e.position, w, value_text(e.a), value_text(e.b));
+    for (const auto& e : f.worst) out << fmt::format("  {}  {:>12}  {:>12}\n", pad_right(e.position, w), value_text(e.a), value_text(e.b));
   }
   if (d.scale) render_scale(*d.scale, out);
   for (const auto& h : d.hints) out << "\nhint: " << h << "\n";

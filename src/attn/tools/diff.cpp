@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attn/core/suggest.hpp"
+#include "attn/core/text.hpp"
 
 namespace attn {
 
@@ -65,11 +66,11 @@ void render_diff_text(const DiffReport& r, std::ostream& out) {
       default: {
         out << fmt::format("  {} of {} entries differ; largest |a − b| = {}\n", d.differ, d.compared, value_text(d.max_abs));
         std::size_t w = 8;
-        for (const auto& e : d.worst) w = std::max(w, e.position.size());
+        for (const auto& e : d.worst) w = std::max(w, cells(e.position));  // in cells: "the₂" is 4 wide, 6 bytes
         out << fmt::format("  {:<{}}  {:>12}  {:>12}  {:>12}\n", "position", w, "A", "B", "|a − b|");
         for (const auto& e : d.worst) {
           const double err = std::isfinite(e.a) && std::isfinite(e.b) ? std::fabs(e.a - e.b) : std::numeric_limits<double>::infinity();
-          out << fmt::format("  {:<{}}  {:>12}  {:>12}  {:>12}\n", e.position, w, value_text(e.a), value_text(e.b), value_text(err));
+          out << fmt::format("  {}  {:>12}  {:>12}  {:>12}\n", pad_right(e.position, w), value_text(e.a), value_text(e.b), value_text(err));
         }
       }
     }

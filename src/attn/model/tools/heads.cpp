@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attn/core/trace.hpp"
 
 namespace attn::model {
 
@@ -50,6 +51,17 @@ void name_pattern(HeadSummary& s, const std::pair<HeadPattern, double> (&candida
     s.pattern = HeadPattern::Mixed;
     s.pattern_share = best->second;
   }
+}
+
+// What an end-token head is "to": the end token as the tokens line and the grid's rows name it, so
+// each of a pair's ends by its occurrence: "to [SEP]" once, "to [SEP]₁ + [SEP]₂" for [CLS] a [SEP] b
+// [SEP] (the share is the weight on them all). The ends are every token of that spelling (the
+// tokenizer's special), so the k-th end is the k-th of them that the labels number.
+std::string end_label(const EncoderSpecials& sp) {
+  if (sp.ends.size() < 2) return "to " + sp.end_name;
+  std::vector<std::string> each;
+  for (std::size_t k = 1; k <= sp.ends.size(); ++k) each.push_back(sp.end_name + subscript(static_cast<std::int64_t>(k)));
+  return fmt::format("to {}", fmt::join(each, " + "));
 }
 }  // namespace
 
@@ -195,7 +207,7 @@ HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const E
                                                    {HeadPattern::SameToken, same / n}};
   name_pattern(s, named);
   if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
-  if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = end_label(sp);
   return s;
 }
 
@@ -229,7 +241,7 @@ HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int6
                                                    {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n}};
   name_pattern(s, named);
   if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
-  if (s.pattern == HeadPattern::EndToken) s.label = "to " + sp.end_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = end_label(sp);
   if (s.pattern == HeadPattern::FirstToken) s.label = "first source token";
   return s;
 }

@@ -25,7 +25,7 @@ struct HeadSummary {
   std::int64_t max_query = 0, max_key = 0;  // where it is
   HeadPattern pattern = HeadPattern::Mixed;
   double pattern_share = 0;    // the mean weight behind the pattern (e.g. mean w_{i,i−1})
-  std::string label;           // what the text says for the pattern: "to [CLS]", "to [SEP]" for an encoder's special tokens; "" = pattern_name
+  std::string label;           // what the text says for the pattern: "to [CLS]", "to [SEP]" for an encoder's special tokens (a pair's ends numbered as the tokens are: "to [SEP]₁ + [SEP]₂"); "" = pattern_name
 };
 
 // One attention of a model, every layer × head: a decoder's or an encoder's self-attention (T × T), or
