@@ -103,7 +103,7 @@ StepLayout layout_step(const Step& s, const TraceConfig& config, const ViewOptio
         else if (d == Dim::Hkv) parts.push_back(fmt::format("kv head {}", lead[a])), keys.push_back(fmt::format("kv{}", lead[a]));
         else if (is_token_axis(d)) {
           // a [.., T, H, hs] view: one block per token
-          parts.push_back(fmt::format("token {} \"{}\"", lead[a], axis_label(config, d, lead[a], b.batch)));
+          parts.push_back(fmt::format("token {} \"{}\"", lead[a], distinct_axis_label(config, d, lead[a], b.batch)));
           keys.push_back(fmt::format("t{}", lead[a]));
         } else {
           parts.push_back(fmt::format("{} {}", d, lead[a])), keys.push_back(fmt::format("{}{}", d, lead[a]));

@@ -40,8 +40,8 @@ TileView::TileView(const Trace& t, const TextOptions& o)
   check_text_options(t, o);  // (b and h index the tiles)
   for (std::int64_t i = 0; i < config.T; ++i) label_w = std::max(label_w, cells(query(i)));
 }
-std::string TileView::query(std::int64_t i) const { return axis_label(config, Dim::T, i, b); }
-std::string TileView::key(std::int64_t j) const { return axis_label(config, config.mode == Mode::Cross ? Dim::S : Dim::T, j, b); }
+std::string TileView::query(std::int64_t i) const { return distinct_axis_label(config, Dim::T, i, b); }
+std::string TileView::key(std::int64_t j) const { return distinct_axis_label(config, config.mode == Mode::Cross ? Dim::S : Dim::T, j, b); }
 
 std::string TileView::shown() const {
   return fmt::format("shown: {}head {} (--batch, --head choose another)\n", config.batched ? fmt::format("batch row {}, ", b) : "", h);

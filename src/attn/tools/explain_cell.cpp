@@ -178,8 +178,8 @@ struct CellWords {
     return digits_for([&](int op, int res) { return reproduces(recompute(op), v, res); });
   }
 
-  std::string qtok(std::int64_t i) const { return q(axis_label(c, Dim::T, i, b)); }
-  std::string ktok(std::int64_t j) const { return q(axis_label(c, key_dim, j, b)); }
+  std::string qtok(std::int64_t i) const { return q(distinct_axis_label(c, Dim::T, i, b)); }
+  std::string ktok(std::int64_t j) const { return q(distinct_axis_label(c, key_dim, j, b)); }
 
   std::string positions() const {
     if (c.learned_positions) return fmt::format("{}\nlearned: feature {} of position {}'s row", here, e.col, e.row);
@@ -246,7 +246,7 @@ struct CellWords {
 
   std::string input() const {
     return fmt::format("{}\nfeature {} of token {}'s embedding (an input)", here, e.col,
-                       id == "x" ? qtok(e.row) : q(axis_label(c, Dim::S, e.row, b)));
+                       id == "x" ? qtok(e.row) : q(distinct_axis_label(c, Dim::S, e.row, b)));
   }
 
   std::string projection() const {
