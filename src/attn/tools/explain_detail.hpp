@@ -59,5 +59,7 @@ bool blocked_cell(const MaskFacts& m, std::int64_t at);
 using Explainer = std::string (*)(const Trace&, const Step&, const ExplainBlock&);
 // The backward pass's explanations by step id (explain_backward.cpp).
 const std::map<std::string_view, Explainer>& backward_explainers();
+// The steps before the scores (explain_inputs.cpp): embeddings, positions, projections, heads.
+const std::map<std::string_view, Explainer>& input_explainers();
 
 }  // namespace attn::explain_detail
