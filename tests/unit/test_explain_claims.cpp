@@ -138,3 +138,29 @@ TEST_CASE("explain: a given mask, a finite fill that leaks, and a row spread thi
   CHECK_THAT(thin, !Catch::Contains("blocked"));
   CHECK_THAT(thin, Catch::Contains("Row \"t0\" puts its attention thinly over 210 keys, none getting 0.005 or more (the most, 0.0048, on \"s0\")"));
 }
+
+TEST_CASE("explain: an independent reader's findings, each said as this run has it", "[explain][claims]") {
+  // W_q the identity: q = x, no "learned projection"
+  const auto q = words(example("cat_sat"), "q");
+  CHECK_THAT(q, !Catch::Contains("a learned projection"));
+  CHECK_THAT(q, Catch::Contains("Here W_q is the identity, so q = x: each token looks for exactly what it is"));
+  // grouped-query heads share keys and values: not "its own slice of q, k and v"
+  const auto heads = words(example("gqa_4_heads_2_kv"), "q.heads");
+  CHECK_THAT(heads, !Catch::Contains("its own slice of q, k and v"));
+  CHECK_THAT(heads, Catch::Contains("each shared by a group of 2 query heads, so the heads of a group read the same keys and values"));
+  // a padding row does not see itself
+  const auto x = words(example("padding_batch2"), "x");
+  CHECK_THAT(x, !Catch::Contains("(itself included)"));
+  CHECK_THAT(x, Catch::Contains("a real token's row sees itself, a padding row only the real tokens"));
+  // one pair: no early and late pairs
+  const Trace rope = example("rope_hs2");
+  CHECK_THAT(words(rope, "rope.cos"), !Catch::Contains("Early pairs spin fast"));
+  CHECK_THAT(words(rope, "rope.cos"), Catch::Contains("turns the head's one pair of features (R = 2) by p · θ⁰ = p radians"));
+  // the scaling, not the mask, comes next after the scores
+  CHECK_THAT(words(rope, "scores"), !Catch::Contains("the mask blocks the others next"));
+  CHECK_THAT(words(rope, "scores"), Catch::Contains("(a later step, the mask, blocks the others)"));
+  // with two or more pairs the angle between the whole vectors does not turn by m − n: each pair's does, by (m − n) · θ_i
+  const auto keys = words(example("llama_like"), "k.rope");
+  CHECK_THAT(keys, !Catch::Contains("only the angle between a query and a key changes"));
+  CHECK_THAT(keys, Catch::Contains("turns by (m − n) · θ_i"));
+}

@@ -149,7 +149,7 @@ std::string explain_scores(const Trace& t, const Step& s, const ExplainBlock& b)
     if (blocked[static_cast<std::size_t>(j)]) blocked_most = std::max(blocked_most, r.values[j]);
   return fmt::format("{}. {} {} scores {}{}.", kDotProduct, row_words(s, b), tok(t, b, r.query), highest,
                      // claim: scores-blocked-next
-                     some_blocked ? " among the keys it may see (the mask blocks the others next)" : "");
+                     some_blocked ? " among the keys it may see (a later step, the mask, blocks the others)" : "");
 }
 
 // This run's scaled scores as they are: their range, and how many query rows that see more than one

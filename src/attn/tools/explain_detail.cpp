@@ -91,7 +91,14 @@ std::string block_prefix(const Step& s, const ExplainBlock& block) {
 }
 
 // distinct: a token that occurs twice is "the₁" and "the₂", as the tables name its rows
-std::string tok(const Trace& t, const ExplainBlock& b, std::int64_t i) { return q(distinct_axis_label(t.config, Dim::T, i, b.batch)); }
+std::string tok(const Trace& t, const ExplainBlock& b, std::int64_t i) {
+  const auto& c = t.config;
+  // a decoded query (a KV-cache step: its T queries are the last of the S keys) is named as its key is, "the₂" where the
+  // cache holds "the" twice: its own label alone cannot say which
+  const std::int64_t k = c.S - c.T + i;  // the cache ends with the new tokens
+  if (t.find("k.cache") != nullptr && c.mode != Mode::Cross && c.T < c.S && k >= 0 && k < c.S) return q(distinct_axis_label(c, Dim::S, k, b.batch));
+  return q(distinct_axis_label(c, Dim::T, i, b.batch));
+}
 
 MaskFacts mask_facts(const Trace& t) {
   MaskFacts m;

@@ -61,9 +61,13 @@ std::string explain_x(const Trace& t, const Step& s, const ExplainBlock&) {
   // claim: x-mixture-cross
   const char* mixture = cross(t) ? "Attention will replace each row by a mixture of the source's value rows, weighted by how relevant "
                                    "each source token is to it."
+                                 : t.config.lengths.empty()
                                  // claim: x-mixture
-                                 : "Attention will replace each row by a mixture of the value rows of the tokens it may see (itself "
-                                   "included), weighted by how relevant each is to it.";
+                                 ? "Attention will replace each row by a mixture of the value rows of the tokens it may see (itself "
+                                   "included), weighted by how relevant each is to it."
+                                 // claim: x-mixture-padding
+                                 : "Attention will replace each row by a mixture of the value rows of the tokens it may see, weighted "
+                                   "by how relevant each is to it: a real token's row sees itself, a padding row only the real tokens.";
   // claim: x-layer-input
   if (!s.note.empty()) return fmt::format("Each row is one token's vector as it enters this layer's attention ({}): C = {} numbers. {}", s.note, c.C, mixture);
   // claim: x-embedding
@@ -129,6 +133,12 @@ std::string explain_rope_tables(const Trace& t, const Step&, const ExplainBlock&
                          "squeezed, so a longer text stays within the angles the model was trained on.",
                          c.rope_scaling);
   }
+  const Step* cos = t.find("rope.cos");
+  const bool one_pair = cos != nullptr && cos->value.rank() >= 1 && cos->value.dim(-1) == 1 && c.rope_scaling.empty();
+  // claim: rope-one-pair
+  if (one_pair) return "RoPE's angles: position p turns the head's one pair of features (R = 2) by p · θ⁰ = p radians: one hand of a "
+                       "clock, which after 2π positions comes round again. These tables are all the rotation needs: each is "
+                       "[positions, 1]." + scaled;
   // claim: rope-angles
   return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
          "position), like the hands of a clock. These tables are all the rotation needs: each is [positions, R/2]." + scaled;
@@ -159,8 +169,9 @@ std::string explain_qk_norm(const Trace& t, const Step& s, const ExplainBlock&) 
 std::string explain_rope(const Trace& t, const Step& s, const ExplainBlock&) {
   if (s.id == "k.rope") {
     // claim: rope-keys
-    return "The keys get the same rotation as the queries, each by its own position. A rotation keeps lengths, so only the angle "
-           "between a query and a key changes: by the difference of their positions.";
+    return "The keys get the same rotation as the queries, each by its own position. A rotation keeps lengths, and in each pair of "
+           "features the angle between the query's and the key's turns by (m − n) · θ_i, so the score of a query at m and a key at n "
+           "depends on where they stand only through m − n.";
   }
   // claim: rope-relative
   return "Rotary position embedding: instead of adding positions to x, each pair of a head's query features is rotated by an angle "
@@ -213,8 +224,16 @@ std::string explain_qkv(const Trace& t, const Step&, const ExplainBlock&) {
 std::string explain_q(const Trace& t, const Step&, const ExplainBlock&) {
   // claim: q-given
   if (t.config.entry == Entry::QKV) return "The queries, given directly: row i is what token i is looking for.";
+  const auto& notes = t.config.notes;
+  const char* input = t.find("x.pos") != nullptr ? "x.pos" : "x";
+  if (std::find(notes.begin(), notes.end(), "weights.W_q: identity") != notes.end()) {
+    // claim: q-identity
+    return fmt::format("Row i is token i's query: what it is looking for. Here W_q is the identity, so q = {}: each token looks for "
+                       "exactly what it is (a learned W_q would let it look for something else).{}",
+                       input, cross(t) ? " In cross-attention the queries come from the target sequence." : "");
+  }
   // claim: q-projection
-  return std::string("Row i is token i's query: what it is looking for. It is ") + (t.find("x.pos") != nullptr ? "x.pos" : "x") + " times W_q" +
+  return std::string("Row i is token i's query: what it is looking for. It is ") + input + " times W_q" +
          (t.find("qkv") != nullptr ? " (here the first block of columns of the fused W_qkv)" : "") +
          ", a learned projection, so a token can look for something different from what it is." +
          // claim: q-cross
@@ -270,9 +289,14 @@ std::string explain_heads(const Trace& t, const Step& s, const ExplainBlock&) {
   const bool value = s.id.starts_with("v") && c.general;
   // claim: heads-transpose
   return fmt::format("The transpose puts the head axis before the tokens, so each of the H = {} heads is its own [{}, {} = {}] "
-                     "matrix and all heads run in one batched product. Each head has its own slice of q, k and v, so it can "
-                     "attend to something different.",
-                     c.H, s.id.starts_with("q") ? "T" : (cross(t) ? "S" : "T"), value ? "hv" : "hs", value ? c.hv : c.hs);
+                     "matrix and all heads run in one batched product. {}",
+                     c.H, s.id.starts_with("q") ? "T" : (cross(t) ? "S" : "T"), value ? "hv" : "hs", value ? c.hv : c.hs,
+                     c.Hkv == c.H ? "Each head has its own slice of q, k and v, so it can attend to something different."
+                                  // claim: heads-transpose-grouped
+                                  : fmt::format("Each query head has its own slice of q, so it can attend to something different; the "
+                                                "keys and values have only Hkv = {} heads, each shared by a group of {} query heads, so "
+                                                "the heads of a group read the same keys and values.",
+                                                c.Hkv, c.H / c.Hkv));
 }
 
 std::string explain_repeat(const Trace& t, const Step& s, const ExplainBlock&) {
