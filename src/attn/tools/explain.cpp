@@ -350,7 +350,7 @@ std::string empty_row_words(const Trace& t, const MaskFacts& m) {
 std::string explain_masked(const Trace& t, const Step&, const ExplainBlock&) {
   const MaskFacts m = mask_facts(t);
   // claim: masked-none
-  if (m.blocked == 0) return "The mask blocks no score in this run: the masked scores are the scores the mask read.";
+  if (m.blocked == 0) return "The mask blocks no score here: the masked scores are the scores the mask read.";
   const double leak = largest_blocked_weight(t, m);
   std::string words;
   if (std::isinf(m.fill)) {
@@ -400,9 +400,12 @@ std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) 
   const auto S = w->value.shape().back();
   const auto blocked = blocked_keys(t, *w, r);
   std::vector<std::string> terms;
-  bool more = false;  // a key of some weight beyond the four shown
+  bool more = false;  // a key of some weight not shown: beyond the four, or below 0.005 (the sum is not the whole row's)
   for (std::int64_t j = 0; j < S; ++j) {
-    if (r.values[j] < 0.005f) continue;
+    if (r.values[j] < 0.005f) {
+      more = more || r.values[j] > 0;
+      continue;
+    }
     if (terms.size() == 4) {
       more = true;
       break;
