@@ -20,6 +20,7 @@ namespace {
 
 using detail::positive;
 using detail::positive_number;
+using detail::of_family;
 
 // RoPE's base and scaling, in either of the forms config.json files have: top-level "rope_theta"
 // with "rope_scaling", or (the model library's newer form) "rope_parameters" holding "rope_theta",
@@ -253,11 +254,7 @@ Architecture read_text_config(const json& c, const std::string& origin, const Mo
 // GELU, absolute learned positions, bidirectional attention; every config.json key read, known to
 // change nothing, or refused.
 Architecture read_encoder(const json& c, const std::string& origin, const ModelFamily& f) {
-  Architecture a;
-  a.model_type = f.model_type;
-  a.features = &f;
-  a.family = f.kind;
-  a.block = f.block;
+  Architecture a = of_family(f);
   const bool distil = f.tensors == family::Tensors::DistilBert;  // DistilBertConfig's names
   a.C = positive(c, origin, distil ? "dim" : "hidden_size");
   a.H = a.Hkv = positive(c, origin, distil ? "n_heads" : "num_attention_heads");

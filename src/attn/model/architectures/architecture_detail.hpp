@@ -11,6 +11,7 @@
 #include <string>
 
 #include "attn/core/error.hpp"
+#include "attn/model/architectures/checkpoint.hpp"
 
 namespace attn::model::detail {
 
@@ -36,6 +37,16 @@ inline double positive_number(const json& c, const std::string& origin, const ch
     throw InputError(fmt::format("{}: \"{}\": expected a positive number, got {}", origin, key, v.dump()));
   }
   return v.get<double>();
+}
+
+// An architecture of family f, before its config is read: its model_type, features, layout and blocks.
+inline Architecture of_family(const ModelFamily& f) {
+  Architecture a;
+  a.model_type = f.model_type;
+  a.features = &f;
+  a.family = f.kind;
+  a.block = f.block;
+  return a;
 }
 
 }  // namespace attn::model::detail

@@ -18,6 +18,7 @@ namespace {
 using json = nlohmann::json;
 using detail::positive;
 using detail::positive_number;
+using detail::of_family;
 
 // The modeling code's activation names (ACT2FN) that attn computes.
 Architecture::Act activation(const json& name, const std::string& origin, const char* key, const std::string& family) {
@@ -52,11 +53,7 @@ std::int64_t token_id(const json& c, const std::string& origin, const char* key,
 // BART and Marian (BartConfig, MarianConfig): post-LN blocks, the decoder's sizes the encoder's.
 Architecture read_bart_like(const json& c, const std::string& origin, const ModelFamily& f) {
   const bool marian = f.positions == family::Positions::Sinusoidal;  // Marian's: its defaults and keys below
-  Architecture a;
-  a.model_type = f.model_type;
-  a.features = &f;
-  a.family = f.kind;
-  a.block = f.block;
+  Architecture a = of_family(f);
   a.encoder_decoder = true;
   a.C = positive(c, origin, "d_model", 1024);
   a.H = a.Hkv = positive(c, origin, "encoder_attention_heads", 16);
@@ -110,11 +107,7 @@ Architecture read_bart_like(const json& c, const std::string& origin, const Mode
 // T5 (T5Config): pre-norm blocks with RMS norms (no mean, no bias), no 1/√d scale, no positions but a
 // learned relative position bias; the MLP relu (T5) or gated gelu_new (T5 v1.1, Flan-T5).
 Architecture read_t5(const json& c, const std::string& origin, const ModelFamily& f) {
-  Architecture a;
-  a.model_type = f.model_type;
-  a.features = &f;
-  a.family = f.kind;
-  a.block = f.block;
+  Architecture a = of_family(f);
   a.encoder_decoder = true;
   a.C = positive(c, origin, "d_model", 512);
   a.H = a.Hkv = positive(c, origin, "num_heads", 8);
