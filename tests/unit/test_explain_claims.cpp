@@ -163,6 +163,9 @@ TEST_CASE("explain: an independent reader's findings, each said as this run has 
   const auto keys = words(example("llama_like"), "k.rope");
   CHECK_THAT(keys, !Catch::Contains("only the angle between a query and a key changes"));
   CHECK_THAT(keys, Catch::Contains("turns by (m − n) · θ_i"));
+  // the projection as its formula writes it: the bias said where there is one, the torch layout's transpose
+  CHECK_THAT(words(example("bert_pair"), "q"), Catch::Contains("It is x · W_q + b_q, a learned projection plus a learned bias"));
+  CHECK_THAT(words(example("raschka_blog_dk24_dv28"), "q"), Catch::Contains("It is x · W_qᵀ, a learned projection"));
   // a context sum that leaves out keys of some weight (below 0.005) says so with "+ …"
   CHECK_THAT(words(example("raschka_blog_dk24_dv28"), "context"), Catch::Contains("0.60 · v[\"first\"] + …."));
 }

@@ -137,7 +137,7 @@ std::string explain_rope_tables(const Trace& t, const Step&, const ExplainBlock&
   const bool one_pair = cos != nullptr && cos->value.rank() >= 1 && cos->value.dim(-1) == 1 && c.rope_scaling.empty();
   // claim: rope-one-pair
   if (one_pair) return "RoPE's angles: position p turns the head's one pair of features (R = 2) by p · θ⁰ = p radians: one hand of a "
-                       "clock, which after 2π positions comes round again. These tables are all the rotation needs: each is "
+                       "clock, going once round about every 6.28 positions. These tables are all the rotation needs: each is "
                        "[positions, 1]." + scaled;
   // claim: rope-angles
   return "RoPE's angles: position p turns pair i by p · θ^(−2i/R). Early pairs spin fast (fine position), late pairs slowly (coarse "
@@ -232,10 +232,17 @@ std::string explain_q(const Trace& t, const Step&, const ExplainBlock&) {
                        "exactly what it is (a learned W_q would let it look for something else).{}",
                        input, cross(t) ? " In cross-attention the queries come from the target sequence." : "");
   }
+  // the product as the step's formula writes it (x · W_qᵀ in the torch layout, + b_q with a bias)
+  const Step* made = t.find("qkv") != nullptr ? t.find("qkv") : t.find("q");
+  const std::string& formula = made != nullptr ? made->formula : std::string();
+  const auto eq = formula.find(" = ");
+  const bool fused = t.find("qkv") != nullptr;
+  std::string product = eq != std::string::npos ? formula.substr(eq + 3) : std::string(input) + " · W_q";
+  if (const auto mark = product.find("   ("); mark != std::string::npos) product.resize(mark);  // a --mistake's mark
   // claim: q-projection
-  return std::string("Row i is token i's query: what it is looking for. It is ") + input + " times W_q" +
-         (t.find("qkv") != nullptr ? " (here the first block of columns of the fused W_qkv)" : "") +
-         ", a learned projection, so a token can look for something different from what it is." +
+  return std::string("Row i is token i's query: what it is looking for. It is ") + (fused ? "the first block of columns of " : "") + product +
+         (product.find("+ b_") != std::string::npos ? ", a learned projection plus a learned bias" : ", a learned projection") +
+         ", so a token can look for something different from what it is." +
          // claim: q-cross
          (cross(t) ? " In cross-attention the queries come from the target sequence." : "");
 }
