@@ -63,6 +63,13 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
   const auto S = s.value.shape().back();
   const Dim key_dim = s.dims.back();
   const bool self_keys = key_dim == Dim::T;
+  // NaN has no share to name and no order to sort by (a masked_row: nan row, or scores that overflowed)
+  const auto nans = std::count_if(r.values, r.values + S, [](Scalar v) { return std::isnan(v); });
+  // claim: weights-empty-row
+  if (S > 0 && nans == S) return "NaN everywhere, so no share of attention to name (a fully blocked row under masked_row: nan, or scores that overflowed)";
+  // claim: weights-nan
+  if (nans > 0) return fmt::format("NaN on {} of its {} keys, so no share of attention to name", nans, S);
+  if (S == 0) return "no key to attend to";
   std::vector<std::int64_t> order(static_cast<std::size_t>(S));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return r.values[a] > r.values[b]; });
@@ -83,7 +90,7 @@ std::string attention_words(const TraceConfig& c, const Step& s, const Row& r) {
     // a row with every key blocked, filled with zeros or NaN by the masked_row policy: no weight to name
     const bool zero = std::all_of(r.values, r.values + S, [](Scalar v) { return v == 0; });
     // claim: weights-empty-row
-    if (std::isnan(r.values[0]) || zero) return std::isnan(r.values[0]) ? "NaN everywhere: every key is blocked" : "no weight on any key: every key is blocked";
+    if (zero) return "no weight on any key: every key is blocked";
     // claim: weights-spread-thin
     return fmt::format("its attention thinly over {} keys, none getting 0.005 or more (the most, {:.2g}, on {})", S, r.values[order[0]],
                        key_name(c, key_dim, order[0], r.query, self_keys, r.batch));
