@@ -166,6 +166,9 @@ TEST_CASE("explain: an independent reader's findings, each said as this run has 
   // the projection as its formula writes it: the bias said where there is one, the torch layout's transpose
   CHECK_THAT(words(example("bert_pair"), "q"), Catch::Contains("It is x · W_q + b_q, a learned projection plus a learned bias"));
   CHECK_THAT(words(example("raschka_blog_dk24_dv28"), "q"), Catch::Contains("It is x · W_qᵀ, a learned projection"));
+  // the context's four largest weights, so bert_pair's 0.69 on "on" is not hidden in "…"; a head of one feature lands in one column
+  CHECK_THAT(words(example("bert_pair"), "context"), Catch::Contains("+ 0.69 · v[\"on\"]"));
+  CHECK_THAT(words(example("gqa_4_heads_2_kv"), "merged"), Catch::Contains("head h's one feature (hs = 1) lands in column h"));
   // a context sum that leaves out keys of some weight (below 0.005) says so with "+ …"
   CHECK_THAT(words(example("raschka_blog_dk24_dv28"), "context"), Catch::Contains("0.60 · v[\"first\"] + …."));
 }

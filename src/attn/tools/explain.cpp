@@ -408,17 +408,16 @@ std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) 
   const auto blocked = blocked_keys(t, *w, r);
   std::vector<std::string> terms;
   bool more = false;  // a key of some weight not shown: beyond the four, or below 0.005 (the sum is not the whole row's)
-  for (std::int64_t j = 0; j < S; ++j) {
-    if (r.values[j] < 0.005f) {
-      more = more || r.values[j] > 0;
-      continue;
-    }
-    if (terms.size() == 4) {
-      more = true;
-      break;
-    }
-    terms.push_back(fmt::format("{} · v[{}]", share(r.values[j]), q(distinct_axis_label(c, w->dims.back(), j, r.batch))));
-  }
+  // the four largest weights (of 0.005 or more), written in key order, so the largest is never hidden in "…"
+  std::vector<std::int64_t> shown;
+  for (std::int64_t j = 0; j < S; ++j)
+    if (r.values[j] >= 0.005f) shown.push_back(j);
+  std::stable_sort(shown.begin(), shown.end(), [&](auto a, auto b) { return r.values[a] > r.values[b]; });
+  if (shown.size() > 4) shown.resize(4);
+  std::sort(shown.begin(), shown.end());
+  for (std::int64_t j = 0; j < S; ++j)
+    if (r.values[j] > 0 && !std::binary_search(shown.begin(), shown.end(), j)) more = true;
+  for (const auto j : shown) terms.push_back(fmt::format("{} · v[{}]", share(r.values[j]), q(distinct_axis_label(c, w->dims.back(), j, r.batch))));
   const bool some_blocked = std::find(blocked.begin(), blocked.end(), true) != blocked.end();
   Scalar blocked_most = 0;  // the largest weight a blocked key of this row keeps (0 with −inf, or where a finite fill underflowed)
   for (std::int64_t j = 0; j < S; ++j)
@@ -433,18 +432,25 @@ std::string explain_context(const Trace& t, const Step&, const ExplainBlock& b) 
                      : fmt::format(" Masked keys still add a little here: the finite mask_fill leaves them up to {} of the weight.", share(blocked_most)));
 }
 
+// Where head h's w features land once the heads are merged: "head h's hs = 2 features land in columns
+// h·2 .. h·2+1", or for heads of one feature "head h's one feature lands in column h".
+std::string landing(const char* width, std::int64_t w) {
+  if (w == 1) return fmt::format("head h's one feature ({} = 1) lands in column h", width);
+  return fmt::format("head h's {} = {} features land in columns h·{} .. h·{}+{}", width, w, w, w, w - 1);
+}
+
 std::string explain_merged(const Trace& t, const Step&, const ExplainBlock&) {
   const auto& c = t.config;
   if (c.general) {
     // claim: merged
-    return fmt::format("Transpose back to [.., T, H, hv] and read as [.., T, dv]: head h's hv = {} features land in columns h·{} .. "
-                       "h·{}+{}, so every head's findings sit side by side in dv = {} columns{}.",
-                       c.hv, c.hv, c.hv, c.hv - 1, c.dv, c.dv == c.C ? ", the input's width again" : "");
+    return fmt::format("Transpose back to [.., T, H, hv] and read as [.., T, dv]: {}, so every head's findings sit side by side in "
+                       "dv = {} columns{}.",
+                       landing("hv", c.hv), c.dv, c.dv == c.C ? ", the input's width again" : "");
   }
   // claim: merged
-  return fmt::format("Transpose back to [.., T, H, hs] and read as [.., T, C]: head h's hs = {} features land in columns h·{} .. "
-                     "h·{}+{}, so the result has the input's shape again, with every head's findings side by side.",
-                     c.hs, c.hs, c.hs, c.hs - 1);
+  return fmt::format("Transpose back to [.., T, H, hs] and read as [.., T, C]: {}, so the result has the input's shape again, with "
+                     "every head's findings side by side.",
+                     landing("hs", c.hs));
 }
 
 std::string explain_output(const Trace& t, const Step&, const ExplainBlock&) {
