@@ -63,7 +63,9 @@ for tool in memcheck racecheck synccheck; do
     for ex in examples/*.json; do
       [[ $(left) -gt 30 ]] || { echo "$tool: out of time before $ex"; break; }
       for fused in "" --fused; do
-        out=$(timeout 120 compute-sanitizer --tool $tool --error-exitcode 99 build-gpu/attn run "$ex" --backend cuda $fused 2>&1 >/dev/null)
+        cmd=run
+        [[ $ex == *_backward.json && -z $fused ]] && cmd=backward  # the backward pass's kernels too
+        out=$(timeout 120 compute-sanitizer --tool $tool --error-exitcode 99 build-gpu/attn $cmd "$ex" --backend cuda $fused 2>&1 >/dev/null)
         r=$?
         echo "$tool $ex $fused rc $r $(echo "$out" | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^attn:' | head -2 | tr '\n' ' ')"
         [[ $r -eq 0 || $r -eq 2 ]] || echo "$out" | head -40

@@ -85,10 +85,10 @@ void declare_options(CLI::App* run, RunOptions& o) {
   run->add_option("--svg-dir", o.svg_dir, "also write the heatmap pictures as DIR/<step id>[.b<batch>.h<head>].svg");
   run->add_flag("--timings", o.timings, "print each step's time on the chosen backend (text output), and with --backend cuda the bytes copied "
                                         "to and from the GPU");
-  if (!o.backward) {
-    run->add_option("--check-against", o.check_against, "run the trace on this backend too and print each step's largest difference")
-        ->check(member_of({"cpu", "cuda"}));
-  }
+  run->add_option("--check-against", o.check_against,
+                  o.backward ? "run the forward and backward passes on this backend too and print each step's and gradient's largest difference"
+                             : "run the trace on this backend too and print each step's largest difference")
+      ->check(member_of({"cpu", "cuda"}));
   add_resources(run, o.resources);
   run->add_option("--backend", o.backend, "cpu (default) or cuda")->check(member_of({"cpu", "cuda"}));
   run->add_option("--dump", o.dump_dir, "also write every step as DIR/<step id>.npy, plus DIR/trace.json, and the inputs the steps' "
@@ -138,7 +138,6 @@ int run_run(const RunOptions& o) {
                                          what));
     }
   }
-  if (o.backward && !o.check_against.empty()) throw attn::InputError("attn backward: --check-against is not built for the backward pass yet; use attn run");
   // text output of some steps shows only those: the others stay on a device unless read
   if (!o.backward && o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
       (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
@@ -210,7 +209,7 @@ int run_run(const RunOptions& o) {
   if (flash && flash->max_diff > 1e-5) return kExitDiffers;
   if (flash_backward && flash_backward->max_diff > 1e-5) return kExitDiffers;
   if (!o.check_against.empty()) {
-    const auto report = attn::check_against(spec, trace, o.backend, o.check_against, options);
+    const auto report = attn::check_against(spec, trace, o.backend, o.check_against, options, o.backward);
     attn::render_check_against_text(report, std::cout);
     if (!report.same()) return kExitDiffers;
   }

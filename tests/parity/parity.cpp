@@ -1,7 +1,8 @@
 // CPU against CUDA, the whole pipeline, step by step: every example, every --mistake, masks of every
 // kind, biases, every masked-row policy, every variant (general widths, RoPE, grouped kv heads,
 // windows, ALiBi, soft-capping, absolute positions), attn decode's prefill and tokens, the tiled
-// softmax (--flash), real checkpoints, a B = 8, T = 1024 GPT-2-sized layer, and --fused (the fused
+// softmax (--flash), real checkpoints, a B = 8, T = 1024 GPT-2-sized layer, attn backward (every
+// gradient, and the backward pass's mistakes), and --fused (the fused
 // trace on both backends, and against the materialised context of the same backend: bit-identical
 // on the CPU, within a tolerance on CUDA). Each problem runs on both backends and is compared with
 // one function: the same step ids and shapes exactly, values within compare.hpp's
@@ -187,11 +188,12 @@ struct Run {
   std::string refused;
 };
 
-Run run_on(attn::Backend& be, bool device, const attn::Spec& spec, const attn::PipelineOptions& options) {
+// backward: attn backward's trace (the forward steps, then every gradient)
+Run run_on(attn::Backend& be, bool device, const attn::Spec& spec, const attn::PipelineOptions& options, bool backward = false) {
   Run r;
   try {
     if (device) attn::require_fits_on(be, spec);
-    r.trace = attn::run_pipeline(spec, be, options);
+    r.trace = backward ? attn::run_backward(spec, be, options) : attn::run_pipeline(spec, be, options);
   } catch (const attn::DeviceError&) {
     throw;  // the device's limits: the problem is skipped, not failed
   } catch (const attn::InputError& e) {
@@ -211,10 +213,11 @@ bool both_ran(Outcome& o, const std::string& what, const Run& a, const Run& b, c
   return false;
 }
 
-// The problem on both backends, every step compared. Returns the CPU refusal ("" when it ran).
-std::string pipeline(Ctx& c, Outcome& o, const attn::Spec& spec, const attn::PipelineOptions& options = {}) {
-  const Run a = run_on(*c.cpu, false, spec, options);
-  const Run b = run_on(*c.gpu, true, spec, options);
+// The problem on both backends, every step compared (with backward, attn backward's: every gradient
+// too). Returns the CPU refusal ("" when it ran).
+std::string pipeline(Ctx& c, Outcome& o, const attn::Spec& spec, const attn::PipelineOptions& options = {}, bool backward = false) {
+  const Run a = run_on(*c.cpu, false, spec, options, backward);
+  const Run b = run_on(*c.gpu, true, spec, options, backward);
   if (both_ran(o, "trace", a, b, c.sides)) compare(o, "trace", *a.trace, *b.trace, c.tol(kTolerance), c.sides);
   return a.trace ? "" : a.refused;
 }
@@ -432,11 +435,21 @@ int main(int argc, char** argv) {
         }
         attn::PipelineOptions options;
         options.mistake = m;
-        const auto refused = pipeline(c, o, spec, options);
+        const auto refused = pipeline(c, o, spec, options, attn::is_backward(m));  // a backward mistake: attn backward
         if (refused.empty()) ++mistake_runs[mistake];
         else if (o.note.empty()) o.note = "refused on both: " + refused;
       });
     }
+  }
+
+  // ---- attn backward on every mistake spec: the forward steps and every gradient ----
+  for (const auto& entry : mistake_specs) {
+    const std::string spec_name = entry.first;
+    const auto make = entry.second;
+    add("backward", spec_name, [=](Ctx& c, Outcome& o) {
+      const auto refused = pipeline(c, o, make(), {}, true);
+      if (!refused.empty()) o.fail("backward refused on both: " + refused);
+    });
   }
 
   // ---- masks: additive, per-batch boolean, the masked-row policies, a numeric fill; biases ----

@@ -271,6 +271,25 @@ Arr ref_rms_norm(const Arr& a, const Arr& w, double eps) {
 }
 
 // a (N, n) -> {how many rows are -inf in every entry, the first of them or -1}; n = 0 counts none
+// a (...) + b (...) and a (...) · b (...)
+Arr ref_binary(const Arr& a, const Arr& b, bool product) {
+  Arr c(a.shape);
+  for (i64 i = 0; i < count(a.shape); ++i) c[i] = product ? a[i] * b[i] : a[i] + b[i];
+  return c;
+}
+
+// w (N, n), dw (N, n) -> w ⊙ (dw − Σ_j dw_j·w_j) per row
+Arr ref_softmax_backward(const Arr& w, const Arr& dw) {
+  const i64 N = w.shape[0], n = w.shape[1];
+  Arr c(w.shape);
+  for (i64 r = 0; r < N; ++r) {
+    double dot = 0;
+    for (i64 j = 0; j < n; ++j) dot += dw[r * n + j] * w[r * n + j];
+    for (i64 j = 0; j < n; ++j) c[r * n + j] = w[r * n + j] * (dw[r * n + j] - dot);
+  }
+  return c;
+}
+
 Arr ref_empty_rows(const Arr& a) {
   const i64 N = a.shape[0], n = a.shape[1];
   double found = 0, first = -1;
@@ -578,6 +597,42 @@ std::vector<Case> all_cases() {
   row_sums("NaN, +inf, −inf, +inf with −inf: (4, 3)", rows({4, 3}, {1, kNaNF, 2, kInfF, 1, 2, -kInfF, -kInfF, 1, kInfF, 0, -kInfF}));
   row_sums("n = 0 is zeros: (3, 0)", Tensor({3, 0}));
   row_sums("N = 0: (0, 3)", Tensor({0, 3}));
+
+  // ---- add, mul: the backward pass's elementwise pair, a (...) op b (...) --------------------------------
+  auto binary = [&](std::string name, Tensor a, Tensor b, bool product) {
+    add({product ? "mul" : "add", std::move(name), kOneRounding, {std::move(a), std::move(b)},
+         [product](Backend& be, const In& x) -> Got { return product ? be.mul(x[0], x[1]) : be.add(x[0], x[1]); },
+         [product](const Refs& x) { return ref_binary(x[0], x[1], product); }});
+  };
+  for (const bool product : {false, true}) {
+    binary("(2, 3, 7)", rand({2, 3, 7}, 150), rand({2, 3, 7}, 151), product);
+    binary("one value: (1)", rand({1}, 152), rand({1}, 153), product);
+    binary("odd size past a block: (3, 257)", rand({3, 257}, 154), rand({3, 257}, 155), product);
+    binary("(70000, 3), past 65535 blocks' worth of rows", rand({70000, 3}, 156), rand({70000, 3}, 157), product);
+    binary("NaN, ±inf, 0: (2, 4)", with(rand({2, 4}, 158), {{0, kNaNF}, {1, kInfF}, {2, -kInfF}, {3, 0}}),
+           rows({2, 4}, {1, 2, kInfF, kInfF, 0.5f, -0.25f, 3, -1}), product);
+    binary("no elements: (0, 4)", Tensor({0, 4}), Tensor({0, 4}), product);
+  }
+
+  // ---- softmax_backward_rows: w (N, n) a softmax's rows, dw (N, n) -> w ⊙ (dw − Σ_j dw_j·w_j) -----------------
+  auto softmax_backward = [&](std::string name, Tensor w, Tensor dw) {
+    const i64 n = w.shape().empty() ? 0 : w.shape().back();
+    add({"softmax_backward_rows", std::move(name), sum_tol(n), {std::move(w), std::move(dw)},
+         [](Backend& be, const In& x) -> Got { return be.softmax_backward_rows(x[0], x[1]); },
+         [](const Refs& x) { return ref_softmax_backward(x[0], x[1]); }});
+  };
+  // weights: a softmax's rows (every row sums to 1), from the reference softmax of random scores
+  auto weights = [](Shape shape, std::uint64_t seed) {
+    const Arr w = ref_softmax(arr(rand(shape, seed, 3.0f)), EmptyRow::Nan);
+    return make(std::move(shape), [&](i64 i) { return static_cast<Scalar>(w[i]); });
+  };
+  softmax_backward("(6, 5)", weights({6, 5}, 160), rand({6, 5}, 161));
+  softmax_backward("T = 1: (1, 13)", weights({1, 13}, 162), rand({1, 13}, 163));
+  softmax_backward("rows wider than a warp: (7, 1000)", weights({7, 1000}, 164), rand({7, 1000}, 165));
+  softmax_backward("B·H·T past 65535 rows: (70000, 3)", weights({70000, 3}, 166), rand({70000, 3}, 167));
+  softmax_backward("masked entries (weight 0): (2, 4)", rows({2, 4}, {0.25f, 0.75f, 0, 0, 1, 0, 0, 0}), rand({2, 4}, 168));
+  softmax_backward("NaN in a row's gradient makes that row NaN: (2, 3)", weights({2, 3}, 169), with(rand({2, 3}, 170), {{1, kNaNF}}));
+  softmax_backward("no rows: (0, 4)", Tensor({0, 4}), Tensor({0, 4}));
 
   // ---- rms_norm_rows: a (N, n), w (n) -> (N, n) (Qwen3's per-head q/k norm) -------------------------------
   auto rms_norm = [&](std::string name, Tensor a, Tensor w, double eps) {

@@ -22,8 +22,15 @@ The reference itself is checked: torch.autograd.gradcheck (finite differences) o
 the same forward function. And refusals: a grad_output of the wrong shape, both seed and target, NaN
 in the target, a checkpoint's layer (not covered yet) must exit 2 naming the path.
 
-Usage: backward_check.py PATH_TO_ATTN
-Exit 0: all agree. 1: a difference. 77: skipped (torch not importable).
+With --backend cuda (on a machine with a GPU): every problem × upstream gradient runs on the CPU and
+on CUDA, and the CUDA trace must give the CPU's: the same step ids and shapes, every value within the
+parity tolerance |cpu − cuda| <= 1e-5 + 1e-4·|cpu| (non-finite values exactly); it is also checked
+against autograd as above. Two larger problems (rows past a warp's 32 keys, past one block) join them.
+The CPU-only parts (refusals, attn check, --flash, steps.py) are left to the plain run.
+
+Usage: backward_check.py PATH_TO_ATTN [--backend cuda]
+Exit 0: all agree. 1: a difference. 77: skipped (torch not importable; with --backend cuda, no CUDA
+build or no device).
 """
 import json
 import math
@@ -56,6 +63,34 @@ def flat(x):
             out.extend(flat(v))
         return out
     return [float("-inf") if x == "-inf" else float(x)]
+
+
+PARITY_ATOL, PARITY_RTOL = 1e-5, 1e-4
+
+
+def parity(name, cpu, dev, backend):
+    """The device's trace against the CPU's: ids, shapes, values within the parity tolerance."""
+    a, b = json.loads(cpu.stdout)["steps"], json.loads(dev.stdout)["steps"]
+    if [s["id"] for s in a] != [s["id"] for s in b]:
+        fail(f"{name}: {backend} steps {[s['id'] for s in b]} differ from the CPU's {[s['id'] for s in a]}")
+        return 0
+    worst = 0.0
+    for sa, sb in zip(a, b):
+        if sa["shape"] != sb["shape"]:
+            fail(f"{name}: {sa['id']} has shape {sb['shape']} on {backend}, {sa['shape']} on the CPU")
+            continue
+        x, y = np.array(flat(sa["data"])), np.array(flat(sb["data"]))
+        fin = np.isfinite(x)
+        if not np.array_equal(fin, np.isfinite(y)) or not np.array_equal(x[~fin], y[~fin]):
+            fail(f"{name}: {sa['id']}: non-finite values differ between the CPU and {backend}")
+            continue
+        d = np.abs(x[fin] - y[fin])
+        over = d > PARITY_ATOL + PARITY_RTOL * np.abs(x[fin])
+        if over.any():
+            i = int(np.argmax(over))
+            fail(f"{name}: {sa['id']}: {int(over.sum())} value(s) beyond the parity tolerance, first cpu {x[fin][i]!r} {backend} {y[fin][i]!r}")
+        worst = max(worst, float(d.max()) if d.size else 0.0)
+    return worst
 
 
 def run_attn(attn, doc, extra=()):
@@ -185,6 +220,10 @@ def problem(rng, p):
     Cs = Cs if p["mode"] == "cross" else C  # (the keys' and values' input is x outside cross mode)
     torch_layout = p.get("layout") == "torch"
     r = lambda *shape: rng.standard_normal(shape).round(3)  # noqa: E731  (3 decimals: exact in the JSON)
+    # "init": "scaled" draws each weight matrix ~ N(0, 1/fan_in), as a model is initialised: at larger
+    # widths unscaled weights give scores of tens, a softmax that amplifies float32's rounding (the
+    # same number of draws either way)
+    fan = lambda n, *shape: (rng.standard_normal(shape) / math.sqrt(n)).round(3) if p.get("init") == "scaled" else r(*shape)  # noqa: E731
     leaves = {}
     doc = {"mode": p["mode"], "heads": H}
     batched = p.get("batched", B > 1)
@@ -203,16 +242,16 @@ def problem(rng, p):
         G = p.get("kv_heads", H)
         dkv, dvkv = dk // H * G, dv // H * G
         if p.get("fused"):
-            leaves["W_qkv"] = r(dk + dkv + dvkv, C) if torch_layout else r(C, dk + dkv + dvkv)
+            leaves["W_qkv"] = fan(C, dk + dkv + dvkv, C) if torch_layout else fan(C, C, dk + dkv + dvkv)
             w["W_qkv"] = leaves["W_qkv"].tolist()
             if p.get("bias"):
                 leaves["b_qkv"] = r(dk + dkv + dvkv)
                 w["b_qkv"] = leaves["b_qkv"].tolist()
         for n, (i, o) in ({} if p.get("fused") else {"W_q": (C, dk), "W_k": (Cs, dkv), "W_v": (Cs, dvkv)}).items():
-            leaves[n] = r(o, i) if torch_layout else r(i, o)
+            leaves[n] = fan(i, o, i) if torch_layout else fan(i, i, o)
             w[n] = leaves[n].tolist()
         if p.get("W_o", True):
-            leaves["W_o"] = r(Co, dv) if torch_layout else r(dv, Co)
+            leaves["W_o"] = fan(dv, Co, dv) if torch_layout else fan(dv, dv, Co)
             w["W_o"] = leaves["W_o"].tolist()
         if p.get("bias"):
             for n, d in {"b_q": dk, "b_k": dkv, "b_v": dvkv, "b_o": Co}.items():
@@ -244,7 +283,7 @@ def problem(rng, p):
 PARAM = {"W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o", "W_qkv", "b_qkv"}
 
 
-def check(attn, name, p, upstream, rng):
+def check(attn, name, p, upstream, rng, backend=None):
     doc, leaves, batched = problem(rng, p)
     width = p["Co"] if p.get("W_o", True) and not p.get("given_qkv") else p["dv"]
     out_shape = ([p["B"]] if batched else []) + [p["T"], width]
@@ -260,6 +299,13 @@ def check(attn, name, p, upstream, rng):
     if r.returncode != 0:
         fail(f"{name} ({upstream}): exit {r.returncode}: {r.stderr.strip()}")
         return
+    if backend:  # the device's trace must be the CPU's; it is then the one checked against autograd
+        dev = run_attn(attn, doc, ("--backend", backend))
+        if dev.returncode != 0:
+            fail(f"{name} ({upstream}) on {backend}: exit {dev.returncode}: {dev.stderr.strip()}")
+            return
+        WORST[0] = max(WORST[0], parity(f"{name} ({upstream})", r, dev, backend))
+        r = dev
     trace = json.loads(r.stdout)
     steps = {s["id"]: np.array(flat(s["data"]), dtype=np.float64).reshape(s["shape"]) for s in trace["steps"]}
     # the RoPE tables and the ALiBi bias are constants of the forward pass (checked by the forward tests): taken from the trace
@@ -417,11 +463,31 @@ def steps_py(attn, problems, rng):
     print(f"steps.py: every step's PyTorch code, backward steps included, gives attn's values on {runs} dumps")
 
 
+WORST = [0.0]  # the largest |cpu − device| seen (--backend)
+
+
+def device_usable(attn, backend):
+    """None when attn backward runs on the backend, else why not (no CUDA build, no device)."""
+    doc = {"mode": "self", "q": [[1.0, 0.0]], "k": [[1.0, 0.0]], "v": [[2.0]]}
+    r = run_attn(attn, doc, ("--backend", backend))
+    return None if r.returncode == 0 else (r.stderr.strip() or f"exit {r.returncode}")
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    backend = None
+    if len(args) == 3 and args[1] == "--backend":
+        backend = args[2]
+        args = args[:1]
+    if len(args) != 1:
         print(__doc__)
         return 2
-    attn = sys.argv[1]
+    attn = args[0]
+    if backend:
+        why = device_usable(attn, backend)
+        if why:
+            print(f"SKIPPED: attn backward --backend {backend} does not run here: {why}")
+            return 77
     gradcheck_reference()
     rng = np.random.default_rng(2026)
     base = dict(B=1, T=3, S=3, C=4, Cs=4, dk=4, dv=4, Co=4, H=1)
@@ -452,10 +518,24 @@ def main():
         "soft-cap 0.5": dict(base, mode="self", T=3, S=3, softcap=0.5, bias=True),
         "ALiBi, soft-cap, padding, batch": dict(base, mode="causal", H=2, B=2, T=4, S=4, alibi=True, softcap=1.5, lengths=[4, 3]),
     }
+    if backend:
+        problems["causal B = 2, T = S = 40, H = 4 on 2 kv heads, RoPE, padding"] = dict(
+            base, mode="causal", B=2, T=40, S=40, C=16, Cs=16, dk=16, dv=16, Co=16, H=4, kv_heads=2, rope={}, lengths=[40, 27], bias=True,
+            init="scaled")
+        problems["self, T = S = 300, H = 2, soft-cap, ALiBi"] = dict(
+            base, mode="self", T=300, S=300, C=8, Cs=8, dk=8, dv=8, Co=8, H=2, alibi=True, softcap=2.0, init="scaled")
     count = 0
     for upstream in ("given", "target", "seed", "sum"):
         for name, p in problems.items():
-            count += check(attn, name, p, upstream, rng) or 0
+            count += check(attn, name, p, upstream, rng, backend) or 0
+    if backend:
+        if failures:
+            print(f"{len(failures)} failure(s)")
+            return 1
+        print(f"attn backward --backend {backend}: {count} gradient steps of {len(problems)} problems × 4 upstream gradients give the CPU's "
+              f"trace (largest |cpu − {backend}| {WORST[0]:.2e}, within {PARITY_ATOL:g} + {PARITY_RTOL:g}·|cpu|) and agree with float64 "
+              f"autograd within {TOL} relative")
+        return 0
     refusals(attn, rng)
     check_command(attn, rng)
     flash_tiles(attn, problems, rng)

@@ -2,6 +2,7 @@
 // No step order, no names, no formatting: the pipeline decides what to compute and in which order.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,11 @@ class Backend {
     std::int64_t count = 0, first = -1;
   };
   virtual EmptyRows empty_rows(const BackendTensor& a) = 0;
+  // The same count, given when the returned function is called: a device counts in its queue's order
+  // and the caller goes on queueing work until it needs the answer (the host waits only then).
+  virtual std::function<EmptyRows()> empty_rows_later(const BackendTensor& a) {
+    return [r = empty_rows(a)] { return r; };
+  }
   // The keep pattern (B, T, S): 1 where query i may attend key j: j <= i + offset when causal, and
   // j > i + offset − window as well with a sliding window (window > 0), j < lengths[b] when lengths
   // are given; flipped inverts it (the mask-flipped mistake).

@@ -116,4 +116,15 @@ inline void rms_norm_rows(std::string_view be, const BackendTensor& a, const Bac
   require(w.shape.size() == 1 && w.shape[0] == a.shape[1], be, "rms_norm_rows wants w (n)", w);
 }
 
+// a (...), b (...): add and mul, the backward pass's elementwise pair
+inline void same_shape(std::string_view be, const char* primitive, const BackendTensor& a, const BackendTensor& b) {
+  require(a.shape == b.shape, be, (std::string(primitive) + " wants two tensors of one shape, a " + shape_string(a.shape) + " and b").c_str(), b);
+}
+
+// w (N, n) a softmax's rows, dw (N, n)
+inline void softmax_backward_rows(std::string_view be, const BackendTensor& w, const BackendTensor& dw) {
+  require(w.shape.size() == 2, be, "softmax_backward_rows wants w (N, n)", w);
+  require(dw.shape == w.shape, be, "softmax_backward_rows wants dw (N, n) as w", dw);
+}
+
 }  // namespace attn::backend_checks

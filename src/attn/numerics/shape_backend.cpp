@@ -79,6 +79,21 @@ class ShapeBackend final : public Backend {
     flops_ += 5.0 * static_cast<double>(element_count(a.shape));  // max, subtract, exp, sum, divide
     return {a.shape, nullptr};
   }
+  BackendTensor add(const BackendTensor& a, const BackendTensor& b) override {
+    check::same_shape(kName, "add", a, b);
+    flops_ += static_cast<double>(element_count(a.shape));
+    return {a.shape, nullptr};
+  }
+  BackendTensor mul(const BackendTensor& a, const BackendTensor& b) override {
+    check::same_shape(kName, "mul", a, b);
+    flops_ += static_cast<double>(element_count(a.shape));
+    return {a.shape, nullptr};
+  }
+  BackendTensor softmax_backward_rows(const BackendTensor& w, const BackendTensor& dw) override {
+    check::softmax_backward_rows(kName, w, dw);
+    flops_ += 4.0 * static_cast<double>(element_count(w.shape));  // product and sum for the dot, difference, product
+    return {w.shape, nullptr};
+  }
   BackendTensor row_sums(const BackendTensor& a) override {
     check::row_sums(kName, a);
     flops_ += static_cast<double>(element_count(a.shape));

@@ -66,6 +66,7 @@ Shape Recorder::display_shape(const Dims& full, const Shape& shape) const {
 }
 
 BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
+  settle_rows();
   StepText text = step_text(id, s_, trace_.config, facts);
   const auto& name = step_info(id).id;
   if (text.dims.size() != t.shape.size()) {
@@ -145,6 +146,7 @@ void Recorder::check_deferred() const {
 }
 
 Trace Recorder::take() {
+  settle_rows();
   check_deferred();
   return std::move(trace_);
 }
@@ -152,7 +154,14 @@ Trace Recorder::take() {
 void Recorder::check_masked_rows(const BackendTensor& masked) {
   // The masked step's query rows with every key at -inf (none in a dry run), counted where the
   // values are (a deferred masked step is not computed for this, a device's not copied).
-  check_empty_rows(be_.empty_rows(masked.view({element_count(masked.shape) / s_.S, s_.S})));
+  pending_rows_ = be_.empty_rows_later(masked.view({element_count(masked.shape) / s_.S, s_.S}));
+}
+
+void Recorder::settle_rows() {
+  if (!pending_rows_) return;
+  const auto count = std::move(pending_rows_);
+  pending_rows_ = nullptr;
+  check_empty_rows(count());
 }
 
 void Recorder::check_empty_rows(const Backend::EmptyRows& empty) {

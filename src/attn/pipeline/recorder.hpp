@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,7 +30,7 @@ class Recorder {
   // Each row's sum (rows, as the last step's leading axes), attached to the last step.
   void attach_row_sums(const BackendTensor& sums);
   // After the masked step: counts the query rows with every key blocked, and refuses them when
-  // the policy is "error".
+  // the policy is "error" (both when the next step is recorded: a device counts meanwhile).
   void check_masked_rows(const BackendTensor& masked);
   // The same for query rows (flat over B, H, T) found to have no key some other way (the fused pass).
   void check_empty_rows(const Backend::EmptyRows& empty);
@@ -56,6 +57,10 @@ class Recorder {
   // per step: the backend buffer its values came from (weak: a freed buffer's address may come back)
   std::vector<std::weak_ptr<const BackendBuffer>> buffers_;  // per step: whether its values are checked for values out of range
   bool shown(std::string_view id) const;
+  // The masked step's count of fully masked rows, on its way (a device's): settled by the next step
+  // (whose words may say it) or by take(), so the host does not wait for the device in between.
+  std::function<Backend::EmptyRows()> pending_rows_;
+  void settle_rows();
   std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;
   std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();

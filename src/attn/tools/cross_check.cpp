@@ -8,9 +8,9 @@
 namespace attn {
 
 CrossCheck check_against(const Spec& spec, const Trace& trace, const std::string& backend, const std::string& reference,
-                         const PipelineOptions& options) {
+                         const PipelineOptions& options, bool backward) {
   auto other = make_backend(reference);
-  const auto ref = run_pipeline(spec, *other, options);
+  const auto ref = backward ? run_backward(spec, *other, options) : run_pipeline(spec, *other, options);
   return {backend, reference, diff_traces(loaded_from(ref, reference), loaded_from(trace, backend), kCrossCheckTolerance)};
 }
 

@@ -18,9 +18,10 @@ struct CrossCheck {
 
 inline constexpr Tolerance kCrossCheckTolerance{1e-5, 1e-4};
 
-// trace was computed by `backend`; runs the spec again on `reference` and compares every step.
+// trace was computed by `backend`; runs the spec again on `reference` and compares every step
+// (backward: attn backward's trace, the forward steps and every gradient).
 CrossCheck check_against(const Spec& spec, const Trace& trace, const std::string& backend, const std::string& reference,
-                         const PipelineOptions& options);
+                         const PipelineOptions& options, bool backward = false);
 void render_check_against_text(const CrossCheck& report, std::ostream& out);
 
 }  // namespace attn

@@ -65,7 +65,7 @@ class CpuBackend final : public Backend {
 
   template <class F>
   BackendTensor elementwise(const BackendTensor& a, const BackendTensor& b, std::string_view what, F f) {
-    if (a.shape != b.shape) throw InternalError(fmt::format("{} backend: {} wants two tensors of one shape", kName, what));
+    check::same_shape(kName, std::string(what).c_str(), a, b);
     const auto n = element_count(a.shape);
     Tensor out = Tensor::uninitialized(a.shape);
     const Scalar* pa = host(a).data();
@@ -409,7 +409,7 @@ class CpuBackend final : public Backend {
 
   BackendTensor softmax_backward_rows(const BackendTensor& w, const BackendTensor& dw) override {
     // w, dw (N, n)
-    if (w.shape.size() != 2 || dw.shape != w.shape) throw InternalError(fmt::format("{} backend: softmax_backward_rows wants w and dw (N, n) alike", kName));
+    check::softmax_backward_rows(kName, w, dw);
     const auto rows = w.shape[0], n = w.shape[1];
     Tensor out = Tensor::uninitialized(w.shape);
     const Scalar* pw = host(w).data();

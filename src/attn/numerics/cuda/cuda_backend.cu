@@ -15,11 +15,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "attn/numerics/backend_checks.hpp"
@@ -62,6 +65,22 @@ std::int64_t first_nonfinite(Context& ctx, const Scalar* p, std::int64_t n, bool
   return got == ~0ULL ? -1 : static_cast<std::int64_t>(got);
 }
 
+// A count on its way to the host: pinned, copied in the compute stream's order; get() waits for it
+// (the caller has queued more work by then, so the device does not idle meanwhile).
+struct PendingCount {
+  std::shared_ptr<Context> ctx;
+  unsigned long long* host = nullptr;  // pinned: [count, first]
+  cudaEvent_t copied = nullptr;
+  ~PendingCount() {
+    if (copied != nullptr) cudaEventSynchronize(copied), cudaEventDestroy(copied);
+    if (host != nullptr) ctx->give_pinned(host);
+  }
+  Backend::EmptyRows get() const {
+    check(cudaEventSynchronize(copied), "empty_rows", "waiting for the count");
+    return {static_cast<std::int64_t>(host[0]), host[0] == 0 ? -1 : static_cast<std::int64_t>(host[1])};
+  }
+};
+
 int as_int(std::int64_t v, const char* what) {
   if (v > std::numeric_limits<int>::max()) throw InputError(std::string("--backend cuda: ") + what + " exceeds cuBLAS's int range");
   return static_cast<int>(v);
@@ -102,10 +121,29 @@ class CudaBackend final : public Backend {
     return {static_cast<std::int64_t>(free), static_cast<std::int64_t>(total)};
   }
 
+  // A copy to the device on the upload stream, staged through pinned memory, which the compute stream
+  // waits for by an event: the host never waits for queued primitives (a pageable copy on the
+  // compute stream would wait for all of them first), and the copy runs beside them.
   BackendTensor upload(const Tensor& t) override {
-    auto d = make(t.shape(), "upload");
-    const auto bytes = static_cast<std::size_t>(t.size()) * sizeof(Scalar);
-    if (bytes > 0) check(cudaMemcpyAsync(dev(d), t.data(), bytes, cudaMemcpyHostToDevice, stream()), "upload", "cudaMemcpyAsync");
+    const auto n = static_cast<std::size_t>(t.size());
+    auto buffer = std::make_shared<CudaBuffer>(ctx_, n, "upload", t.shape(), ctx_->upload);
+    char* dst = reinterpret_cast<char*>(buffer->p);
+    BackendTensor d{t.shape(), std::move(buffer)};
+    const auto bytes = n * sizeof(Scalar);
+    if (bytes == 0) return d;
+    const char* src = reinterpret_cast<const char*>(t.data());
+    void* staged = ctx_->take_pinned(bytes);
+    if (staged != nullptr) {
+      stage(static_cast<char*>(staged), src, dst, bytes);
+    } else {  // no pinned memory to be had: a pageable copy, still on the upload stream
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_->upload), "upload", "cudaMemcpyAsync");
+    }
+    cudaEvent_t copied = nullptr;
+    check(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), "upload", "cudaEventCreate");
+    check(cudaEventRecord(copied, ctx_->upload), "upload", "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream(), copied, 0), "upload", "cudaStreamWaitEvent");
+    if (staged != nullptr) ctx_->give_pinned_after(staged, copied);  // the block is reused once the copy is done
+    else cudaEventDestroy(copied);                                    // (destroyed once waited for)
     ctx_->count(static_cast<std::int64_t>(bytes), 0);
     return d;
   }
@@ -384,20 +422,48 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  EmptyRows empty_rows(const BackendTensor& a) override {
+  // ---- the backward pass's primitives
+  BackendTensor add(const BackendTensor& a, const BackendTensor& b) override { return binary(a, b, 0, "add"); }
+  BackendTensor mul(const BackendTensor& a, const BackendTensor& b) override { return binary(a, b, 1, "mul"); }
+
+  BackendTensor softmax_backward_rows(const BackendTensor& w, const BackendTensor& dw) override {
+    checks::softmax_backward_rows(kName, w, dw);
+    auto [out, flags] = make_flagged(w.shape, "softmax_backward_rows");
+    const auto rows = w.shape[0], n = w.shape[1];
+    if (rows * n == 0) return out;
+    k_softmax_backward_rows<<<grid(rows * 32), kThreads, 0, stream()>>>(dev(w), dev(dw), dev(out), rows, n, flags);
+    done("softmax_backward_rows");
+    return out;
+  }
+
+  EmptyRows empty_rows(const BackendTensor& a) override { return empty_rows_later(a)(); }
+
+  // Counted in the compute stream's order and copied back into pinned memory; the function waits
+  // only when called (the pipeline calls it after queueing the softmax).
+  std::function<EmptyRows()> empty_rows_later(const BackendTensor& a) override {
     checks::empty_rows(kName, a);
     const auto rows = a.shape[0], n = a.shape[1];
-    if (rows == 0 || n == 0) return {};
-    auto slots = make({4}, "empty_rows");  // (two 64-bit counters in four floats' room)
+    if (rows == 0 || n == 0) return [] { return EmptyRows{}; };
+    auto slots = make({4}, "empty_rows");  // (two 64-bit counters in four floats' room: count 0, first ~0)
     auto* c = reinterpret_cast<unsigned long long*>(dev(slots));
-    const unsigned long long init[2] = {0, ~0ULL};
-    check(cudaMemcpyAsync(c, init, sizeof init, cudaMemcpyHostToDevice, stream()), "empty_rows", "cudaMemcpyAsync");
+    check(cudaMemsetAsync(c, 0, sizeof *c, stream()), "empty_rows", "cudaMemsetAsync");
+    check(cudaMemsetAsync(c + 1, 0xff, sizeof *c, stream()), "empty_rows", "cudaMemsetAsync");
     k_empty_rows<<<grid(rows * 32), kThreads, 0, stream()>>>(dev(a), rows, n, c, c + 1);
     done("empty_rows");
-    unsigned long long got[2];
-    check(cudaMemcpyAsync(got, c, sizeof got, cudaMemcpyDeviceToHost, stream()), "empty_rows", "cudaMemcpyAsync");
-    synchronize();
-    return {static_cast<std::int64_t>(got[0]), got[0] == 0 ? -1 : static_cast<std::int64_t>(got[1])};
+    auto pending = std::make_shared<PendingCount>();
+    pending->ctx = ctx_;
+    pending->host = static_cast<unsigned long long*>(ctx_->take_pinned(2 * sizeof *c));
+    if (pending->host == nullptr) {  // no pinned memory: copied and waited for now
+      unsigned long long got[2];
+      check(cudaMemcpyAsync(got, c, sizeof got, cudaMemcpyDeviceToHost, stream()), "empty_rows", "cudaMemcpyAsync");
+      synchronize();
+      const EmptyRows r{static_cast<std::int64_t>(got[0]), got[0] == 0 ? -1 : static_cast<std::int64_t>(got[1])};
+      return [r] { return r; };
+    }
+    check(cudaMemcpyAsync(pending->host, c, 2 * sizeof *c, cudaMemcpyDeviceToHost, stream()), "empty_rows", "cudaMemcpyAsync");
+    check(cudaEventCreateWithFlags(&pending->copied, cudaEventDisableTiming), "empty_rows", "cudaEventCreate");
+    check(cudaEventRecord(pending->copied, stream()), "empty_rows", "cudaEventRecord");
+    return [pending] { return pending->get(); };  // (slots is freed in stream order, after the copy)
   }
 
   BackendTensor fused_attention(const BackendTensor& q, const BackendTensor& k, const BackendTensor& v, double scale_given, const FusedMask& mask,
@@ -431,6 +497,49 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Host to device through pinned staging: the values copied into `staged` 2 MB at a time, each
+  // piece's copy to the device queued on the upload stream as soon as it is staged (the copy engine
+  // moves one piece while the host stages the next). From 8 MB on, up to four host threads stage
+  // contiguous shares side by side (one thread's memcpy is slower than the bus).
+  void stage(char* staged, const char* src, char* dst, std::size_t bytes) {
+    constexpr std::size_t kPiece = std::size_t{2} << 20;
+    auto part = [&](std::size_t from, std::size_t to) {
+      for (std::size_t off = from; off < to; off += kPiece) {
+        const std::size_t len = std::min(kPiece, to - off);
+        std::memcpy(staged + off, src + off, len);
+        check(cudaMemcpyAsync(dst + off, staged + off, len, cudaMemcpyHostToDevice, ctx_->upload), "upload", "cudaMemcpyAsync");
+      }
+    };
+    const unsigned threads = bytes >= (std::size_t{8} << 20) ? std::clamp(std::thread::hardware_concurrency() / 2, 1u, 4u) : 1u;
+    if (threads == 1) return part(0, bytes);
+    const std::size_t share = (bytes / threads + kPiece - 1) / kPiece * kPiece;
+    std::vector<std::exception_ptr> errors(threads);
+    std::vector<std::thread> helpers;
+    auto run = [&](unsigned k) {
+      try {
+        part(std::min(bytes, k * share), std::min(bytes, (k + 1) * share));
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    };
+    for (unsigned k = 1; k < threads; ++k) helpers.emplace_back(run, k);
+    run(0);
+    for (auto& h : helpers) h.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+  // a (...) op b (...), the same shape: 0 add, 1 multiply
+  BackendTensor binary(const BackendTensor& a, const BackendTensor& b, int op, const char* primitive) {
+    checks::same_shape(kName, primitive, a, b);
+    auto [out, flags] = make_flagged(a.shape, primitive);
+    const auto n = element_count(a.shape);
+    if (n == 0) return out;
+    LAUNCH_INDEXED(k_binary, n, grid(n), stream(), dev(a), dev(b), dev(out), n, op, flags);
+    done(primitive);
+    return out;
+  }
+
   // After a primitive's launches: a launch that failed is reported now; with ATTN_CUDA_SYNC=1 its
   // work is also waited for, so that a fault in it is reported under its name.
   void done(const char* primitive) const {

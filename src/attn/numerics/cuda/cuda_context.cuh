@@ -91,11 +91,13 @@ struct Context {
   cudaStream_t compute = nullptr;  // every primitive, in order
   cudaStream_t copy = nullptr;     // copies to the host, after the compute stream's event
   cudaStream_t scan = nullptr;     // range scans of values no kernel noted flags for, after the same event
+  cudaStream_t upload = nullptr;   // copies to the device, from pinned staging; the compute stream waits for each by an event
 
   Context() {
     check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&scan, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking), "the backend's setup", "cudaStreamCreate");
     // one pool for the run: what a freed tensor held is kept for the next, not returned to the driver
     cudaMemPool_t pool = nullptr;
     int device = 0;
@@ -108,7 +110,10 @@ struct Context {
     cudaStreamSynchronize(compute);
     cudaStreamSynchronize(copy);
     cudaStreamSynchronize(scan);
+    cudaStreamSynchronize(upload);
+    for (auto& [p, e] : in_flight_) cudaEventDestroy(e);
     for (auto& [p, n] : sizes_) cudaFreeHost(p);
+    cudaStreamDestroy(upload);
     cudaStreamDestroy(scan);
     cudaStreamDestroy(copy);
     cudaStreamDestroy(compute);
@@ -116,14 +121,18 @@ struct Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // Pinned host memory for n bytes: the smallest block given back earlier that is large enough, or
-  // a new one; null when none can be had (the caller then copies without staging).
+  // Pinned host memory for n bytes: the smallest block given back earlier that is large enough (and
+  // not more than twice as large, so a few bytes never take a weight's block), or a new one; null
+  // when none can be had (the caller then copies without staging).
   void* take_pinned(std::size_t n) {
     {
       std::lock_guard lock(mutex_);
+      reclaim();
       auto best = free_.end();
-      for (auto it = free_.begin(); it != free_.end(); ++it)
-        if (sizes_[*it] >= n && (best == free_.end() || sizes_[*it] < sizes_[*best])) best = it;
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        const std::size_t size = sizes_[*it];
+        if (size >= n && size <= 2 * n + 4096 && (best == free_.end() || size < sizes_[*best])) best = it;
+      }
       if (best != free_.end()) {
         void* p = *best;
         free_.erase(best);
@@ -143,6 +152,11 @@ struct Context {
     std::lock_guard lock(mutex_);
     free_.push_back(p);
   }
+  // Gives p back once `done` has completed (a copy still reads it); the event is then destroyed.
+  void give_pinned_after(void* p, cudaEvent_t done) {
+    std::lock_guard lock(mutex_);
+    in_flight_.emplace_back(p, done);
+  }
   void count(std::int64_t up, std::int64_t down) {
     std::lock_guard lock(mutex_);
     traffic_.uploaded += up;
@@ -157,14 +171,32 @@ struct Context {
   std::mutex mutex_;  // the pinned blocks and the counts, from any host thread (renderers read in parallel)
   std::map<void*, std::size_t> sizes_;  // every pinned block and its size
   std::vector<void*> free_;             // the pinned blocks not in use
+  std::vector<std::pair<void*, cudaEvent_t>> in_flight_;  // blocks a copy still reads, free after its event
+  // (under mutex_) the in-flight blocks whose copies are done, back to free_; asks, never waits
+  void reclaim() {
+    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+      const cudaError_t e = cudaEventQuery(it->second);
+      if (e == cudaErrorNotReady) {
+        ++it;
+        continue;
+      }
+      check(e, "upload", "cudaEventQuery");
+      cudaEventDestroy(it->second);
+      free_.push_back(it->first);
+      it = in_flight_.erase(it);
+    }
+  }
   Backend::Traffic traffic_;
 };
 
 // A tensor's device memory, from the pool, given back in stream order when the last view goes.
 struct CudaBuffer final : BackendBuffer {
-  CudaBuffer(std::shared_ptr<Context> c, std::size_t count, const char* primitive, const Shape& shape) : ctx(std::move(c)), n(count) {
+  // (allocated in `on`'s order: the compute stream's, or the upload stream's for an upload, which
+  // the compute stream then waits for before any use or the free)
+  CudaBuffer(std::shared_ptr<Context> c, std::size_t count, const char* primitive, const Shape& shape, cudaStream_t on = nullptr)
+      : ctx(std::move(c)), n(count) {
     if (n == 0) return;
-    const cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&p), n * sizeof(Scalar), ctx->compute);
+    const cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&p), n * sizeof(Scalar), on != nullptr ? on : ctx->compute);
     if (e == cudaErrorMemoryAllocation) {
       p = nullptr;
       out_of_memory(primitive, "its result " + shape_string(shape) + " needs " + bytes_text(static_cast<double>(n * sizeof(Scalar))));

@@ -211,6 +211,40 @@ __global__ void k_add_mask(const Scalar* s, const Scalar* m, Scalar* out, std::i
   }
 }
 
+// The backward pass's elementwise pair: out = a + b (op 0) or a · b (op 1), each rounded once.
+template <typename I>
+__global__ void k_binary(const Scalar* a, const Scalar* b, Scalar* out, I n, int op, unsigned* flags) {
+  bool high = false, low = false;
+  GRID_STRIDE_T(I, i, n) {
+    const Scalar v = op == 0 ? __fadd_rn(a[i], b[i]) : __fmul_rn(a[i], b[i]);
+    out[i] = v;
+    range_of(v, high, low);
+  }
+  note_flags(flags, high, low);
+}
+
+// The softmax's backward, a warp per row: d = Σ_j dw_j·w_j in double (shuffles), rounded to float32,
+// then w ⊙ (dw − d), the difference and the product each rounded (as the CPU: no fused multiply-add).
+__global__ void k_softmax_backward_rows(const Scalar* w, const Scalar* dw, Scalar* out, std::int64_t rows, std::int64_t n, unsigned* flags) {
+  const int lane = threadIdx.x % 32;
+  bool high = false, low = false;
+  const std::int64_t warps = gridDim.x * static_cast<std::int64_t>(blockDim.x) / 32;
+  for (std::int64_t row = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    const Scalar* pw = w + row * n;
+    const Scalar* pd = dw + row * n;
+    double dot = 0;
+    for (std::int64_t j = lane; j < n; j += 32) dot += static_cast<double>(pd[j]) * static_cast<double>(pw[j]);
+    for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    const Scalar d = static_cast<Scalar>(dot);
+    for (std::int64_t j = lane; j < n; j += 32) {
+      const Scalar v = __fmul_rn(pw[j], __fsub_rn(pd[j], d));
+      out[row * n + j] = v;
+      range_of(v, high, low);
+    }
+  }
+  note_flags(flags, high, low);
+}
+
 // Block-wide reductions over kThreads threads.
 template <typename T, typename Op>
 __device__ T block_reduce(T v, T* shared, Op op) {
