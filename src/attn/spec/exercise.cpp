@@ -150,7 +150,6 @@ void check_template(const ExerciseTemplate& t, const Spec& spec) {
                 "from exercise.values; write them out instead of generating them");
     }
   }
-  refuse_npy(t.root, "");
   if (!t.root.contains("exercise")) fail("exercise", "required in a template: {\"exercise\": {\"ask\": [\"scores\", \"weights\"]}} (the steps each student computes)");
   if (!t.root["exercise"].contains("ask")) fail("exercise.ask", "required: the step ids each student computes, e.g. [\"scores\", \"weights\"]");
   if (t.count == 0) fail("", "a template draws its embeddings, weights (or given q, k, v, scores) per student: it gives none as numbers");
@@ -175,10 +174,13 @@ ExerciseSettings read_exercise_block(const json& block) {
 ExerciseTemplate load_exercise_template(const std::string& path) {
   const std::string text = read_input(path);
   const std::string dir = path == "-" ? "" : std::filesystem::path(path).parent_path().string();
-  const Spec spec = parse_spec(text, path == "-" ? "<stdin>" : path, dir);  // every ordinary refusal first
+  const std::string origin = path == "-" ? "<stdin>" : path;
+  parse_json(text, origin);  // JSON's refusals (line and column) before the template's
   ExerciseTemplate t;
   t.origin = path;
   t.root = ordered_json::parse(text);
+  refuse_npy(t.root, "");
+  const Spec spec = parse_spec(text, origin, dir);  // then every ordinary refusal
   if (t.root.contains("exercise")) t.settings = read_exercise_block(json::parse(t.root["exercise"].dump()));
   for_each_drawable(t.root, [&t](const std::string& at, ordered_json& tensor) {
     if (!tensor.is_array()) return;
