@@ -16,14 +16,17 @@ std::string md_cell(const std::string& s) {
   return out;
 }
 
-constexpr const char* kStyle = R"(body { font-family: sans-serif; margin: 2em; color: #111; }
+constexpr const char* kStyle = R"(body { font-family: sans-serif; font-size: 11pt; margin: 2em; color: #111; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin: 0.8em 0 0.3em; } h3 { font-size: 1em; margin: 0.4em 0 0.2em; }
+p { margin: 0.3em 0; }
+div.item { display: inline-block; vertical-align: top; margin-right: 2.5em; }
 section.handout { break-after: page; page-break-after: always; }
 section.handout:last-child { break-after: auto; page-break-after: auto; }
-table { border-collapse: collapse; margin: 0.5em 0 1em; }
+table { border-collapse: collapse; margin: 0.3em 0 0.6em; }
 caption { text-align: left; font-style: italic; }
 th, td { border: 1px solid #888; padding: 0.25em 0.6em; text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f0f0f0; font-weight: normal; }
-td.answer { min-width: 4.5em; height: 1.6em; }
+td.answer { min-width: 4em; height: 1.5em; }
 @media print { body { margin: 0; } })";
 
 }  // namespace
@@ -50,7 +53,11 @@ void write_blocks_markdown(const std::vector<HandoutBlock>& blocks, std::ostream
 
 void write_blocks_html(const std::vector<HandoutBlock>& blocks, std::ostream& out) {
   out << "<section class=\"handout\">\n";
+  bool in_item = false;  // a level-3 heading and what follows it, side by side with the next (one page a handout)
   for (const auto& b : blocks) {
+    if (b.kind == HandoutBlock::Heading && in_item) out << "</div>\n";
+    if (b.kind == HandoutBlock::Heading) in_item = b.level == 3;
+    if (b.kind == HandoutBlock::Heading && in_item) out << "<div class=\"item\">\n";
     if (b.kind == HandoutBlock::Heading) out << fmt::format("<h{0}>{1}</h{0}>\n", b.level, markup_escape(b.text));
     if (b.kind == HandoutBlock::Para) out << "<p>" << markup_escape(b.text) << "</p>\n";
     if (b.kind != HandoutBlock::Table) continue;
@@ -68,6 +75,7 @@ void write_blocks_html(const std::vector<HandoutBlock>& blocks, std::ostream& ou
     }
     out << "</table>\n";
   }
+  if (in_item) out << "</div>\n";
   out << "</section>\n";
 }
 

@@ -99,6 +99,16 @@ void add_question(std::vector<HandoutBlock>& blocks, const ExercisePaper& p, std
              [](std::int64_t) { return std::string(); });
 }
 
+std::string mode_words(const TraceConfig& c) {
+  switch (c.mode) {
+    case Mode::Causal: return "Causal self-attention (a query sees no later key)";
+    case Mode::Cross: return "Cross-attention (queries from the target, keys and values from the source)";
+    case Mode::MultiHead: return "Multi-head self-attention";
+    case Mode::Self: break;
+  }
+  return "Self-attention";
+}
+
 }  // namespace
 
 std::vector<HandoutBlock> handout_blocks(const ExercisePaper& p) {
@@ -106,10 +116,9 @@ std::vector<HandoutBlock> handout_blocks(const ExercisePaper& p) {
   const auto& s = *p.settings;
   std::vector<HandoutBlock> blocks;
   blocks.push_back({HandoutBlock::Heading, 1, c.title.empty() ? "Attention exercise" : c.title, {}});
-  const std::string who = p.student.name.empty() ? fmt::format("id {}", p.student.id) : fmt::format("{} · id {}", p.student.name, p.student.id);
+  const std::string who = p.student.name.empty() ? fmt::format("Name: ____________________ · id {}", p.student.id) : fmt::format("{} · id {}", p.student.name, p.student.id);
   blocks.push_back({HandoutBlock::Para, 0, fmt::format("{} · variant {}", who, p.code), {}});
-  blocks.push_back({HandoutBlock::Para, 0, fmt::format("{} attention{} · {} · scale {}", mode_name(c.mode), c.causal ? " (a causal mask: a query sees no later key)" : "",
-                                                widths_text(c, ", "), c.scale), {}});
+  blocks.push_back({HandoutBlock::Para, 0, fmt::format("{} · {} · scale {}", mode_words(c), widths_text(c, ", "), c.scale), {}});
   blocks.push_back({HandoutBlock::Para, 0, fmt::format("Give every answer to {} decimals (within ±{} of the exact value counts).", s.decimals,
                                                 format_fixed(static_cast<Scalar>(s.tolerance()), s.decimals + 1)), {}});
   blocks.push_back({HandoutBlock::Heading, 2, "The inputs", {}});

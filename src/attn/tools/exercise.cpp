@@ -52,7 +52,10 @@ std::uint64_t uniform_below(std::mt19937_64& gen, std::uint64_t n) {
 std::string row_label(const Trace& trace, const Step& step, std::int64_t row) {
   Dims dims(step.dims.begin(), step.dims.end() - 1);
   Shape shape(step.value.shape().begin(), step.value.shape().end() - 1);
-  return fmt::format("{}{}", step.id, position_label(trace.config, dims, shape, row));
+  std::string at = position_label(trace.config, dims, shape, row);
+  // a row of scores or weights is one query's (its columns the keys)
+  if (const auto token = at.find("token \""); token != std::string::npos) at.replace(token, 5, "query");
+  return step.id + at;
 }
 
 // Whether a row's two largest unblocked entries are within tol of each other.
@@ -164,12 +167,13 @@ std::vector<KeyStep> exercise_key(const Trace& trace, const ExerciseSettings& s)
 
 ClassDraw draw_class(std::uint64_t seed, const std::vector<std::string>& ids, std::size_t count, const ExerciseSettings& s,
                      const std::function<bool(std::uint64_t, const std::vector<double>&)>& acceptable) {
-  // levels^count possible variants, compared without overflow
-  const double possible = static_cast<double>(count) * std::log10(static_cast<double>(s.levels()));
-  if (possible < std::log10(static_cast<double>(ids.size())) + 1e-12) {
+  // levels^count possible variants, counted up to the class's size
+  std::uint64_t possible = 1;
+  for (std::size_t i = 0; i < count && possible < ids.size(); ++i) possible *= static_cast<std::uint64_t>(s.levels());
+  if (possible < ids.size()) {
     throw InputError(fmt::format("exercise.values: {} students need as many different variants, and the template's {} drawn "
-                                 "values, each one of {}, give only {:.0f}; widen \"values\" or draw more values",
-                                 ids.size(), count, s.levels(), std::pow(10.0, possible)));
+                                 "values, each one of {}, give only {}; widen \"values\" or draw more values",
+                                 ids.size(), count, s.levels(), possible));
   }
   ClassDraw out;
   std::set<std::vector<double>> seen;
