@@ -109,7 +109,11 @@ void ExerciseClass::add(const ExercisePaper& p) {
   write_blocks_html(handout_blocks(p), section);
   sections_.push_back(section.str());
   const std::string tolerance = fmt::format("{}", settings_.tolerance());
-  std::string csv, moodle, gift;
+  // a category per student, so that each student's questions make their own quiz
+  const std::string category = fmt::format("attn exercise {}/{}", std::filesystem::path(template_name_).stem().string(), p.student.id);
+  std::string csv, moodle = fmt::format("  <question type=\"category\">\n    <category><text>$course$/{}</text></category>\n  </question>\n",
+                                        markup_escape(category));
+  std::string gift = fmt::format("$CATEGORY: $course$/{}\n\n", category);
   each_asked(p, [&](std::size_t i, const KeyStep& k, const Asked& a) {
     csv += fmt::format("{},{},{},{}\n", csv_field(p.student.id), k.step->id, i, a.value);
     moodle += moodle_question(a, tolerance);
@@ -135,7 +139,9 @@ void ExerciseClass::write_key_csv(std::ostream& out) const {
 
 void ExerciseClass::write_moodle_xml(std::ostream& out) const {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<quiz>\n";
-  out << fmt::format("<!-- attn exercise {} (seed {}): a numerical question per asked value, each student's own -->\n", markup_escape(template_name_), seed_);
+  std::string name = markup_escape(template_name_);  // "--" may not stand in an XML comment
+  for (auto at = name.find("--"); at != std::string::npos; at = name.find("--", at)) name.replace(at, 2, "-&#45;");
+  out << fmt::format("<!-- attn exercise {} (seed {}): a numerical question per asked value, each student's own -->\n", name, seed_);
   for (const auto& m : moodle_) out << m;
   out << "</quiz>\n";
 }
