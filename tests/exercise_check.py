@@ -5,7 +5,8 @@ half a unit: a float32 value and its printed shortest form may round apart at a 
 students share a variant, and no asked row of weights ties; a rerun writes byte-identical files; the
 variant code regenerates a student's problem.json byte for byte; moodle.xml parses with one numerical
 question per asked value and its tolerance, class.gift holds the same answers; key.csv and class.json
-follow the contract attn grade reads; the pages are offline and class.html breaks a page per student;
+follow the contract attn grade reads; the pages are offline and class.html prints a page per student
+(headless Chromium, where installed);
 a folder that is not empty is refused without --force, and --force leaves other files alone.
 
 Usage: exercise_check.py ATTN SOURCE_DIR
@@ -13,8 +14,10 @@ Usage: exercise_check.py ATTN SOURCE_DIR
 import csv
 import filecmp
 import json
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,12 +44,24 @@ def number(v):
     return float(v) if not isinstance(v, str) else {"-inf": float("-inf"), "inf": float("inf")}.get(v, float("nan"))
 
 
+def rounds_to(exact, answer, decimals):
+    """Whether answer is exact rounded to the decimals; at a half (within float32's error of the printed
+    shortest form) either neighbour."""
+    scaled = exact * 10 ** decimals
+    if abs(abs(scaled - math.floor(scaled)) - 0.5) < 1e-4:
+        return abs(answer - exact) <= 0.5 * 10 ** -decimals + 1e-7
+    return abs(answer - float(f"{exact:.{decimals}f}")) < 1e-9
+
+
 def check_keys(out, manifest):
     """Each key.json against the student's own problem traced by attn run, rounded."""
     half = 0.5 * 10 ** -manifest["decimals"]
     for s in manifest["students"]:
         folder = os.path.join(out, s["id"])
-        key = json.load(open(os.path.join(folder, "key.json")))
+        raw = open(os.path.join(folder, "key.json")).read()
+        printed = re.findall(r"(?<![\w.])-?\d+(?:\.(\d+))?(?![\w.])", raw)
+        check(all(len(p) == manifest["decimals"] for p in printed), f"{s['id']}/key.json: a number not to {manifest['decimals']} decimals")
+        key = json.loads(raw)
         check(list(key) == manifest["ask"], f"{s['id']}: key.json's steps {list(key)}")
         trace = json.loads(attn_run("run", os.path.join(folder, "problem.json"), "--format", "json").stdout)
         steps = {st["id"]: st for st in trace["steps"]}
@@ -56,8 +71,7 @@ def check_keys(out, manifest):
             check(len(flatten(answers)) == len(exact) and len(answers) == shape[0], f"{s['id']} {step}: the key's shape is not {shape}")
             for a, e in zip(flatten(answers), exact):
                 a, e = number(a), number(e)
-                same = a == e if a in (float("inf"), float("-inf")) else abs(a - e) <= half + 1e-7
-                check(same, f"{s['id']} {step}: key {a} for the computed {e}")
+                check(a == e if a in (float("inf"), float("-inf")) else rounds_to(e, a, manifest["decimals"]), f"{s['id']} {step}: key {a} for the computed {e}")
             if step == "weights":
                 for row in (r for r in (exact if len(shape) == 1 else [exact[i:i + shape[-1]] for i in range(0, len(exact), shape[-1])])):
                     top = sorted((number(v) for v in row), reverse=True)
@@ -94,6 +108,20 @@ def check_pages(out, manifest):
         check(s["variant"] in html and (s["name"] or s["id"]) in html, f"{s['id']}/handout.html: no name or variant code")
         md = open(os.path.join(out, s["id"], "handout.md"), encoding="utf-8").read()
         check(all(f"{step}:" in md for step in manifest["ask"]), f"{s['id']}/handout.md: an asked step missing")
+
+
+def check_printed_pages(out, manifest):
+    """class.html printed by headless Chromium: a page per student (skipped, saying so, without it)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("SKIPPED the printed pages: chromium is not installed")
+        return
+    pdf = os.path.join(out, "..", "class.pdf")
+    with tempfile.TemporaryDirectory(prefix="attn-chromium-") as profile:
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", f"--print-to-pdf={pdf}",
+                        "file://" + os.path.abspath(os.path.join(out, "class.html"))], capture_output=True, timeout=120)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", open(pdf, "rb").read())) if os.path.exists(pdf) else 0
+    check(pages == len(manifest["students"]), f"class.html prints as {pages} pages for {len(manifest['students'])} students")
 
 
 def make_class(template, students, out, seed="2026"):
@@ -136,6 +164,11 @@ def main():
         check_keys(out_roster, m)
         check_quizzes(out_roster, m)
         check_pages(out_roster, m)
+        # a handout far shorter than a page still prints on a page of its own
+        tiny = os.path.join(tmp, "tiny.json")
+        open(tiny, "w").write('{"tokens": ["a", "b"], "scores": [[1, 0], [0, 1]], "exercise": {"ask": ["weights"]}}')
+        out_tiny = os.path.join(tmp, "tiny")
+        check_printed_pages(out_tiny, make_class(tiny, "3", out_tiny))
         # a causal template: blocked scores are -inf in the key, short answers in Moodle
         causal = os.path.join(source, "examples", "exercise_causal.json")
         out_causal = os.path.join(tmp, "causal")
