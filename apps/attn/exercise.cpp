@@ -47,6 +47,10 @@ std::vector<attn::Student> class_of(const std::string& students) {
 
 int run_exercise(const ExerciseOptions& o) {
   const attn::ExerciseTemplate t = attn::load_exercise_template(o.file);
+  if (!o.variant.empty() && (!o.students.empty() || !o.out.empty())) {
+    throw attn::InputError("--variant prints one student's problem.json to standard output; leave out --students and --out "
+                           "(the whole class's files come from --students and --out alone)");
+  }
   if (!o.variant.empty()) {
     const auto draw = attn::parse_variant_code(o.variant);
     if (!draw) throw attn::InputError(fmt::format("--variant: \"{}\" is not a variant code (8 letters and digits, such as 7KQ2-MX4D)", o.variant));

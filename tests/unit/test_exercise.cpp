@@ -231,6 +231,14 @@ TEST_CASE("a class's files: a key per student in the step's shape, a Moodle and 
   const Step& weights = step(variants[0].trace, "weights");
   CHECK(key["weights"].size() == 3);
   CHECK(key["weights"][1][2].get<double>() == Approx(weights.value.at(5)).margin(0.005));
+  // the handout: the student's code, the inputs' numbers, each asked step an empty table with its labels
+  const std::string& handout = by_name["1/handout.md"];
+  CHECK_THAT(handout, Catch::Contains("Name: ____________________ · id 1 · variant " + variant_code(variants[0].draw)));
+  CHECK_THAT(handout, Catch::Contains("W_v = identity"));
+  CHECK_THAT(handout, Catch::Contains("### 2. weights: Attention weights\n\nweights = softmax(scaled, dim=-1) · [T, T] = [3, 3]\n\n"
+                                      "|  | I | like | tea |\n|---|---:|---:|---:|\n| **I** |  |  |  |\n| **like** |  |  |  |\n"));
+  CHECK_THAT(by_name["1/handout.html"], Catch::Contains("<tr><th>like</th><td class=\"answer\"></td>"));
+  CHECK_THAT(by_name["1/solution.md"], Catch::Contains("## 8. Attention weights (`weights`)"));
   // the problem parses as attn run parses it, and says its variant
   CHECK(json::parse(by_name["2/problem.json"])["exercise"]["variant"] == variant_code(variants[1].draw));
   CHECK(by_name["2/problem.json"] == make_variant(t, variants[1].draw).text);

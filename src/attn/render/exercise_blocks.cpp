@@ -39,7 +39,10 @@ void write_blocks_markdown(const std::vector<HandoutBlock>& blocks, std::ostream
     if (!b.text.empty()) out << '*' << b.text << "*\n\n";
     for (std::size_t r = 0; r < b.rows.size(); ++r) {
       out << '|';
-      for (std::size_t c = 0; c < b.rows[r].size(); ++c) out << ' ' << (r == 0 || c > 0 ? md_cell(b.rows[r][c]) : "**" + md_cell(b.rows[r][c]) + "**") << " |";
+      for (std::size_t c = 0; c < b.rows[r].size(); ++c) {
+        const bool bold = r > 0 && c == 0 && !b.rows[r][c].empty();  // a row's label
+        out << ' ' << (bold ? "**" + md_cell(b.rows[r][c]) + "**" : md_cell(b.rows[r][c])) << " |";
+      }
       out << '\n';
       if (r == 0) {
         out << "|---|";

@@ -57,12 +57,18 @@ void add_input(std::vector<HandoutBlock>& blocks, const ExercisePaper& p, const 
     return;
   }
   blocks.push_back({HandoutBlock::Heading, 3, fmt::format("{} · [{}]", name, fmt::join(in.shape, ", ")), {}});
-  const auto labels = [&p, &in](bool columns) -> Label {
+  // leading axes: a per-head weight's heads; a batched tensor's batch rows (given scores: and heads)
+  const bool per_head = in.path.starts_with("weights.");
+  const std::int64_t heads = !per_head && in.shape.size() == 4 ? in.shape[1] : 1;
+  const auto labels = [&p, &in, heads](bool columns) -> Label {
     const auto axis = input_axis(in.path, columns);
     if (!axis) return index_label;
-    return [&p, axis](std::int64_t b, std::int64_t i) { return distinct_axis_label(p.trace->config, *axis, i, b); };
+    return [&p, axis, heads](std::int64_t lead, std::int64_t i) { return distinct_axis_label(p.trace->config, *axis, i, lead / heads); };
   };
-  const auto caption = [&in](std::int64_t lead) { return fmt::format("{} {}", in.path.find("embeddings") != std::string::npos ? "batch" : "head", lead); };
+  const auto caption = [per_head, heads](std::int64_t lead) {
+    if (per_head) return fmt::format("head {}", lead);
+    return heads > 1 ? fmt::format("batch {}, head {}", lead / heads, lead % heads) : fmt::format("batch {}", lead);
+  };
   const int decimals = p.settings->value_decimals;
   add_tables(blocks, in.shape, caption, labels(false), labels(true), [&](std::int64_t flat) { return format_fixed(static_cast<Scalar>(in.values[static_cast<std::size_t>(flat)]), decimals); });
 }
