@@ -59,9 +59,10 @@ int run_exercise(const ExerciseOptions& o) {
   }
   if (o.students.empty() || o.out.empty()) throw attn::InputError("--students and --out are needed to make a class's variants (or --variant CODE for one)");
   const auto students = class_of(o.students);
+  const auto sink = attn::exercise_dir(o.out, o.force);  // (refuses a folder that is not empty before any drawing)
   int redraws = 0;
   const auto variants = attn::draw_exercise_class(t, students, o.seed, redraws);
-  attn::write_exercise_dir(o.out, attn::exercise_files(t, students, o.seed, variants), o.force);
+  attn::exercise_files(t, students, o.seed, variants, sink);
   std::cout << fmt::format("{} students' variants written to {} ({} candidates redrawn for a repeat or a tie): a folder per student "
                            "(problem.json, handout.md, handout.html, key.json, solution.md), class.html, key.csv, moodle.xml, class.gift, class.json\n",
                            students.size(), o.out, redraws);

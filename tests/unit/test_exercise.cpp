@@ -211,7 +211,8 @@ TEST_CASE("a class's files: a key per student in the step's shape, a Moodle and 
   const auto variants = draw_exercise_class(t, students, 1, redraws);
   REQUIRE(variants.size() == 3);
   for (const auto& v : variants) CHECK_FALSE(tie_in(v.trace, t.settings));
-  const auto files = exercise_files(t, students, 1, variants);
+  std::vector<std::pair<std::string, std::string>> files;
+  exercise_files(t, students, 1, variants, [&files](const std::string& name, const std::string& text) { files.emplace_back(name, text); });
   CHECK(files.back().first == "class.json");  // written last
   std::map<std::string, std::string> by_name(files.begin(), files.end());
   CHECK(files.size() == 3 * 5 + 5);

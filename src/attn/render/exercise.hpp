@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -50,14 +50,14 @@ class ExerciseClass {
   std::vector<std::string> sections_, csv_, moodle_, gift_, students_;
 };
 
-// Every file of a class, relative to its folder, in the order written (class.json last):
+// Every file of a class, relative to its folder, handed to `sink` as it is made (class.json last):
 // <id>/problem.json, handout.md, handout.html, key.json, solution.md; class.html, key.csv,
 // moodle.xml, class.gift, class.json.
-using ExerciseFiles = std::vector<std::pair<std::string, std::string>>;
-ExerciseFiles exercise_files(const ExerciseTemplate& t, const std::vector<Student>& students, std::uint64_t seed,
-                             const std::vector<Variant>& variants);
-// Writes them under dir (made if missing). A folder that exists and is not empty is refused naming
-// --out, unless force: then same-named files are replaced and nothing else is touched.
-void write_exercise_dir(const std::string& dir, const ExerciseFiles& files, bool force);
+using FileSink = std::function<void(const std::string& name, const std::string& content)>;
+void exercise_files(const ExerciseTemplate& t, const std::vector<Student>& students, std::uint64_t seed,
+                    const std::vector<Variant>& variants, const FileSink& sink);
+// A sink that writes under dir (made if missing). A folder that exists and is not empty is refused
+// here, naming --out, unless force: then same-named files are replaced and nothing else is touched.
+FileSink exercise_dir(const std::string& dir, bool force);
 
 }  // namespace attn

@@ -172,30 +172,28 @@ std::string text_of(Render&& render) {
 
 }  // namespace
 
-ExerciseFiles exercise_files(const ExerciseTemplate& t, const std::vector<Student>& students, std::uint64_t seed,
-                             const std::vector<Variant>& variants) {
-  ExerciseFiles files;
+void exercise_files(const ExerciseTemplate& t, const std::vector<Student>& students, std::uint64_t seed,
+                    const std::vector<Variant>& variants, const FileSink& sink) {
   ExerciseClass all(t.origin, seed, t.settings);
   for (std::size_t i = 0; i < students.size(); ++i) {
     const Variant& v = variants[i];
     const ExercisePaper p{students[i], variant_code(v.draw), &t.settings, &v.trace, v.inputs, exercise_key(v.trace, t.settings)};
     const std::string dir = students[i].id + "/";
-    files.emplace_back(dir + "problem.json", v.text);
-    files.emplace_back(dir + "handout.md", text_of([&p](std::ostream& o) { render_handout_markdown(p, o); }));
-    files.emplace_back(dir + "handout.html", text_of([&p](std::ostream& o) { render_handout_html(p, o); }));
-    files.emplace_back(dir + "key.json", text_of([&p](std::ostream& o) { render_key_json(p, o); }));
-    files.emplace_back(dir + "solution.md", text_of([&p](std::ostream& o) { render_solution_markdown(p, o); }));
+    sink(dir + "problem.json", v.text);
+    sink(dir + "handout.md", text_of([&p](std::ostream& o) { render_handout_markdown(p, o); }));
+    sink(dir + "handout.html", text_of([&p](std::ostream& o) { render_handout_html(p, o); }));
+    sink(dir + "key.json", text_of([&p](std::ostream& o) { render_key_json(p, o); }));
+    sink(dir + "solution.md", text_of([&p](std::ostream& o) { render_solution_markdown(p, o); }));
     all.add(p);
   }
-  files.emplace_back("class.html", text_of([&all](std::ostream& o) { all.write_class_html(o); }));
-  files.emplace_back("key.csv", text_of([&all](std::ostream& o) { all.write_key_csv(o); }));
-  files.emplace_back("moodle.xml", text_of([&all](std::ostream& o) { all.write_moodle_xml(o); }));
-  files.emplace_back("class.gift", text_of([&all](std::ostream& o) { all.write_gift(o); }));
-  files.emplace_back("class.json", text_of([&all](std::ostream& o) { all.write_class_json(o); }));
-  return files;
+  sink("class.html", text_of([&all](std::ostream& o) { all.write_class_html(o); }));
+  sink("key.csv", text_of([&all](std::ostream& o) { all.write_key_csv(o); }));
+  sink("moodle.xml", text_of([&all](std::ostream& o) { all.write_moodle_xml(o); }));
+  sink("class.gift", text_of([&all](std::ostream& o) { all.write_gift(o); }));
+  sink("class.json", text_of([&all](std::ostream& o) { all.write_class_json(o); }));
 }
 
-void write_exercise_dir(const std::string& dir, const ExerciseFiles& files, bool force) {
+FileSink exercise_dir(const std::string& dir, bool force) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw InputError(fmt::format("--out {}: exists and is not a folder", dir));
@@ -203,14 +201,15 @@ void write_exercise_dir(const std::string& dir, const ExerciseFiles& files, bool
     throw InputError(fmt::format("--out {}: the folder exists and is not empty; name a new folder, or add --force to write into it "
                                  "(files of the same names are replaced, others left as they are)", dir));
   }
-  for (const auto& [name, content] : files) {
+  return [dir](const std::string& name, const std::string& content) {
     const fs::path path = fs::path(dir) / name;
-    fs::create_directories(path.parent_path(), ec);
+    std::error_code made;
+    fs::create_directories(path.parent_path(), made);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << content;
     out.close();
     if (!out) throw InputError(fmt::format("--out {}: cannot write {}", dir, path.string()));
-  }
+  };
 }
 
 }  // namespace attn
