@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 attn, source = os.path.abspath(sys.argv[1]), sys.argv[2]
-SUBCOMMANDS = ["", "run", "backward", "check", "diff", "diagnose", "cost", "decode", "heads", "tokenize"]
+SUBCOMMANDS = ["", "run", "backward", "check", "diff", "diagnose", "cost", "decode", "heads", "tokenize", "exercise"]
 WIDTHS = [30, 40, 60, 80, 120]
 COMMAND = re.compile(r"^ {2,}(\$ )?(attn|echo) ")
 failures = []

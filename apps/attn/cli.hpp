@@ -117,7 +117,7 @@ attn::ColorMode color_mode(const std::string& choice);
 
 
 // The subcommands, one file each (run.cpp, check.cpp, diff.cpp, diagnose.cpp, cost.cpp, decode.cpp,
-// heads.cpp, tokenize.cpp), each with its options struct, a setup_* that declares them and a run_*
+// heads.cpp, tokenize.cpp, exercise.cpp), each with its options struct, a setup_* that declares them and a run_*
 // that only calls the library. add_* declares the subcommand on the app and returns what runs it
 // once the command line is parsed (its exit code).
 using Runner = std::function<int()>;
@@ -137,5 +137,6 @@ Runner add_cost(CLI::App& app);
 Runner add_decode(CLI::App& app);
 Runner add_heads(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
+Runner add_exercise(CLI::App& app);
 
 }  // namespace attn_cli
