@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
   // in this order in --help
   const std::vector<std::pair<std::string, Runner>> commands = {
       {"run", add_run(app)},         {"backward", add_backward(app)}, {"check", add_check(app)},   {"diff", add_diff(app)},   {"diagnose", add_diagnose(app)},
+      {"grade", add_grade(app)},
       {"cost", add_cost(app)},       {"decode", add_decode(app)}, {"heads", add_heads(app)}, {"tokenize", add_tokenize(app)},
   };
   try {
