@@ -170,7 +170,7 @@ std::string wrong_message(const StepGrade& sg, const std::vector<const MistakeIn
   if (named.size() == 1) return fmt::format("{}; the mistake that gives your {}: {} ({})", share, sg.step, named[0]->description, named[0]->name);
   std::vector<std::string> each;
   for (const auto* n : named) each.push_back(fmt::format("{} ({})", n->description, n->name));
-  return fmt::format("{}; your {} matches {} mistakes equally: {}", share, sg.step, number_word(named.size()), fmt::join(each, "; or "));
+  return fmt::format("{}; it matches {} mistakes equally: {}", share, number_word(named.size()), fmt::join(each, "; or "));
 }
 
 // A wrong, answered step: its credit when it follows from an earlier answer, else its mistake.
@@ -232,7 +232,11 @@ std::vector<MistakeCount> mistake_counts(const std::vector<StudentGrade>& studen
       if (st.mistakes.empty()) continue;
       const std::string name = fmt::format("{}", fmt::join(st.mistakes, " or "));
       auto it = std::find_if(out.begin(), out.end(), [&](const MistakeCount& c) { return c.mistake == name; });
-      if (it == out.end()) it = out.insert(out.end(), MistakeCount{name, mistake_info(mistake_from_name(st.mistakes[0])).description, {}, {}});
+      if (it == out.end()) {
+        std::vector<std::string> words;
+        for (const auto& n : st.mistakes) words.emplace_back(mistake_info(mistake_from_name(n)).description);
+        it = out.insert(out.end(), MistakeCount{name, fmt::format("{}", fmt::join(words, "; or ")), {}, {}});
+      }
       if (it->students.empty() || it->students.back() != s.id) it->students.push_back(s.id);
       if (std::find(it->steps.begin(), it->steps.end(), st.step) == it->steps.end()) it->steps.push_back(st.step);
     }

@@ -69,7 +69,7 @@ struct StudentGrade {
 // The class summary: what a lecturer reads first.
 struct MistakeCount {
   std::string mistake;                 // a catalogue name, or "a or b" for a tie
-  std::string description;             // the catalogue's words (the first's, for a tie)
+  std::string description;             // the catalogue's words (each's, for a tie)
   std::vector<std::string> students;   // ids, in roster order
   std::vector<std::string> steps;      // the steps it was named on
 };
