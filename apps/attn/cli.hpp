@@ -116,8 +116,8 @@ attn::ColorMode color_mode(const std::string& choice);
 
 
 
-// The subcommands, one file each (run.cpp, check.cpp, diff.cpp, diagnose.cpp, cost.cpp, decode.cpp,
-// heads.cpp, tokenize.cpp, exercise.cpp), each with its options struct, a setup_* that declares them and a run_*
+// The subcommands, one file each (run.cpp, check.cpp, diff.cpp, diagnose.cpp, exercise.cpp, grade.cpp, cost.cpp,
+// decode.cpp, heads.cpp, tokenize.cpp), each with its options struct, a setup_* that declares them and a run_*
 // that only calls the library. add_* declares the subcommand on the app and returns what runs it
 // once the command line is parsed (its exit code).
 using Runner = std::function<int()>;
@@ -133,6 +133,7 @@ Runner add_backward(CLI::App& app);
 Runner add_check(CLI::App& app);
 Runner add_diff(CLI::App& app);
 Runner add_diagnose(CLI::App& app);
+Runner add_grade(CLI::App& app);
 Runner add_cost(CLI::App& app);
 Runner add_decode(CLI::App& app);
 Runner add_heads(CLI::App& app);

@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
   // in this order in --help
   const std::vector<std::pair<std::string, Runner>> commands = {
       {"run", add_run(app)},         {"backward", add_backward(app)}, {"check", add_check(app)},   {"diff", add_diff(app)},   {"diagnose", add_diagnose(app)},
+      {"exercise", add_exercise(app)}, {"grade", add_grade(app)},
       {"cost", add_cost(app)},       {"decode", add_decode(app)}, {"heads", add_heads(app)}, {"tokenize", add_tokenize(app)},
-      {"exercise", add_exercise(app)},
   };
   try {
     app.parse(argc, argv);
