@@ -32,7 +32,7 @@ const std::vector<std::string_view> kRootKeys = {"title", "comment", "mode", "he
                                                  "embeddings", "source", "weights", "layout", "scale",
                                                  "padding", "q", "k", "v", "scores", "random", "expect",
                                                  "attn_mask", "causal_align", "masked_row", "mask_fill", "dv", "positions", "rope", "window", "alibi", "softcap", "kv_heads", "checkpoint", "token_ids",
-                                                 "sentence_b", "token_type_ids", "backward"};
+                                                 "sentence_b", "token_type_ids", "backward", "exercise"};
 
 }  // namespace
 
@@ -165,6 +165,7 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   if (root.contains("softcap")) read_softcap(root, s);
   if (root.contains("expect")) read_expect(root, parsed.decimals, parsed.literals, s);
   if (root.contains("backward")) read_backward(ctx, root, s);
+  if (root.contains("exercise")) read_predict(root, s);
   read_tokens(root, src, s);
   read_masks(root, s);
   if (!s.cross() && !s.causal && s.S != s.T) {
