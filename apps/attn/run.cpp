@@ -138,17 +138,14 @@ void check_predict(const RunOptions& o) {
                                        "--format {}", o.format));
   }
   if (o.format == "html") return;
-  const char* why = o.file == "-"              ? "the answers are typed on standard input, which holds the input JSON here (-); name the input file"
-                    : !isatty(STDIN_FILENO)    ? "standard input is not a terminal, so no answer can be typed"
-                    : !isatty(STDOUT_FILENO)   ? "standard output is not a terminal, so the questions would go unseen"
-                    : o.shapes_only            ? "--shapes-only shows no values to predict"
-                    : o.flash_given            ? "--flash shows the tiled pass after the whole walkthrough, not step by step"
-                                               : nullptr;
-  if (why != nullptr) {
-    throw attn::InputError(fmt::format("--predict: {}. Run it in a terminal, or write a page that asks the same questions: attn run FILE "
-                                       "--format html --predict > page.html",
-                                       why));
-  }
+  const std::string page = "or write a page that asks the same questions: attn run FILE --format html --predict > page.html";
+  const char* terminal = !isatty(STDIN_FILENO)    ? "standard input is not a terminal, so no answer can be typed"
+                         : !isatty(STDOUT_FILENO) ? "standard output is not a terminal, so the questions would go unseen"
+                                                  : nullptr;
+  if (o.file == "-") throw attn::InputError("--predict: the answers are typed on standard input, which holds the input JSON here (-); name the input file");
+  if (terminal != nullptr) throw attn::InputError(fmt::format("--predict: {}. Run it in a terminal, {}", terminal, page));
+  if (o.shapes_only) throw attn::InputError("--predict: --shapes-only shows no values to predict; leave one of them out");
+  if (o.flash_given) throw attn::InputError("--predict: --flash shows the tiled pass after the whole walkthrough, not step by step; leave one of them out");
 }
 
 int run_run(const RunOptions& o) {

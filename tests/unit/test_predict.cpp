@@ -27,7 +27,7 @@ std::string reply(const Prediction& p, std::string_view answer) { return check_p
 
 }  // namespace
 
-TEST_CASE("exercise.predict is read; the block's other keys are left to attn exercise's reader", "[predict]") {
+TEST_CASE("exercise.predict is read, the block's other keys are left to attn exercise's reader", "[predict]") {
   CHECK(parse_spec(cross_text(), "test.json").predict == std::vector<std::string>{"scores", "weights"});
   const std::string base = R"({"scores": [[1, 2]], "exercise": )";
   CHECK(parse_spec(base + R"({"ask": ["weights"], "values": {"low": -2}, "decimals": 2}})", "t.json").predict.empty());
@@ -89,7 +89,7 @@ TEST_CASE("each answer is checked and answered: what was said, what it is, how f
   CHECK((none.understood && !none.right && none.text == "No prediction: weights[2, 1] (query \"sat\", key \"chat\") is 0.4102."));
 }
 
-TEST_CASE("the steps asked about: the exercise's, else the weights; one the trace lacks or none shown is refused", "[predict]") {
+TEST_CASE("the steps asked about: the exercise's, else the weights, one the trace lacks or none shown is refused", "[predict]") {
   const Trace t = trace_of(cross_text());
   const auto at = [&t](std::string_view id) { return static_cast<std::size_t>(&step(t, id) - t.steps.data()); };
   CHECK(predicted_steps(t, {}, {}) == std::vector<std::size_t>{at("weights")});
