@@ -224,7 +224,7 @@ tmx send-keys -t p chat Enter
 wait_visible p "▸ Right: \"sat\" is largest at \"chat\"." || fail "the right key was not said right" p
 tmx send-keys -t p 1.5 Enter
 wait_visible p "── step 7/10" || fail "the step was not revealed after its questions" p
-screen p | grep -qF "▸ Not quite: you said 1.5; scores[2, 1] (query \"sat\", key \"chat\") is 2.0000: 0.50 too low." || fail "the replies are not above the revealed step" p
+screen p | grep -qF "▸ Not quite: you said 1.5; scores[2, 0] (query \"sat\", key \"le₁\") is 1.0000: 0.50 too high." || fail "the replies are not above the revealed step" p
 screen p | grep -qE "sat +1\.0000 +2\.0000 +1\.0000 +0\.0000" || fail "the scores were not revealed" p
 tmx send-keys -t p Left Right
 sleep 0.3
@@ -234,9 +234,9 @@ wait_visible p "1. What is the shape of weights" || fail "no question before wei
 tmx send-keys -t p 3x4 Enter
 wait_visible p "2. Which key does \"sat\" attend to most? (a token)" || fail "no key question on weights" p
 tmx send-keys -t p chat Enter
-wait_visible p "3. What is weights[2, 1]" || fail "no value question on weights" p
-tmx send-keys -t p .41 Enter
-wait_visible p "▸ Right: weights[2, 1] (query \"sat\", key \"chat\") is 0.4102; you said .41, 0.0002 off." || fail "a right value was not said right" p
+wait_visible p "3. What is weights[2, 0] (query \"sat\", key \"le₁\")" || fail "no value question on weights" p
+tmx send-keys -t p .23 Enter
+wait_visible p "▸ Right: weights[2, 0] (query \"sat\", key \"le₁\") is 0.2303; you said .23, 0.0003 off." || fail "a right value was not said right" p
 tmx send-keys -t p q
 wait_visible p "── 4 of 6 predictions right ──" || fail "the count of right predictions is not shown at the end" p
 wait_visible p "EXITED 0" || fail "q did not quit --predict with exit 0" p

@@ -40,7 +40,7 @@ TEST_CASE("exercise.predict is read, the block's other keys are left to attn exe
                     Catch::Contains("exercise.predict[1]: \"weights\" is listed twice"));
 }
 
-TEST_CASE("a queries-by-keys step is asked its shape, the key the last clear query attends to most, and that weight", "[predict]") {
+TEST_CASE("a queries-by-keys step is asked its shape, the key the last clear query attends to most, and another key's entry", "[predict]") {
   const Trace t = trace_of(cross_text());
   const auto q = predict_questions(t, step(t, "weights"));
   REQUIRE(q.size() == 3);
@@ -49,11 +49,11 @@ TEST_CASE("a queries-by-keys step is asked its shape, the key the last clear que
   CHECK(q[1].question == "Which key does \"sat\" attend to most? (a token)");
   CHECK(q[1].key == 1);
   CHECK(q[1].truth == "\"sat\" attends most to \"chat\"");
-  CHECK(q[2].question == "What is weights[2, 1] (query \"sat\", key \"chat\"), to two decimals?");
-  CHECK(q[2].value == Approx(0.410186).margin(1e-6));
+  CHECK(q[2].question == "What is weights[2, 0] (query \"sat\", key \"le₁\"), to two decimals?");  // (not chat's: that would tell)
+  CHECK(q[2].value == Approx(0.230272).margin(1e-6));
   const auto s = predict_questions(t, step(t, "scores"));
   CHECK(s[1].question == "Which key has the largest scores in \"sat\"'s row? (a token)");
-  CHECK(s[2].value == 2.0f);
+  CHECK(s[2].value == 1.0f);
   // every row of a uniform softmax is a tie: no key to name, one value instead
   const Trace u = trace_of(kUniform);
   const auto w = predict_questions(u, step(u, "weights"));
@@ -79,14 +79,14 @@ TEST_CASE("each answer is checked and answered: what was said, what it is, how f
   CHECK(reply(q[1], "le") == "Not quite: you said \"le₁\"; \"sat\" attends most to \"chat\".");
   const auto dog = check_prediction(q[1], "dog");
   CHECK((!dog.understood && dog.text == "There is no key \"dog\": the keys are le₁, chat, le₂, tapis. Type one of them."));
-  CHECK(reply(q[2], "0.41") == "Right: weights[2, 1] (query \"sat\", key \"chat\") is 0.4102; you said 0.41, 0.0002 off.");
-  CHECK(check_prediction(q[2], ".41").right);
-  CHECK(check_prediction(q[2], "0,41").right);
-  CHECK(!check_prediction(q[2], "0.42").right);  // 0.0098 off: more than half a unit of the second decimal
-  CHECK(reply(q[2], "0.5") == "Not quite: you said 0.5; weights[2, 1] (query \"sat\", key \"chat\") is 0.4102: 0.09 too high.");
+  CHECK(reply(q[2], "0.23") == "Right: weights[2, 0] (query \"sat\", key \"le₁\") is 0.2303; you said 0.23, 0.0003 off.");
+  CHECK(check_prediction(q[2], ".23").right);
+  CHECK(check_prediction(q[2], "0,23").right);
+  CHECK(!check_prediction(q[2], "0.22").right);  // 0.0103 off: more than half a unit of the second decimal
+  CHECK(reply(q[2], "0.5") == "Not quite: you said 0.5; weights[2, 0] (query \"sat\", key \"le₁\") is 0.2303: 0.27 too high.");
   CHECK(!check_prediction(q[2], "about half").understood);
   const auto none = check_prediction(q[2], "  ");
-  CHECK((none.understood && !none.right && none.text == "No prediction: weights[2, 1] (query \"sat\", key \"chat\") is 0.4102."));
+  CHECK((none.understood && !none.right && none.text == "No prediction: weights[2, 0] (query \"sat\", key \"le₁\") is 0.2303."));
 }
 
 TEST_CASE("the steps asked about: the exercise's, else the weights, one the trace lacks or none shown is refused", "[predict]") {
@@ -122,7 +122,7 @@ TEST_CASE("the pager's session asks, keeps the replies for the step and counts t
   CHECK(!session.pending(scores));
   CHECK(out.str().find("There is no key \"dog\"") != std::string::npos);  // said, then asked again
   CHECK(session.reply_lines(scores).size() == 3);
-  CHECK(session.reply_lines(scores)[2] == "    ▸ Not quite: you said 1.5; scores[2, 1] (query \"sat\", key \"chat\") is 2.0000: 0.50 too low.");
+  CHECK(session.reply_lines(scores)[2] == "    ▸ Not quite: you said 1.5; scores[2, 0] (query \"sat\", key \"le₁\") is 1.0000: 0.50 too high.");
   CHECK(session.tally() == "── 2 of 3 predictions right; 3 more on weights not reached ──");
 }
 

@@ -111,7 +111,7 @@ Prediction top_question(const Trace& t, const Step& s, std::int64_t row) {
   const std::string in = lead.empty() ? "" : fmt::format(" (in {})", fmt::join(lead, ", "));
   p.question = s.id == "weights" ? fmt::format("Which key does \"{}\" attend to most{}? (a token)", p.query, in)
                                  : fmt::format("Which key has the largest {} in \"{}\"'s row{}? (a token)", s.id, p.query, in);
-  // (no number: the next question asks for this one)
+  // (no number: the value is the page's and the tables' to show)
   p.truth = fmt::format("\"{}\" {} \"{}\"", p.query, s.id == "weights" ? "attends most to" : "is largest at", p.keys[static_cast<std::size_t>(p.key)]);
   return p;
 }
@@ -229,9 +229,10 @@ std::vector<Prediction> predict_questions(const Trace& t, const Step& s) {
   std::vector<Prediction> out{shape_question(s)};
   if (s.kind != ValueKind::Real || s.value.size() == 0) return out;
   const auto row = queries_by_keys(s) ? clear_row(s) : std::nullopt;
-  if (row) {
+  if (row && s.value.shape().back() > 1) {
+    // the value asked is another key's: the question names its key, which must not give the last answer away
     out.push_back(top_question(t, s, *row));
-    out.push_back(value_question(t, s, *row + out.back().key));
+    out.push_back(value_question(t, s, *row + (out.back().key == 0 ? 1 : 0)));
   } else {
     out.push_back(value_question(t, s, plain_entry(s)));
   }

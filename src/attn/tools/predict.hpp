@@ -40,7 +40,8 @@ struct Prediction {
 inline constexpr double kPredictTolerance = 0.005;
 
 // The questions on `step`: its shape; for a queries-by-keys step the key one query attends to most
-// and that entry, else one entry. The query is the last one (in a causal run it sees every key)
+// and the query's entry for another key (its first; the page shows every question at once, so the
+// key named there must not be the answer), else one entry. The query is the last one (in a causal run it sees every key)
 // whose largest entry leads the next by 0.01 or more (no tie to guess between); a mask or an index
 // step is asked its shape alone. Batch row 0 and head 0.
 std::vector<Prediction> predict_questions(const Trace& trace, const Step& step);
