@@ -148,6 +148,14 @@ void check_predict(const RunOptions& o) {
   if (o.flash_given) throw attn::InputError("--predict: --flash shows the tiled pass after the whole walkthrough, not step by step; leave one of them out");
 }
 
+// --predict's steps (exercise.predict, else the weights) for the pager and the page; an id the
+// trace lacks, or none of them shown, is refused before a question is asked.
+void predict_options(const RunOptions& o, const attn::Spec& spec, const attn::Trace& trace, attn::TextOptions& t) {
+  t.predict = o.predict;
+  t.predict_ids = spec.predict;
+  if (o.predict) attn::predicted_steps(trace, t.predict_ids, t.steps);
+}
+
 int run_run(const RunOptions& o) {
   check_predict(o);
   attn::PipelineOptions options;
@@ -198,9 +206,7 @@ int run_run(const RunOptions& o) {
   t.code = o.code;
   t.fit_range = o.heat_range == "fit";
   t.timings = o.timings;
-  t.predict = o.predict;
-  t.predict_ids = spec.predict;
-  if (o.predict) attn::predicted_steps(trace, t.predict_ids, t.steps);  // an id the trace lacks: refused before a question
+  predict_options(o, spec, trace, t);
   if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
   t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");

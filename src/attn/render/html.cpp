@@ -110,7 +110,7 @@ constexpr const char* kScript = R"js(
   document.addEventListener('keydown', function (e) {
     var k = e.key, tag = e.target && e.target.tagName;
     // (typing a prediction, or Space and Enter on a button, are the field's and the button's)
-    if (e.altKey || e.ctrlKey || e.metaKey || tag === 'SELECT' || tag === 'INPUT' || (tag === 'BUTTON' && (k === ' ' || k === 'Enter'))) return;
+    if (e.altKey || e.ctrlKey || e.metaKey || tag === 'SELECT' || (tag === 'INPUT' && e.target.type === 'text') || (tag === 'BUTTON' && (k === ' ' || k === 'Enter'))) return;
     if (k === 'ArrowRight' || k === 'PageDown' || k === 'j' || k === 'n' || k === ' ') { show(cur + 1); e.preventDefault(); }
     else if (k === 'ArrowLeft' || k === 'PageUp' || k === 'k' || k === 'p' || k === 'b') { show(cur - 1); e.preventDefault(); }
     else if (k === 'Home') { show(0); e.preventDefault(); }
