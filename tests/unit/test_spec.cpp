@@ -119,7 +119,7 @@ TEST_CASE("bad input is refused with the JSON path and the expectation", "[spec]
       {base(R"("heads": 2)"), "heads: H = 2 does not divide C = 3 (each head gets hs = C / H features)"},
       {base(R"("heads": 0)"), "heads: expected a positive integer, got the number 0"},
       {base(R"("heads": 1.5)"), "heads: expected a positive integer, got the number 1.5"},
-      {base(R"("tokenz": ["a"])"), "tokenz: unknown key (did you mean \"tokens\"?); allowed here: title, comment, mode, heads, tokens, sentence, embeddings, source, weights, layout, scale, padding, q, k, v, scores, random, expect, attn_mask, causal_align, masked_row, mask_fill, dv, positions, rope, window, alibi, softcap, kv_heads, checkpoint, token_ids, sentence_b, token_type_ids, backward"},
+      {base(R"("tokenz": ["a"])"), "tokenz: unknown key (did you mean \"tokens\"?); allowed here: title, comment, mode, heads, tokens, sentence, embeddings, source, weights, layout, scale, padding, q, k, v, scores, random, expect, attn_mask, causal_align, masked_row, mask_fill, dv, positions, rope, window, alibi, softcap, kv_heads, checkpoint, token_ids, sentence_b, token_type_ids, backward, exercise"},
       {base("", R"("W_q": "identity", "W_k": "identity", "Wv": "identity")"), "weights.Wv: unknown key (did you mean \"W_v\"?); allowed here: W_q, W_k, W_v, W_qkv, W_o, b_q, b_k, b_v, b_qkv, b_o"},
       {base("", R"("W_q": "identity", "W_k": "identity")"), "weights.W_v: required: a [C, dv] = [3, dv] matrix, per-head [H, C, h], or \"identity\" (or give W_qkv)"},
       {base("", R"("W_q": "ident", "W_k": "identity", "W_v": "identity")"), "weights.W_q: expected a [C, dk] = [3, dk] matrix, per-head [H, C, h], or \"identity\", got the string \"ident\""},
