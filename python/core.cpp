@@ -34,6 +34,7 @@
 #include "attn/pipeline/pipeline.hpp"
 #include "attn/pipeline/mistakes.hpp"
 #include "attn/render/layout.hpp"
+#include "attn/tools/predict.hpp"
 #include "attn/render/render.hpp"
 #include "attn/render/model_views.hpp"
 #include "attn/core/spec.hpp"
@@ -108,6 +109,7 @@ struct RunArgs {
   std::int64_t precision = 4;
   py::object max_memory;
   std::int64_t summary_threshold = 1000;  // tensors with more values are summarised (edges shown), as attn run's
+  bool predict = false;  // the page asks before the input's exercise.predict steps (the weights by default), as --format html --predict
 };
 
 // The trace of run (backward: of attn backward), its text options checked against it as attn run's.
@@ -133,6 +135,9 @@ std::unique_ptr<TraceHandle> trace(const RunArgs& a, attn::PipelineOptions optio
   h->text.view.summary_threshold = a.summary_threshold;
   attn::check_text_options(h->trace, h->text);
   if (!a.steps.empty()) h->text.steps = attn::select_steps(h->trace, a.steps, "", "", kPython);  // unknown ids refused, as attn run --steps
+  h->text.predict = a.predict;
+  h->text.predict_ids = spec.predict;
+  if (a.predict) attn::predicted_steps(h->trace, spec.predict, h->text.steps, kPython);  // an id the trace lacks: refused now, not in the page
   if (options.fused) h->text.heatmaps.clear();  // a fused trace keeps no weights to draw, as attn run --fused draws none
   if (!flash.empty()) h->flash = attn::run_flash(spec, h->trace, tiles.first, tiles.second, kPython);
   return h;
@@ -340,9 +345,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("run", [](const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,
                   std::optional<std::int64_t> head, std::optional<std::int64_t> batch, const std::string& mistake, bool fused, bool explain,
                   bool code, std::int64_t precision, const std::string& backend, const std::string& flash, const py::object& max_memory,
-                  std::int64_t summary_threshold) {
-    return run(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory, summary_threshold}, fused,
-               backend, flash);
+                  std::int64_t summary_threshold, bool predict) {
+    return run(RunArgs{text, origin, base_dir, steps, head, batch, mistake, explain, code, precision, max_memory, summary_threshold, predict},
+               fused, backend, flash);
   });
 
   m.def("backward", [](const std::string& text, const std::string& origin, const std::string& base_dir, const std::vector<std::string>& steps,

@@ -6,7 +6,9 @@ protocol. Loads the page with the network watched, then checks, as a student wou
   - the head selector shows one head's blocks;
   - hovering a score, a weight and a context entry shows how it was computed, with this run's
     numbers (checked against the JSON trace of the same run);
-  - print styles put every step on the page and hide the controls.
+  - print styles put every step on the page and hide the controls;
+  - with --predict, the questions are answered by keyboard alone (Tab, Enter), the values stay hidden
+    until answered or revealed, and the count of right answers is kept.
 Screenshots of each state go to OUT_DIR (look at them: they are the test's pictures).
 Skips (exit 77, with the reason) only when chromium or python3-websocket is missing.
 Usage: html_browser.py ATTN SOURCE_DIR OUT_DIR
@@ -224,6 +226,69 @@ try:
     check(len(requests) == 1, f"shape_flow's page requests nothing but itself ({len(requests)})")
     check(current() == "step-weights", "an address with #step-weights opens that step")
     page.screenshot("html_shape_flow_weights.png")
+
+    # ---- --predict: the questions before scores and weights, by keyboard alone; the values hidden until answered ----
+    html, trace = page_for("tests/data/predict_cross.json", ["--predict"])
+    page.call("Page.navigate", url="file://" + os.path.abspath(html) + "#step-scores")
+    page.wait_event("Page.loadEventFired")
+    time.sleep(0.3)
+    shown = lambda sel: page.js(f"(function(){{var e=document.querySelector({json.dumps(sel)}); return !!e && e.getClientRects().length > 0;}})()")
+    tally = lambda: page.js("document.getElementById('tally').textContent")
+    check(current() == "step-scores" and not shown("#step-scores table.tensor") and not shown("#step-scores p.shape"),
+          "the scores' shape and values are hidden before an answer")
+    check(tally() == "0 of 0 predictions right · 6 still to answer", f"the count starts at none of 6 ({tally()!r})")
+
+    def type_text(text):
+        for ch in text:
+            page.call("Input.dispatchKeyEvent", type="char", text=ch)
+        time.sleep(0.05)
+
+    def tab():
+        page.key("Tab", "Tab", 9)
+
+    def enter():  # with its text, as a keyboard sends it: what submits a form or presses a button
+        for kind in ("keyDown", "keyUp"):
+            page.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13, **({"text": "\r"} if kind == "keyDown" else {}))
+        time.sleep(0.1)
+
+    def focused():
+        return page.js("document.activeElement.id || document.activeElement.className || document.activeElement.tagName")
+
+    page.js("document.getElementById('predict-scores-1').focus()")
+    type_text("[3, 3]")
+    tab()
+    type_text("dog")
+    tab()
+    type_text("1")
+    enter()
+    replies = lambda step: page.js(f"Array.prototype.map.call(document.querySelectorAll('#step-{step} .reply'), function (p) {{ return p.textContent; }})")
+    check(replies("scores")[1] == 'There is no key "dog": the keys are le₁, chat, le₂, tapis. Type one of them.' and replies("scores")[0] == ""
+          and not shown("#step-scores table.tensor"), f"Enter with an unknown key says so and reveals nothing ({replies('scores')})")
+    check(focused() == "predict-scores-2", f"the unread answer gets the focus ({focused()})")
+    page.js("document.getElementById('predict-scores-2').select()")
+    type_text("chat")
+    enter()
+    check(shown("#step-scores table.tensor") and shown("#step-scores p.shape"), "answered: the scores are shown")
+    r = replies("scores")
+    check(r[0] == "Not quite: you said [3, 3]; scores is [3, 4]: T = 3 queries, S = 4 keys (S, the keys, is 4, not 3)."
+          and r[1] == 'Right: "sat" is largest at "chat".' and r[2].startswith("Right: scores[2, 0]"), f"each answer is answered: {r}")
+    check(tally() == "2 of 3 predictions right · 3 still to answer", f"the count after scores ({tally()!r})")
+    page.screenshot("html_predict_scores.png")
+    page.js(f"document.querySelectorAll('nav.steps a')[{[s['id'] for s in trace['steps']].index('weights')}].click()")
+    check(not shown("#step-weights table.tensor") and not shown("#step-weights svg"), "the weights and their heatmap are hidden before an answer")
+    page.js("document.getElementById('predict-weights-1').focus()")
+    type_text("3x4")
+    for _ in range(4):  # past the two other fields and "check", onto "reveal"
+        tab()
+    check(page.js("document.activeElement.className") == "reveal", f"Tab reaches reveal ({focused()})")
+    enter()
+    check(shown("#step-weights table.tensor"), "reveal shows the weights")
+    r = replies("weights")
+    check(r[0].startswith("Right: weights is [3, 4]") and r[1] == 'No prediction: "sat" attends most to "chat".', f"reveal answers the blank questions: {r}")
+    check(tally() == "3 of 6 predictions right", f"the count at the end ({tally()!r})")
+    requests = [e["params"]["request"]["url"] for e in page.events if e.get("method") == "Network.requestWillBeSent"]
+    check(all(u.startswith("file://") for u in requests), f"the --predict page fetches nothing ({requests[:3]})")
+    page.screenshot("html_predict_weights.png")
 finally:
     proc.terminate()
     try:
@@ -235,4 +300,4 @@ finally:
 if failures:
     print(f"html_browser: {len(failures)} check(s) failed")
     sys.exit(1)
-print("html_browser: the HTML walkthrough works offline in chromium: keys, head selector, hover, print")
+print("html_browser: the HTML walkthrough works offline in chromium: keys, head selector, hover, print, --predict")

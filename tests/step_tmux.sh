@@ -206,4 +206,42 @@ tmx new-session -d -s m -x 140 -y 60 "TERM=dumb $attn run examples/masked_4x4.js
 wait_for m "heatmap of weights" || fail "no heatmap with TERM=dumb" m
 tmx capture-pane -e -p -t m | grep -q $'\e\\[[0-9;]*48;' && fail "TERM=dumb got colour codes" m
 tmx capture-pane -p -t m | grep -qF "t0  ██ ·· ·· ··" || fail "no shaded heatmap with TERM=dumb" m
-echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ on a short step ignored, q, Ctrl-D; line mode; a tall step at 80 × 24: heading kept, the header scrolling, ↑/↓ j/k PgUp/PgDn Space, Home/End g/G, resize) and --color auto / NO_COLOR checked in a tmux terminal"
+
+# --predict: before scores and weights (the input's exercise.predict) the pager asks, checks each
+# answer, shows the replies above the step's values, and counts the right ones when q quits.
+tmx new-session -d -s p -x 120 -y 50 "$attn run tests/data/predict_cross.json --predict --color never --heatmap none; echo EXITED \$?; sleep 30"
+wait_for p "── step 1/10" || fail "--predict did not start the pager (it implies --step)" p
+tmx send-keys -t p 7 Enter
+wait_visible p "1. What is the shape of scores, in numbers (like [2, 3])?" || fail "no shape question before scores" p
+screen p | grep -qF "[T, S] = [3, 4]" && fail "the shape was shown before it was asked" p
+screen p | grep -qF "2.0000" && fail "the scores were shown before they were asked" p
+tmx send-keys -t p "[3, 3]" Enter
+wait_visible p "▸ Not quite: you said [3, 3]; scores is [3, 4]: T = 3 queries, S = 4 keys (S, the keys, is 4, not 3)." || fail "a wrong shape was not answered" p
+wait_visible p "2. Which key has the largest scores in \"sat\"'s row? (a token)" || fail "no key question" p
+tmx send-keys -t p dog Enter
+wait_visible p "There is no key \"dog\": the keys are le₁, chat, le₂, tapis. Type one of them." || fail "an unknown key was not said" p
+tmx send-keys -t p chat Enter
+wait_visible p "▸ Right: \"sat\" is largest at \"chat\"." || fail "the right key was not said right" p
+tmx send-keys -t p 1.5 Enter
+wait_visible p "── step 7/10" || fail "the step was not revealed after its questions" p
+screen p | grep -qF "▸ Not quite: you said 1.5; scores[2, 0] (query \"sat\", key \"le₁\") is 1.0000: 0.50 too high." || fail "the replies are not above the revealed step" p
+screen p | grep -qE "sat +1\.0000 +2\.0000 +1\.0000 +0\.0000" || fail "the scores were not revealed" p
+tmx send-keys -t p Left Right
+sleep 0.3
+screen p | grep -qF "What is the shape" && fail "a step answered was asked again" p
+tmx send-keys -t p 9 Enter
+wait_visible p "1. What is the shape of weights" || fail "no question before weights" p
+tmx send-keys -t p 3x4 Enter
+wait_visible p "2. Which key does \"sat\" attend to most? (a token)" || fail "no key question on weights" p
+tmx send-keys -t p chat Enter
+wait_visible p "3. What is weights[2, 0] (query \"sat\", key \"le₁\")" || fail "no value question on weights" p
+tmx send-keys -t p .23 Enter
+wait_visible p "▸ Right: weights[2, 0] (query \"sat\", key \"le₁\") is 0.2303; you said .23, 0.0003 off." || fail "a right value was not said right" p
+tmx send-keys -t p q
+wait_visible p "── 4 of 6 predictions right ──" || fail "the count of right predictions is not shown at the end" p
+wait_visible p "EXITED 0" || fail "q did not quit --predict with exit 0" p
+# not a terminal: refused, exit 2, naming --predict
+tmx new-session -d -s o -x 160 -y 20 "$attn run tests/data/predict_cross.json --predict | cat; echo EXITED \${PIPESTATUS[0]}; sleep 30"
+wait_for o "EXITED 2" || fail "--predict with standard output not a terminal did not exit 2" o
+tmx capture-pane -p -t o | grep -qF "attn: --predict: standard output is not a terminal, so the questions would go unseen." || fail "the refusal does not say why" o
+echo "step_tmux: --step (→ Space Enter ← b, a number, ↑ on a short step ignored, q, Ctrl-D; line mode; a tall step at 80 × 24: heading kept, the header scrolling, ↑/↓ j/k PgUp/PgDn Space, Home/End g/G, resize), --predict (questions, replies, the count, the refusal without a terminal) and --color auto / NO_COLOR checked in a tmux terminal"

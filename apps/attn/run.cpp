@@ -1,6 +1,8 @@
 // attn run: the walkthrough, in every format, with its options.
 #include "cli.hpp"
 
+#include "attn/tools/predict.hpp"
+
 namespace attn_cli {
 namespace {
 
@@ -18,6 +20,7 @@ struct RunOptions {
   std::vector<std::string> heatmaps = {"weights"};
   std::string heat_range = "fixed";
   bool step = false;
+  bool predict = false;  // ask before the exercise's steps (weights by default), then reveal them
   bool explain = false;
   bool code = false;
   std::vector<std::string> steps;
@@ -71,6 +74,12 @@ void declare_options(CLI::App* run, RunOptions& o) {
   run->add_flag("--step", o.step, "one step at a time (when standard input is a terminal): → or Enter next, Space a page and then next; ← or b back; ↑/↓, "
                 "PgUp/PgDn and Home/End scroll a tall step; a number and Enter goes to that step; q or Ctrl-D quits. Redrawn in place; line "
                 "by line where the terminal cannot (TERM=dumb)");
+  if (!o.backward) {
+    run->add_flag("--predict", o.predict, "ask for a prediction before the steps of the input's \"exercise\": {\"predict\": [...]} (default "
+                                          "the weights): their shape, the key a query attends to most, one value to two decimals; then reveal "
+                                          "them, say how far off each answer was, and at the end how many were right. In a terminal (it "
+                                          "implies --step), or in the page with --format html");
+  }
   run->add_flag("--explain", o.explain, "explain each step for students, with this run's numbers");
   run->add_flag("--code", o.code, "show each step as the PyTorch that computes it (always in json, markdown and html; --dump writes "
                                   "the inputs it names, to run it)");
@@ -120,7 +129,35 @@ void setup_backward(CLI::App& app, RunOptions& o) {
 The input's "backward" block: {"grad_output": [...]} (the output's shape), {"seed": N} or {"target": [...]} (loss = mean((output − target)²)); without it, the gradient of sum(output).)");
 }
 
+// --predict: asked in a terminal (the pager: standard input and output both one, the input a file)
+// or in the page; refused anywhere else, before anything is run.
+void check_predict(const RunOptions& o) {
+  if (!o.predict) return;
+  if (o.format != "text" && o.format != "html") {
+    throw attn::InputError(fmt::format("--predict: the questions are asked in a terminal (text) or in the page (--format html), not in "
+                                       "--format {}", o.format));
+  }
+  if (o.format == "html") return;
+  const std::string page = "or write a page that asks the same questions: attn run FILE --format html --predict > page.html";
+  const char* terminal = !isatty(STDIN_FILENO)    ? "standard input is not a terminal, so no answer can be typed"
+                         : !isatty(STDOUT_FILENO) ? "standard output is not a terminal, so the questions would go unseen"
+                                                  : nullptr;
+  if (o.file == "-") throw attn::InputError("--predict: the answers are typed on standard input, which holds the input JSON here (-); name the input file");
+  if (terminal != nullptr) throw attn::InputError(fmt::format("--predict: {}. Run it in a terminal, {}", terminal, page));
+  if (o.shapes_only) throw attn::InputError("--predict: --shapes-only shows no values to predict; leave one of them out");
+  if (o.flash_given) throw attn::InputError("--predict: --flash shows the tiled pass after the whole walkthrough, not step by step; leave one of them out");
+}
+
+// --predict's steps (exercise.predict, else the weights) for the pager and the page; an id the
+// trace lacks, or none of them shown, is refused before a question is asked.
+void predict_options(const RunOptions& o, const attn::Spec& spec, const attn::Trace& trace, attn::TextOptions& t) {
+  t.predict = o.predict;
+  t.predict_ids = spec.predict;
+  if (o.predict) attn::predicted_steps(trace, t.predict_ids, t.steps);
+}
+
 int run_run(const RunOptions& o) {
+  check_predict(o);
   attn::PipelineOptions options;
   if (!o.mistake.empty()) options.mistake = attn::mistake_for_pass(o.mistake, o.backward, attn::Door::Cli);  // before the input is read
   const attn::Spec spec = load_checked(o.file, o.resources, o.fused);
@@ -139,7 +176,7 @@ int run_run(const RunOptions& o) {
     }
   }
   // text output of some steps shows only those: the others stay on a device unless read
-  if (!o.backward && o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.flash_given &&
+  if (!o.backward && o.format == "text" && o.dump_dir.empty() && o.check_against.empty() && !o.explain && !o.step && !o.predict && !o.flash_given &&
       (!o.steps.empty() || !o.from.empty() || !o.to.empty())) {
     const attn::Trace plan = attn::plan_trace(spec);
     for (const auto i : attn::select_steps(plan, o.steps, o.from, o.to)) options.shown.push_back(plan.steps[i].id);
@@ -168,6 +205,7 @@ int run_run(const RunOptions& o) {
   t.code = o.code;
   t.fit_range = o.heat_range == "fit";
   t.timings = o.timings;
+  predict_options(o, spec, trace, t);
   if (!o.svg_dir.empty()) attn::write_svg_pictures(trace, t, o.svg_dir, o.force);
   t.picture_dir = o.svg_dir;  // the handout links the pictures written there (else carries them inline)
   if (o.step && o.format != "text") throw attn::InputError("--step: pacing works with --format text");
@@ -188,7 +226,7 @@ int run_run(const RunOptions& o) {
     attn::render_html(trace, std::cout, t);
   } else if (o.format == "svg") {
     attn::render_svg(trace, std::cout, t);
-  } else if (o.step && isatty(STDIN_FILENO) && o.file != "-" && !o.shapes_only) {
+  } else if ((o.step || o.predict) && isatty(STDIN_FILENO) && o.file != "-" && !o.shapes_only) {
     // single keys, redrawn in place, on a terminal that can; lines otherwise (TERM=dumb, output to a file)
     const char* term = std::getenv("TERM");
     const bool raw = isatty(STDOUT_FILENO) && term != nullptr && std::string_view(term) != "dumb";

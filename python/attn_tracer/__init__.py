@@ -303,19 +303,22 @@ _TRACE_KEYWORDS = dict(steps=_step_ids, head=_int, batch=_int, mistake=_text, ex
                        summary_threshold=_int)
 
 
-@_keywords(fused=_flag, backend=_text, flash=_text, **_TRACE_KEYWORDS)
+@_keywords(fused=_flag, backend=_text, flash=_text, predict=_flag, **_TRACE_KEYWORDS)
 def run(spec, *, steps=None, head=None, batch=None, mistake=None, fused=False, explain=False, code=False, precision=4, backend="cpu",
-        flash=None, max_memory=None, summary_threshold=1000):
+        flash=None, max_memory=None, summary_threshold=1000, predict=False):
     """Runs attention step by step on `spec` (a path, a JSON string, or a dict in attn's input format,
     whose tensors may be NumPy arrays or nested lists; a checkpoint spec too) and returns its Trace.
     The options are `attn run`'s: steps (ids shown by text()), head, batch, mistake (simulate one),
     fused (FlashAttention's one pass), explain, code, precision (0 .. 12), backend ("cpu" or "cuda"), flash ("BQxBK":
     FlashAttention's tiled pass tile by tile after the trace, in text(); trace.flash_max_diff is its
     largest difference from the context), max_memory (bytes or "8G"; default half of physical memory),
-    summary_threshold (text shows a tensor of more values by its edges, as --summary-threshold; default 1000)."""
+    summary_threshold (text shows a tensor of more values by its edges, as --summary-threshold; default 1000),
+    predict (the page, trace.html() and the notebook's view, asks before the steps of the spec's
+    "exercise": {"predict": [...]}, the weights by default: their shape, the key a query attends to
+    most, one value; the values stay hidden until answered or revealed, as --format html --predict)."""
     text, origin, base = _input(spec)
     return Trace(_call(_core.run, text, origin, base, steps or [], head, batch, mistake or "", fused, explain, code, precision,
-                       backend, flash or "", max_memory, summary_threshold))
+                       backend, flash or "", max_memory, summary_threshold, predict))
 
 
 @_keywords(**_TRACE_KEYWORDS)

@@ -83,7 +83,7 @@ class Heads:
 def run(spec: Spec, *, steps: Union[str, Sequence[str], None] = ..., head: Optional[int] = ..., batch: Optional[int] = ...,
         mistake: Optional[str] = ..., fused: bool = ..., explain: bool = ..., code: bool = ..., precision: int = ...,
         backend: str = ..., flash: Optional[str] = ..., max_memory: Optional[Memory] = ...,
-        summary_threshold: int = ...) -> Trace: ...
+        summary_threshold: int = ..., predict: bool = ...) -> Trace: ...
 def backward(spec: Spec, *, steps: Union[str, Sequence[str], None] = ..., head: Optional[int] = ..., batch: Optional[int] = ...,
              mistake: Optional[str] = ..., explain: bool = ..., code: bool = ..., precision: int = ...,
              max_memory: Optional[Memory] = ...,

@@ -11,7 +11,9 @@
   raise TypeError naming it, with "did you mean" where one is close;
 - NaN and Infinity are named as such: in JSON text (with the JSON path, and what to write instead) and
   from NumPy arrays; a printed value's exponent beyond an int is read;
-- a student's own arrays stay a diagnosis: their NaN or shape is reported, not refused.
+- a student's own arrays stay a diagnosis: their NaN or shape is reported, not refused;
+- predict=True: the page (trace.html(), and the notebook's view) asks before the spec's
+  exercise.predict steps (the weights by default), refused as attn run --predict is.
 """
 import json
 import math
@@ -174,12 +176,37 @@ def non_finite(repo):
     check(g.correct is False and "weights" in str(g), f"a student's wrong shape is a diagnosis: {g!r}")
 
 
+def predict(repo):
+    cross = os.path.join(repo, "tests", "data", "predict_cross.json")
+    page = attn_tracer.run(cross, predict=True).html()
+    check(page.count('<form class="predict"') == 2 and 'data-total="6"' in page
+          and page.index('id="step-scores"') < page.index('<form class="predict"') < page.index('<div class="revealed" hidden>'),
+          "predict=True: the page asks before scores and weights (the spec's exercise.predict), six questions, the values hidden")
+    view = attn_tracer.run(cross, predict=True)._repr_html_()
+    check("form class=&quot;predict&quot;" in view and "srcdoc=" in view, "predict=True: the notebook's view is that page")
+    check('<form class="predict"' not in attn_tracer.run(cross).html(), "without predict the page asks nothing")
+    cat = os.path.join(repo, "examples", "cat_sat.json")
+    page = attn_tracer.run(cat, predict=True).html()
+    check(page.count('<form class="predict"') == 1 and page.index('id="step-weights"') < page.index('<form class="predict"'),
+          "predict=True without an exercise block asks before the weights")
+    refuses(lambda: attn_tracer.run(cat, predict=True, steps=["q"]), "InputError",
+            "predict=True: none of the steps to predict (weights) is shown; show them too (steps=)", "predict=True with the weights not shown")
+    refuses(lambda: attn_tracer.run(cat, predict=True, fused=True), "InputError",
+            "predict=True: this trace has no weights step to ask about (a fused run keeps none)", "predict=True, fused=True", exact=False)
+    spec = json.loads(open(cross).read())
+    spec["exercise"]["predict"] = ["weight"]
+    refuses(lambda: attn_tracer.run(spec, predict=True), "InputError",
+            'exercise.predict[0]: expected a step id, got "weight" (did you mean "weights"?)', "an unknown step in exercise.predict", exact=False)
+    refuses(lambda: attn_tracer.run(cat, predict="yes"), "TypeError", "predict", "predict='yes'", exact=False)
+
+
 def main(argv):
     attn, repo = argv[1], argv[2]
     ex = lambda name: os.path.join(repo, "examples", name)
     ranges(attn, repo, ex("diagnose_causal_2heads.json"), ex("padding_batch2.json"), ex("tiny_gpt2.json"))
     types(repo)
     non_finite(repo)
+    predict(repo)
     return outcome()
 
 

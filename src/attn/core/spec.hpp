@@ -147,6 +147,7 @@ struct Spec {
     std::string path;               // "backward.grad_output", "backward.target", "backward.seed": for messages
   } backward;
   std::optional<double> expect_tolerance;  // overrides half a unit in the last printed decimal
+  std::vector<std::string> predict;  // exercise.predict: the step ids --predict asks about (empty: not given)
 
   std::vector<std::string> notes;  // where values came from ("weights.W_q: identity", random seeds)
 

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "attn/tools/explain.hpp"
+#include "attn/tools/predict.hpp"
+#include "attn/render/html_predict.hpp"
 #include "attn/render/render.hpp"
 
 namespace attn {
@@ -106,8 +108,9 @@ constexpr const char* kScript = R"js(
   document.getElementById('all').addEventListener('change', function (e) { document.body.classList.toggle('all', e.target.checked); show(cur); });
   ['head', 'batch'].forEach(function (id) { var el = document.getElementById(id); if (el) el.addEventListener('change', filter); });
   document.addEventListener('keydown', function (e) {
-    if (e.altKey || e.ctrlKey || e.metaKey || (e.target && e.target.tagName === 'SELECT')) return;
-    var k = e.key;
+    var k = e.key, tag = e.target && e.target.tagName;
+    // (typing a prediction, or Space and Enter on a button, are the field's and the button's)
+    if (e.altKey || e.ctrlKey || e.metaKey || tag === 'SELECT' || (tag === 'INPUT' && e.target.type === 'text') || (tag === 'BUTTON' && (k === ' ' || k === 'Enter'))) return;
     if (k === 'ArrowRight' || k === 'PageDown' || k === 'j' || k === 'n' || k === ' ') { show(cur + 1); e.preventDefault(); }
     else if (k === 'ArrowLeft' || k === 'PageUp' || k === 'k' || k === 'p' || k === 'b') { show(cur - 1); e.preventDefault(); }
     else if (k === 'Home') { show(0); e.preventDefault(); }
@@ -190,6 +193,48 @@ void table(std::ostream& out, const Trace& t, const Step& s, const StepLayout& l
   out << "</tbody></table>";
 }
 
+// One step's section: title, formula, shape, note, code, explanation, tensors and pictures. ask
+// (--predict): the questions come after the formula, and the rest stays hidden until answered.
+void step_section(std::ostream& out, const Trace& t, const Step& s, std::size_t n, const TextOptions& o,
+                  const std::map<std::pair<std::string, std::string>, std::string>& pictures, bool ask) {
+  const auto& c = t.config;
+  const StepLayout l = layout_step(s, c, o.view);
+  out << fmt::format("<section class=\"step\" id=\"step-{}\">\n<h2>{}. {} <code>{}</code></h2>\n", esc(s.id), n + 1, esc(s.title), esc(s.id));
+  out << "<p class=\"formula\">" << esc(s.formula) << "</p>\n";
+  if (ask) {
+    write_predict_form(out, t, s);
+    out << "<div class=\"revealed\" hidden>\n";
+  }
+  out << "<p class=\"shape\">" << esc(shape_line(s))
+      << (l.summarised ? " · summarised: the first and last entries of each axis" : "") << "</p>\n";
+  if (!s.note.empty()) out << "<p class=\"note\">" << esc(s.note) << "</p>\n";
+  if (!s.code.empty()) out << "<pre class=\"code\"><code>" << esc(fmt::format("{}", fmt::join(code_lines(s.code), "\n"))) << "</code></pre>\n";
+  if (o.explain) {
+    const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
+    if (!text.empty()) {
+      // steps with heads or batch rows quote their first block
+      const bool per_block = std::any_of(s.dims.begin(), s.dims.end(), [](Dim d) { return d == Dim::H || d == Dim::B; });
+      out << explanation(explain_parts(text), per_block);
+    }
+  }
+  if (is_scalar(s)) out << "<p class=\"scalar\"><code>" << esc(fmt::format("{} = {}", s.id, number(s, s.value.at(0), o.precision))) << "</code></p>\n";
+  for (const auto& b : is_scalar(s) ? std::vector<Block>{} : l.blocks) {
+    if (b.gap) {
+      out << "<div class=\"block\"><h3>… " << esc(b.title) << "</h3></div>\n";
+      continue;
+    }
+    out << "<div class=\"block\"" << (b.head >= 0 ? fmt::format(" data-head=\"{}\"", b.head) : "")
+        << (b.has_batch ? fmt::format(" data-batch=\"{}\"", b.batch) : "") << ">";
+    if (!b.title.empty()) out << "<h3>" << esc(b.title) << "</h3>";
+    out << "<div class=\"pair\">";
+    table(out, t, s, l, b, o.precision);
+    if (const auto p = pictures.find({s.id, b.key}); p != pictures.end()) out << "<div class=\"picture\">" << p->second << "</div>";
+    out << "</div></div>\n";
+  }
+  if (ask) out << "</div>\n";
+  out << "</section>\n";
+}
+
 }  // namespace
 
 void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
@@ -206,13 +251,14 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
   std::vector<std::size_t> indices = o.steps;
   if (indices.empty())
     for (std::size_t i = 0; i < t.steps.size(); ++i) indices.push_back(i);
+  const std::vector<std::size_t> predicted = o.predict ? predicted_steps(t, o.predict_ids, o.steps) : std::vector<std::size_t>{};
 
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       // nothing may be fetched: the page is whole without the network
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
          "script-src 'unsafe-inline'; img-src data:\">\n"
-      << "<title>" << esc(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
+      << "<title>" << esc(title) << "</title>\n<style>" << kStyle << (o.predict ? kPredictStyle : "") << "</style>\n</head>\n<body>\n";
   out << "<header class=\"top\">\n<h1>" << esc(title) << "</h1>\n<div class=\"meta\">"
       << esc(fmt::format("mode {} · {} · T = {} · S = {} · {}", mode_name(c.mode), c.batched ? fmt::format("B = {}", c.B) : "B = 1 (no batch dimension)",
                          c.T, c.S, widths_text(c, " · ")))
@@ -237,6 +283,7 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
   };
   selector("head", "head", heads, c.H);
   selector("batch", "batch row", batches, c.B);
+  if (o.predict) out << "<span id=\"tally\" aria-live=\"polite\" data-total=\"" << predict_question_count(t, predicted) << "\"></span>";
   out << "<label><input id=\"all\" type=\"checkbox\"> every step on one page</label>"
       << "<span class=\"keys\">keys: → or Space next · ← back · Home / End · hover a number to see how it was computed</span></div>\n"
       << "</header>\n<div class=\"layout\">\n<nav class=\"steps\" aria-label=\"steps\">\n";
@@ -246,39 +293,12 @@ void render_html(const Trace& t, std::ostream& out, const TextOptions& o) {
   }
   out << "</nav>\n<main>\n";
   for (std::size_t n = 0; n < indices.size(); ++n) {
-    const Step& s = t.steps[indices[n]];
-    const StepLayout l = layout_step(s, c, o.view);
-    out << fmt::format("<section class=\"step\" id=\"step-{}\">\n<h2>{}. {} <code>{}</code></h2>\n", esc(s.id), n + 1, esc(s.title), esc(s.id));
-    out << "<p class=\"formula\">" << esc(s.formula) << "</p>\n";
-    out << "<p class=\"shape\">" << esc(shape_line(s))
-        << (l.summarised ? " · summarised: the first and last entries of each axis" : "") << "</p>\n";
-    if (!s.note.empty()) out << "<p class=\"note\">" << esc(s.note) << "</p>\n";
-    if (!s.code.empty()) out << "<pre class=\"code\"><code>" << esc(fmt::format("{}", fmt::join(code_lines(s.code), "\n"))) << "</code></pre>\n";
-    if (o.explain) {
-      const auto text = explain_step(t, s, {o.view.batch.value_or(0), o.view.head.value_or(0)});
-      if (!text.empty()) {
-        // steps with heads or batch rows quote their first block
-        const bool per_block = std::any_of(s.dims.begin(), s.dims.end(), [](Dim d) { return d == Dim::H || d == Dim::B; });
-        out << explanation(explain_parts(text), per_block);
-      }
-    }
-    if (is_scalar(s)) out << "<p class=\"scalar\"><code>" << esc(fmt::format("{} = {}", s.id, number(s, s.value.at(0), o.precision))) << "</code></p>\n";
-    for (const auto& b : is_scalar(s) ? std::vector<Block>{} : l.blocks) {
-      if (b.gap) {
-        out << "<div class=\"block\"><h3>… " << esc(b.title) << "</h3></div>\n";
-        continue;
-      }
-      out << "<div class=\"block\"" << (b.head >= 0 ? fmt::format(" data-head=\"{}\"", b.head) : "")
-          << (b.has_batch ? fmt::format(" data-batch=\"{}\"", b.batch) : "") << ">";
-      if (!b.title.empty()) out << "<h3>" << esc(b.title) << "</h3>";
-      out << "<div class=\"pair\">";
-      table(out, t, s, l, b, o.precision);
-      if (const auto p = pictures.find({s.id, b.key}); p != pictures.end()) out << "<div class=\"picture\">" << p->second << "</div>";
-      out << "</div></div>\n";
-    }
-    out << "</section>\n";
+    const bool ask = std::find(predicted.begin(), predicted.end(), indices[n]) != predicted.end();
+    step_section(out, t, t.steps[indices[n]], n, o, pictures, ask);
   }
-  out << "</main>\n</div>\n<div id=\"tip\" role=\"tooltip\"></div>\n<script>" << kScript << "</script>\n</body>\n</html>\n";
+  out << "</main>\n</div>\n<div id=\"tip\" role=\"tooltip\"></div>\n<script>" << kScript << "</script>\n";
+  if (o.predict) out << "<script>" << kPredictScript << "</script>\n";
+  out << "</body>\n</html>\n";
 }
 
 }  // namespace attn

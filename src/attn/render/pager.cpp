@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attn/render/layout.hpp"
+#include "attn/render/pager_predict.hpp"
 
 namespace attn {
 
@@ -222,11 +223,12 @@ namespace {
 class Pager {
  public:
   Pager(const Trace& trace, const TextOptions& options, std::vector<std::size_t> shown, int in_fd, std::ostream& out, bool raw)
-      : trace_(trace), options_(options), shown_(std::move(shown)), in_fd_(in_fd), out_(out), raw_(raw) {}
+      : trace_(trace), options_(options), shown_(std::move(shown)), in_fd_(in_fd), out_(out), raw_(raw), predict_(trace, options, shown_) {}
 
   void run() {
     if (!raw_) render_text_header(trace_, out_, options_);
     while (true) {
+      if (redraw_ && predict_.pending(shown_[at_]) && !ask()) break;
       if (redraw_) draw();
       redraw_ = false;
       write_prompt();
@@ -235,10 +237,37 @@ class Pager {
       apply(a);
     }
     if (raw_) out_ << "\n";  // leave the last step on the screen, the shell prompt below it
+    if (const auto tally = predict_.tally(); !tally.empty()) out_ << (raw_ ? "" : "\n") << tally << "\n";
     out_ << std::flush;
   }
 
  private:
+  // --predict: the step's heading without its shape (the first answer), then its questions, each
+  // answer read as a line (in raw mode the terminal edits and echoes it meanwhile). False: quit.
+  bool ask() {
+    if (raw_) out_ << "\x1b[H\x1b[2J";
+    const StepScreen s = step_screen(trace_, options_, shown_[at_], at_ == 0);
+    auto end = s.heading.end();
+    if (end != s.heading.begin() && (end - 1)->starts_with("    [")) --end;  // (the shape line)
+    for (auto k = raw_ ? s.heading.begin() : s.heading.end() - static_cast<std::ptrdiff_t>(s.step_lines); k < end; ++k) out_ << *k << "\n";
+    return predict_.ask(shown_[at_], out_, [this]() { return read_answer(); });
+  }
+  std::optional<std::string> read_answer() {
+    std::string line;
+    if (!raw_) return std::getline(std::cin, line) ? std::optional<std::string>(line) : std::nullopt;
+    tcsetattr(g_fd, TCSANOW, &g_saved);
+    char c = 0;
+    ssize_t got = 0;
+    while ((got = ::read(in_fd_, &c, 1)) > 0 || (got < 0 && errno == EINTR)) {
+      if (got > 0 && c == '\n') break;
+      if (got > 0) line += c;
+    }
+    tcsetattr(g_fd, TCSANOW, &g_raw);
+    g_resized = 0;  // (the step is drawn whole next, at the size it then has)
+    if (got <= 0) return std::nullopt;
+    return line;
+  }
+
   // Raw mode: home, clear, then the step; a step taller than the screen as its heading and the part
   // of its body from line top_ that fits. Lines: the step printed whole.
   void draw() {
@@ -257,6 +286,10 @@ class Pager {
   // many rows its body gets (avail_) and the lines of it shown (top_ .. end_).
   void layout() {
     screen_ = step_screen(trace_, options_, shown_[at_], at_ == 0);
+    if (auto replies = predict_.reply_lines(shown_[at_]); !replies.empty()) {  // what the learner predicted, above the step's values
+      replies.emplace_back();
+      screen_.body.insert(screen_.body.begin(), replies.begin(), replies.end());
+    }
     std::tie(rows_, cols_) = terminal_size();
     const std::size_t whole = rows_of(screen_.heading, cols_) + rows_of(screen_.body, cols_);
     tall_ = rows_ > 0 && cols_ > 0 && whole + 2 > rows_;  // (+ the blank line and the prompt)
@@ -400,6 +433,7 @@ class Pager {
   StepScreen screen_;                                           // the step in view, as drawn
   bool tall_ = false;                                           // taller than the screen: its body scrolls
   std::size_t rows_ = 0, cols_ = 0, avail_ = 0, top_ = 0, end_ = 0;  // the body's lines top_ .. end_ in avail_ rows
+  PredictSession predict_;                                      // --predict: the questions asked before steps, the score
 };
 
 }  // namespace

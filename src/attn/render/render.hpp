@@ -29,6 +29,10 @@ struct TextOptions {
   // where --svg-dir writes the pictures: the markdown handout links them there (relative to where
   // the handout is read); empty: the handout carries them inline as data URIs
   std::string picture_dir;
+  // --predict: ask before the steps of predict_ids (exercise.predict; "weights" when empty) in the
+  // pager and in the page (html), then reveal them
+  bool predict = false;
+  std::vector<std::string> predict_ids;
   Door door = Door::Cli;      // the door the options came through: messages name them as it spells them ("--head", "head=")
 };
 

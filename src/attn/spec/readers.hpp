@@ -49,6 +49,9 @@ void read_softcap(const json& root, Spec& s);
 // output's is known.
 void read_backward(const ReadContext& ctx, const json& root, Spec& s);
 
+// predict.cpp: the "exercise" block's "predict" list (its other keys are attn exercise's, read elsewhere).
+void read_predict(const json& root, Spec& s);
+
 // spec.cpp: whether key is one of the input format's top-level keys.
 bool known_root_key(std::string_view key);
 

@@ -166,7 +166,10 @@ Spec parse_spec(std::string_view text, const std::string& origin, const std::str
   if (root.contains("softcap")) read_softcap(root, s);
   if (root.contains("expect")) read_expect(root, parsed.decimals, parsed.literals, s);
   if (root.contains("backward")) read_backward(ctx, root, s);
-  if (root.contains("exercise")) read_exercise_block(root["exercise"]);  // attn exercise's (and --predict's) block
+  if (root.contains("exercise")) {
+    read_exercise_block(root["exercise"]);  // attn exercise's keys (ask, values, decimals, variant)
+    read_predict(root, s);                  // --predict's list
+  }
   read_tokens(root, src, s);
   read_masks(root, s);
   if (!s.cross() && !s.causal && s.S != s.T) {
