@@ -2,6 +2,7 @@
 // The step order itself is attention_forward in pipeline/forward.cpp.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct PipelineOptions {
   // every step. Without it a device runs ahead of the host, and a step's time is only the host's.
   bool timings = false;
   Door door = Door::Cli;  // the door the options came through: messages name them as it spells them ("--fused", "fused=True")
+  // A document's convention (attn check's explanation): each step named here is rounded, entry by
+  // entry (flat, in the order the trace shows it), to the decimals the document printed it with,
+  // before the next steps use it; a negative count leaves its entry as computed.
+  std::map<std::string, std::vector<int>, std::less<>> rounded;
 };
 
 // Under a mistake the trace keeps non-finite values and fully masked rows (a student's tensors can

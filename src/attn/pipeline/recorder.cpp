@@ -65,9 +65,32 @@ Shape Recorder::display_shape(const Dims& full, const Shape& shape) const {
   return out;
 }
 
+// The step's values rounded, entry by entry, to the decimals a document printed them with: a float64
+// backend's values in float64 (and their float32 rounding beside them), a float32 one's from float32.
+BackendTensor Recorder::rounded(std::string_view id, BackendTensor t) {
+  const auto it = rounded_.find(id);
+  if (it == rounded_.end()) return t;
+  const std::vector<int>& decimals = it->second;
+  Tensor host = be_.download(t);
+  if (static_cast<std::size_t>(host.size()) != decimals.size()) {
+    throw InternalError(fmt::format("step {}: {} decimals to round {} values", id, decimals.size(), host.size()));
+  }
+  const Tensor::Wide* wide = host.wide();
+  Tensor::Wide values(decimals.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = wide != nullptr ? (*wide)[i] : static_cast<double>(host.data()[i]);
+    const double unit = std::pow(10.0, decimals[i]);
+    values[i] = decimals[i] < 0 || !std::isfinite(v) ? v : std::round(v * unit) / unit;  // half away from zero, as by hand
+  }
+  Tensor out = Tensor::uninitialized(host.shape());
+  for (std::size_t i = 0; i < values.size(); ++i) out.mutable_data()[i] = static_cast<Scalar>(values[i]);
+  return be_.upload(wide != nullptr ? out.with_wide(std::move(values)) : out);
+}
+
 BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
-  StepText text = step_text(id, s_, trace_.config, facts);
   const auto& name = step_info(id).id;
+  if (!rounded_.empty()) t = rounded(name, std::move(t));
+  StepText text = step_text(id, s_, trace_.config, facts);
   if (text.dims.size() != t.shape.size()) {
     throw InternalError(fmt::format("step {}: dims {} for shape {}", name, text.dims.size(), shape_string(t.shape)));
   }

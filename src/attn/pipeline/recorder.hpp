@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,9 @@ class Recorder {
   // timings: wait for the backend after each step, so that its time is the step's (--timings).
   Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown = {}, bool timings = false);
 
+  // Steps whose values are rounded as a document printed them (PipelineOptions::rounded): emit
+  // records and returns the rounded values.
+  void round_as_printed(std::map<std::string, std::vector<int>, std::less<>> decimals) { rounded_ = std::move(decimals); }
   // Records `t` as step `step`; returns it. `view`: shares the values of an earlier step.
   BackendTensor emit(StepId step, BackendTensor t, bool view = false);
   // Each row's sum (rows, as the last step's leading axes), attached to the last step.
@@ -56,6 +60,8 @@ class Recorder {
   // per step: the backend buffer its values came from (weak: a freed buffer's address may come back)
   std::vector<std::weak_ptr<const BackendBuffer>> buffers_;  // per step: whether its values are checked for values out of range
   bool shown(std::string_view id) const;
+  std::map<std::string, std::vector<int>, std::less<>> rounded_;  // see round_as_printed
+  BackendTensor rounded(std::string_view id, BackendTensor t);
   std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;
   std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();
