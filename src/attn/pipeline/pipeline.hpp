@@ -13,6 +13,13 @@
 
 namespace attn {
 
+// A step as a document printed it, entry by entry (flat, in the order the trace shows it): the
+// decimals (negative: not printed, left as computed) and the printed value.
+struct PrintedStep {
+  std::vector<int> decimals;
+  std::vector<double> values;
+};
+
 struct PipelineOptions {
   Mistake mistake = Mistake::None;
   // The steps the run will show (by id); none given: every step. A device's backend starts copying
@@ -27,9 +34,8 @@ struct PipelineOptions {
   bool timings = false;
   Door door = Door::Cli;  // the door the options came through: messages name them as it spells them ("--fused", "fused=True")
   // A document's convention (attn check's explanation): each step named here is rounded, entry by
-  // entry (flat, in the order the trace shows it), to the decimals the document printed it with,
-  // before the next steps use it; a negative count leaves its entry as computed.
-  std::map<std::string, std::vector<int>, std::less<>> rounded;
+  // entry, to the decimals the document printed it with, before the next steps use it.
+  std::map<std::string, PrintedStep, std::less<>> rounded;
 };
 
 // Under a mistake the trace keeps non-finite values and fully masked rows (a student's tensors can

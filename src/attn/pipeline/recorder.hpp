@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/numerics/backend.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/pipeline/step_text.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/core/trace.hpp"
@@ -27,7 +28,7 @@ class Recorder {
 
   // Steps whose values are rounded as a document printed them (PipelineOptions::rounded): emit
   // records and returns the rounded values.
-  void round_as_printed(std::map<std::string, std::vector<int>, std::less<>> decimals) { rounded_ = std::move(decimals); }
+  void round_as_printed(std::map<std::string, PrintedStep, std::less<>> printed) { rounded_ = std::move(printed); }
   // Records `t` as step `step`; returns it. `view`: shares the values of an earlier step.
   BackendTensor emit(StepId step, BackendTensor t, bool view = false);
   // Each row's sum (rows, as the last step's leading axes), attached to the last step.
@@ -60,7 +61,7 @@ class Recorder {
   // per step: the backend buffer its values came from (weak: a freed buffer's address may come back)
   std::vector<std::weak_ptr<const BackendBuffer>> buffers_;  // per step: whether its values are checked for values out of range
   bool shown(std::string_view id) const;
-  std::map<std::string, std::vector<int>, std::less<>> rounded_;  // see round_as_printed
+  std::map<std::string, PrintedStep, std::less<>> rounded_;  // see round_as_printed
   BackendTensor rounded(std::string_view id, BackendTensor t);
   std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;

@@ -18,15 +18,15 @@ namespace attn {
 
 namespace {
 
-// The decimals each printed entry was given, per step, for PipelineOptions::rounded: an integer
+// The printed steps for PipelineOptions::rounded: each entry's value and decimals, an integer
 // literal as 0 decimals, an entry not printed (null) or not finite ("-inf") left as computed.
-std::map<std::string, std::vector<int>, std::less<>> printed_decimals(const Spec& spec) {
-  std::map<std::string, std::vector<int>, std::less<>> out;
+std::map<std::string, PrintedStep, std::less<>> printed_steps(const Spec& spec) {
+  std::map<std::string, PrintedStep, std::less<>> out;
   for (const auto& x : spec.expect) {
-    std::vector<int> d(x.values.size(), -1);
-    for (std::size_t i = 0; i < d.size(); ++i)
-      if (x.present[i] && std::isfinite(x.values[i])) d[i] = x.decimals[i] == kExactInteger ? 0 : x.decimals[i];
-    out.emplace(x.id, std::move(d));
+    PrintedStep p{std::vector<int>(x.values.size(), -1), x.values};
+    for (std::size_t i = 0; i < x.values.size(); ++i)
+      if (x.present[i] && std::isfinite(x.values[i])) p.decimals[i] = x.decimals[i] == kExactInteger ? 0 : x.decimals[i];
+    out.emplace(x.id, std::move(p));
   }
   return out;
 }
@@ -69,7 +69,7 @@ void compare(const CheckReport& computed, const CheckReport& under, WhyVariant& 
 std::optional<WhyVariant> run_variant(const Spec& spec, Backend& backend, const CheckReport& computed, Mistake m, bool rounded) {
   PipelineOptions options;
   options.mistake = m;
-  if (rounded) options.rounded = printed_decimals(spec);
+  if (rounded) options.rounded = printed_steps(spec);
   WhyVariant v;
   v.mistake = m;
   v.rounded = rounded;
