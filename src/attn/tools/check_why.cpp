@@ -183,9 +183,8 @@ std::string sentence(const CheckWhy& why, const WhyVariant& v) {
 void render_why_text(const CheckWhy& why, std::ostream& out) {
   if (why.best.empty()) {
     out << fmt::format("why: no variant explains it: none of the {} that attn tried on the document's own inputs (attn diagnose's "
-                       "mistakes, the printed steps rounded before the next step uses them, and both) reproduces any of the {} "
-                       "differing values\n",
-                       why.tried, why.differing);
+                       "mistakes, the printed steps rounded before the next step uses them, and both) reproduces {}\n",
+                       why.tried, why.differing == 1 ? "the 1 differing value" : fmt::format("any of the {} differing values", why.differing));
     return;
   }
   const bool whole = why.best[0].explained == why.differing && why.best[0].broken == 0;
@@ -211,13 +210,16 @@ void render_why_json(const CheckWhy& why, std::ostream& out) {
                        json_quote(v.name), v.mistake == Mistake::None ? "null" : json_quote(mistake_info(v.mistake).name), v.rounded,
                        json_quote(v.condition), v.explained, v.broken, fmt::join(steps, ", "));
   };
-  std::vector<std::string> best, parts;
-  for (const auto& v : why.best) best.push_back(variant(v));
-  for (const auto& v : why.parts) parts.push_back(variant(v));
+  // one variant a line, as the report's steps and differing entries are
+  auto list = [&](const std::vector<WhyVariant>& vs) {
+    std::string text;
+    for (const auto& v : vs) text += (text.empty() ? "\n      " : ",\n      ") + variant(v);
+    return vs.empty() ? std::string("[]") : "[" + text + "\n    ]";
+  };
   std::ostringstream text;
   render_why_text(why, text);
-  out << fmt::format("{{\"differing\": {}, \"tried\": {}, \"explained_by\": [{}], \"parts\": [{}], \"text\": {}}}", why.differing, why.tried,
-                     fmt::join(best, ", "), fmt::join(parts, ", "), json_quote(text.str()));
+  out << fmt::format("{{\n    \"differing\": {}, \"tried\": {},\n    \"explained_by\": {},\n    \"parts\": {},\n    \"text\": {}\n  }}",
+                     why.differing, why.tried, list(why.best), list(why.parts), json_quote(text.str()));
 }
 
 }  // namespace attn
