@@ -57,7 +57,7 @@ void require_expect(const Spec& spec) {
 }
 }  // namespace
 
-CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide) {
+CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide, bool labels) {
   require_expect(spec);
   CheckReport r;
   r.title = trace.config.title;
@@ -142,7 +142,8 @@ CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide)
         ++cs.differ;
         ++r.differences;
         cs.max_abs_difference = std::max(cs.max_abs_difference, std::fabs(diff));
-        r.differing.push_back({step.id, cs.judge, position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)),
+        r.differing.push_back({step.id, cs.judge,
+                               labels ? position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)) : std::string(),
                                printed, decimals, computed, computed32, computed64, diff, cs.judge == Judge::Float64 ? tol64 : tol32,
                                i < x.literals.size() ? x.literals[i] : std::string(), static_cast<std::int64_t>(i)});
       }

@@ -89,7 +89,8 @@ struct CheckReport {
 // Throws InputError when the spec has no expect, names an unknown step, or has the wrong shape.
 // `trace` is the float32 trace shown; `wide` the same run on the float64 backend (its steps'
 // Tensor::wide values), or null to judge in float32 alone.
-CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide = nullptr);
+// `labels` false: the differing entries without their position's words (the why compares indices).
+CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide = nullptr, bool labels = true);
 // The traces attn check judges: the forward pass, or with printed gradients (grad.* ids, loss) in
 // expect the backward pass too; on `backend` (what is shown) and on the float64 backend.
 struct CheckTraces {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <sstream>
 #include <utility>
 
@@ -42,22 +41,38 @@ std::string condition(Mistake m, bool rounded, const Spec& spec) {
   return rounded ? c + ", and " + kRounded : c;
 }
 
-// Each value the report found differing, and its step's count, keyed by step and flat index.
-using Differing = std::set<std::pair<std::string, std::int64_t>>;
+// The flat indices of the values the report found differing, per step, in order (check_trace
+// lists a step's entries by index).
+using Differing = std::map<std::string, std::vector<std::int64_t>, std::less<>>;
 Differing differing_of(const CheckReport& r) {
   Differing d;
-  for (const auto& e : r.differing) d.emplace(e.step, e.index);
+  for (const auto& e : r.differing) d[e.step].push_back(e.index);
   return d;
+}
+
+// How many of the sorted indices `a` are not in the sorted `b`.
+int missing_from(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  int n = 0;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i) {
+    while (j != b.end() && *j < *i) ++j;
+    n += j == b.end() || *j != *i;
+  }
+  return n;
 }
 
 // The variant's report against the document's as computed: per step, the differing values it
 // reproduces and the matching ones it breaks.
 void compare(const CheckReport& computed, const CheckReport& under, WhyVariant& v) {
   const Differing before = differing_of(computed), after = differing_of(under);
+  static const std::vector<std::int64_t> none;
+  auto of = [](const Differing& d, const std::string& id) -> const std::vector<std::int64_t>& {
+    const auto it = d.find(id);
+    return it == d.end() ? none : it->second;
+  };
   for (const auto& s : computed.steps) {
     WhyStep w{s.id, s.differ};
-    for (const auto& [id, i] : before) w.explained += id == s.id && !after.contains({id, i});
-    for (const auto& [id, i] : after) w.broken += id == s.id && !before.contains({id, i});
+    w.explained = missing_from(of(before, s.id), of(after, s.id));
+    w.broken = missing_from(of(after, s.id), of(before, s.id));
     v.explained += w.explained;
     v.broken += w.broken;
     if (w.differing > 0 || w.broken > 0) v.steps.push_back(w);
@@ -77,7 +92,7 @@ std::optional<WhyVariant> run_variant(const Spec& spec, Backend& backend, const 
   v.condition = condition(m, rounded, spec);
   try {
     const CheckTraces t = traces_to_check(spec, backend, options);
-    compare(computed, check_trace(spec, t.shown, &t.wide), v);
+    compare(computed, check_trace(spec, t.shown, &t.wide, /*labels=*/false), v);
   } catch (const InputError&) {
     return std::nullopt;
   }
