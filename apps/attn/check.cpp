@@ -19,7 +19,7 @@ void setup_check(CLI::App& app, CheckOptions& o) {
     ...
     summary: 48 printed values checked: 39 match, 9 differ
 
-Each printed number may be off by half a unit in its last printed decimal ("tolerance" in expect overrides). Judged against float32 and float64 arithmetic (a match in either counts); a step printed beyond float32's precision (8-decimal NumPy output) against float64 alone. See docs/check.md.
+Each printed number may be off by half a unit in its last printed decimal ("tolerance" in expect overrides). Judged against float32 and float64 arithmetic (a match in either counts); a step printed beyond float32's precision (8-decimal NumPy output) against float64 alone. When some differ, the why: line names the mistake or convention (each of attn diagnose's mistakes, the printed steps rounded, both) that reproduces them on the document's own inputs, or says none does. See docs/check.md.
 
 Exit codes: 0 every number matches, 1 some differ, 2 bad input.)");
   check->add_option("file", o.file, "input JSON file with an expect block (- reads standard input)")->required();

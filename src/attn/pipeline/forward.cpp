@@ -69,6 +69,12 @@ BT split_heads(Backend& be, const Hooks& m, Recorder& r, const BT& flat, std::in
 // The keep pattern (B, T, S) the backend applies; the mask step shows it, as one [T, S] pattern
 // when every batch row shares it.
 BT mask_steps(const Spec& s, Backend& be, const Hooks& m, Recorder& r) {
+  if (m.mask_missing) {  // the mask left out: every key kept
+    const BT all = be.mask_keep(s.B, s.T, s.S, false, 0, 0, {}, false);  // (B, T, S)
+    if (s.mask_per_batch()) return r.emit(StepId::Mask, all);
+    r.emit(StepId::Mask, be.mask_keep(1, s.T, s.S, false, 0, 0, {}, false).view({s.T, s.S}));
+    return all;
+  }
   const std::int64_t window = s.window > 0 ? s.window + m.window_extra : 0;
   BT keep = be.mask_keep(s.B, s.T, s.S, s.causal, s.causal_offset(), window, s.lengths, m.flip_mask);
   std::optional<BT> user;
@@ -161,7 +167,7 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
     if (!s.user_add.shape().empty()) {
       const bool shared = s.user_add.dim(0) == 1;
       const BT add = r.emit(StepId::MaskAdd, be.upload(shared ? s.user_add.reshaped({T, S}) : s.user_add));
-      base = be.add_mask(logits, add.view({shared ? 1 : B, T, S}));
+      if (!m.mask_missing) base = be.add_mask(logits, add.view({shared ? 1 : B, T, S}));
     }
     if (!m.mask_after_softmax) {
       r.facts.fill = m.fill(s.mask_fill ? *s.mask_fill : -std::numeric_limits<Scalar>::infinity());
@@ -175,7 +181,7 @@ void scores_to_output(const Spec& s, Backend& be, const Hooks& m, Recorder& r, c
   // (blocked weights zeroed: an additive mask alone blocks none, and require_applicable refuses it)
   if (keep && m.mask_after_softmax) weights = be.masked_fill(weights, *keep, 0);
   const BT sums = be.row_sums(weights.view({B * H * T, S})).view({B, H, T});
-  r.emit(StepId::Weights, weights);
+  weights = r.emit(StepId::Weights, weights);  // (as a document printed them, when it rounded them: PipelineOptions::rounded)
   r.attach_row_sums(sums);
   if (!v_heads) return;
 
@@ -274,6 +280,7 @@ Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& op
   Recorder recorder(spec, backend, /*lenient=*/options.mistake != Mistake::None, options.shown, options.timings);
   recorder.facts.mask_after_softmax = hooks.mask_after_softmax;
   recorder.facts.mistake = options.mistake;
+  recorder.round_as_printed(options.rounded);
   Trace t = attention_forward(spec, backend, hooks, recorder, options.fused);
   if (options.mistake != Mistake::None) {
     const auto& info = mistake_info(options.mistake);

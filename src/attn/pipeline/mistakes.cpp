@@ -54,36 +54,61 @@ Hooks correct() {
 
 const std::vector<MistakeInfo>& all_mistakes() {
   static const std::vector<MistakeInfo> kAll = {
-      {Mistake::WTransposed, "w-transposed", "the projections used Wᵀ: the weights were read in the other layout (x@W vs nn.Linear's [out, in])"},
-      {Mistake::ScaleMissing, "scale-missing", "the scores were not multiplied by 1/√d_k"},
-      {Mistake::ScaleSqrtC, "scale-sqrt-c", "the scores were scaled by 1/√C, the model width, instead of 1/√hs, the head size"},
-      {Mistake::ScaleDk, "scale-dk", "the scores were divided by d_k, the head size hs, instead of by its square root √d_k"},
-      {Mistake::SoftmaxWrongAxis, "softmax-wrong-axis", "softmax was taken over the queries (dim=-2) instead of the keys (dim=-1)"},
-      {Mistake::MaskFlipped, "mask-flipped", "the mask's polarity is flipped: the blocked positions were kept and the allowed ones blocked"},
-      {Mistake::MaskAfterSoftmax, "mask-after-softmax", "the mask was applied after softmax (blocked weights zeroed), so rows no longer sum to 1"},
-      {Mistake::Fill1e9, "fill-1e9", "blocked scores were filled with -1e9 instead of -inf"},
-      {Mistake::QKSwapped, "qk-swapped", "queries and keys were swapped: scores = k · qᵀ"},
-      {Mistake::HeadsInterleaved, "heads-interleaved", "the heads were split as view(B, T, hs, H) (interleaved) instead of view(B, T, H, hs)"},
-      {Mistake::MergeNoTranspose, "merge-no-transpose", "the heads were merged with reshape(B, T, C) without transposing [B, H, T, hs] back first"},
-      {Mistake::OutputMissing, "output-missing", "the output projection W_o was not applied"},
-      {Mistake::OutputTransposed, "output-transposed", "the output projection used W_oᵀ"},
+      {Mistake::WTransposed, "w-transposed", "the projections used Wᵀ: the weights were read in the other layout (x@W vs nn.Linear's [out, in])",
+       "every projection reads its weight transposed (Wᵀ, the other layout)"},
+      {Mistake::ScaleMissing, "scale-missing", "the scores were not multiplied by 1/√d_k",
+       "1/√d_k is left out"},
+      {Mistake::ScaleSqrtC, "scale-sqrt-c", "the scores were scaled by 1/√C, the model width, instead of 1/√hs, the head size",
+       "the scores are scaled by 1/√C, the model width, instead of 1/√d_k"},
+      {Mistake::ScaleDk, "scale-dk", "the scores were divided by d_k, the head size hs, instead of by its square root √d_k",
+       "the scores are divided by d_k instead of √d_k"},
+      {Mistake::SoftmaxWrongAxis, "softmax-wrong-axis", "softmax was taken over the queries (dim=-2) instead of the keys (dim=-1)",
+       "the softmax runs over the queries (each column, dim=-2) instead of the keys"},
+      {Mistake::MaskFlipped, "mask-flipped", "the mask's polarity is flipped: the blocked positions were kept and the allowed ones blocked",
+       "the mask's polarity is flipped (the blocked keys kept, the allowed ones blocked)"},
+      {Mistake::MaskAfterSoftmax, "mask-after-softmax", "the mask was applied after softmax (blocked weights zeroed), so rows no longer sum to 1",
+       "the mask is applied after the softmax (blocked weights zeroed, the rows not renormalised)"},
+      {Mistake::MaskMissing, "mask-missing", "the mask was left out: every key was attended, the blocked ones too",
+       "the mask is left out (every key attended)"},
+      {Mistake::Fill1e9, "fill-1e9", "blocked scores were filled with -1e9 instead of -inf",
+       "blocked scores are −1e9 instead of −inf"},
+      {Mistake::QKSwapped, "qk-swapped", "queries and keys were swapped: scores = k · qᵀ",
+       "the scores are k · qᵀ instead of q · kᵀ"},
+      {Mistake::HeadsInterleaved, "heads-interleaved", "the heads were split as view(B, T, hs, H) (interleaved) instead of view(B, T, H, hs)",
+       "the heads are split as view(B, T, hs, H), interleaved"},
+      {Mistake::MergeNoTranspose, "merge-no-transpose", "the heads were merged with reshape(B, T, C) without transposing [B, H, T, hs] back first",
+       "the heads are merged by reshape(B, T, C) without the transpose back"},
+      {Mistake::OutputMissing, "output-missing", "the output projection W_o was not applied",
+       "the output projection W_o is left out"},
+      {Mistake::OutputTransposed, "output-transposed", "the output projection used W_oᵀ",
+       "the output projection reads W_oᵀ"},
       {Mistake::RopeWrongStyle, "rope-wrong-style",
-       "RoPE rotated the pairs of the other style: (2i, 2i+1) (GPT-J's rotate_every_two) for (i, i+R/2) (Llama's rotate_half), or the reverse"},
-      {Mistake::RopeOnV, "rope-on-v", "RoPE was applied to v as well; it turns only q and k"},
+       "RoPE rotated the pairs of the other style: (2i, 2i+1) (GPT-J's rotate_every_two) for (i, i+R/2) (Llama's rotate_half), or the reverse",
+       "RoPE turns the pairs of the other style ((2i, 2i+1) for (i, i+R/2), or the reverse)"},
+      {Mistake::RopeOnV, "rope-on-v", "RoPE was applied to v as well; it turns only q and k",
+       "RoPE turns v as well as q and k"},
       {Mistake::RopeBeforeSplit, "rope-before-split",
-       "RoPE was applied to the [T, H·hs] rows before the head split: its pairs and angles ran across the heads instead of within each"},
+       "RoPE was applied to the [T, H·hs] rows before the head split: its pairs and angles ran across the heads instead of within each",
+       "RoPE is applied before the head split (its pairs and angles across the heads)"},
       {Mistake::KvTiled, "kv-tiled",
-       "the kv heads were repeated by tiling (query head h read kv head h mod Hkv, as torch.tile) instead of repeat_kv's interleave (h / (H/Hkv))"},
-      {Mistake::WindowOffByOne, "window-off-by-one", "the sliding window kept W + 1 keys (j ≥ i − W) instead of W (j > i − W)"},
-      {Mistake::AlibiSignFlipped, "alibi-sign-flipped", "ALiBi's bias was added with the wrong sign: +m·(i − j), favouring distant keys"},
+       "the kv heads were repeated by tiling (query head h read kv head h mod Hkv, as torch.tile) instead of repeat_kv's interleave (h / (H/Hkv))",
+       "the kv heads are repeated by tiling (query head h reads kv head h mod Hkv)"},
+      {Mistake::WindowOffByOne, "window-off-by-one", "the sliding window kept W + 1 keys (j ≥ i − W) instead of W (j > i − W)",
+       "the sliding window keeps W + 1 keys"},
+      {Mistake::AlibiSignFlipped, "alibi-sign-flipped", "ALiBi's bias was added with the wrong sign: +m·(i − j), favouring distant keys",
+       "ALiBi's bias is added with the wrong sign, +m·(i − j)"},
       {Mistake::SoftmaxBackwardElementwise, "softmax-backward-elementwise",
        "the softmax's backward was taken elementwise, weights ⊙ grad.weights, without the rowsum term (a row's weights sum to 1, so "
-       "each weight depends on every score of its row)"},
-      {Mistake::BackwardScaleForgotten, "backward-scale-forgotten", "the scale was left out of the chain rule: grad.scores = grad.scaled, not × 1/√d_k"},
+       "each weight depends on every score of its row)",
+       "the softmax's backward is taken elementwise, without the rowsum term"},
+      {Mistake::BackwardScaleForgotten, "backward-scale-forgotten", "the scale was left out of the chain rule: grad.scores = grad.scaled, not × 1/√d_k",
+       "the scale is left out of the chain rule (grad.scores = grad.scaled)"},
       {Mistake::BackwardDkUntransposed, "backward-dk-untransposed",
-       "grad.k was computed as grad.scores · q, without the transpose: the keys are the columns of the scores, so it is grad.scoresᵀ · q"},
+       "grad.k was computed as grad.scores · q, without the transpose: the keys are the columns of the scores, so it is grad.scoresᵀ · q",
+       "grad.k is grad.scores · q, without the transpose"},
       {Mistake::BackwardDxOnePath, "backward-dx-one-path",
-       "grad.x was taken from the queries' path only (grad.q · W_qᵀ): x made the keys and the values too, and their paths add"},
+       "grad.x was taken from the queries' path only (grad.q · W_qᵀ): x made the keys and the values too, and their paths add",
+       "grad.x takes the queries' path only"},
   };
   return kAll;
 }
@@ -172,6 +197,7 @@ Hooks hooks_for(Mistake m) {
       break;
     case Mistake::MaskFlipped: h.flip_mask = true; break;
     case Mistake::MaskAfterSoftmax: h.mask_after_softmax = true; break;
+    case Mistake::MaskMissing: h.mask_missing = true; break;
     case Mistake::Fill1e9: h.fill = [](double) { return -1e9; }; break;
     case Mistake::QKSwapped:
       h.scores = [](Backend& be, const BackendTensor& q, const BackendTensor& k, const BackendTensor&) {
@@ -249,6 +275,7 @@ void require_applicable(Mistake m, const Spec& s) {
            "so no weight is zeroed after softmax");
       break;
     case Mistake::AlibiSignFlipped: need(!s.alibi_slopes.shape().empty(), "\"alibi\""); break;
+    case Mistake::MaskMissing: need(s.masking(), "a mask (causal, padding, a window or attn_mask): without one there is none to leave out"); break;
     case Mistake::BackwardScaleForgotten: {
       const double factor = s.scale_kind == ScaleKind::SqrtDk ? 1 / std::sqrt(static_cast<double>(s.hs())) : s.scale_kind == ScaleKind::Number ? s.scale_number : 1.0;
       need(factor != 1.0, "a scale other than 1 (with hs = 1, or none, forgetting it changes nothing)");

@@ -22,6 +22,7 @@ enum class Mistake {
   SoftmaxWrongAxis,  // softmax over the queries (dim=-2) instead of the keys
   MaskFlipped,       // the mask's polarity flipped: attends exactly where it must not
   MaskAfterSoftmax,  // softmax first, then blocked weights zeroed (rows no longer sum to 1)
+  MaskMissing,       // the mask left out: every key attended, an additive attn_mask not added
   Fill1e9,           // masked with -1e9 instead of -inf
   QKSwapped,         // scores = k · qᵀ
   HeadsInterleaved,  // heads split as view(B, T, hs, H): head h takes columns h, h+H, ...
@@ -47,6 +48,9 @@ struct MistakeInfo {
   Mistake mistake;
   const char* name;         // "scale-missing"
   const char* description;  // what the student did
+  // The same as a condition on a document's numbers, ending "the document's weights match when …"
+  // (attn check's explanation): "1/√d_k is left out".
+  const char* condition;
 };
 
 const std::vector<MistakeInfo>& all_mistakes();  // every mistake but None, in a fixed order
@@ -79,6 +83,8 @@ struct Hooks {
   bool flip_mask = false;
   // no masked step: softmax first, then blocked weights set to 0
   bool mask_after_softmax = false;
+  // nothing blocked and no additive mask added: the masked step is the logits themselves
+  bool mask_missing = false;
   // logits (B, H, T, S) -> weights (B, H, T, S)
   std::function<BackendTensor(Backend&, const BackendTensor& logits, Backend::EmptyRow empty)> softmax;
   // flat (B, L, H·h) -> (B, L, H, h); `view` says whether that is a view (no copy)

@@ -2,6 +2,7 @@
 // The step order itself is attention_forward in pipeline/forward.cpp.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,13 @@
 #include "attn/core/trace.hpp"
 
 namespace attn {
+
+// A step as a document printed it, entry by entry (flat, in the order the trace shows it): the
+// decimals (negative: not printed, left as computed) and the printed value.
+struct PrintedStep {
+  std::vector<int> decimals;
+  std::vector<double> values;
+};
 
 struct PipelineOptions {
   Mistake mistake = Mistake::None;
@@ -25,6 +33,9 @@ struct PipelineOptions {
   // every step. Without it a device runs ahead of the host, and a step's time is only the host's.
   bool timings = false;
   Door door = Door::Cli;  // the door the options came through: messages name them as it spells them ("--fused", "fused=True")
+  // A document's convention (attn check's explanation): each step named here is rounded, entry by
+  // entry, to the decimals the document printed it with, before the next steps use it.
+  std::map<std::string, PrintedStep, std::less<>> rounded;
 };
 
 // Under a mistake the trace keeps non-finite values and fully masked rows (a student's tensors can

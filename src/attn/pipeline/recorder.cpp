@@ -65,10 +65,50 @@ Shape Recorder::display_shape(const Dims& full, const Shape& shape) const {
   return out;
 }
 
+namespace {
+
+// v rounded to `decimals` as a document did: half away from zero, as by hand; but at a tie (within
+// float noise of half a unit: 0.825 may be 0.82499999 or 0.82500001) the document's own printed
+// digit decides, where it is one of the two.
+double rounded_value(double v, int decimals, double printed) {
+  if (decimals < 0 || !std::isfinite(v)) return v;
+  const double unit = std::pow(10.0, decimals), units = v * unit, down = std::floor(units);
+  double n = std::round(units);
+  if (std::fabs(units - down - 0.5) < 1e-4 && std::isfinite(printed)) {
+    const double p = std::round(printed * unit);
+    if (p == down || p == down + 1) n = p;
+  }
+  return n / unit;
+}
+
+}  // namespace
+
+// The step's values rounded, entry by entry, to the decimals a document printed them with: a float64
+// backend's values in float64 (and their float32 rounding beside them), a float32 one's from float32.
+BackendTensor Recorder::rounded(std::string_view id, BackendTensor t) {
+  const auto it = rounded_.find(id);
+  if (it == rounded_.end()) return t;
+  const PrintedStep& printed = it->second;
+  Tensor host = be_.download(t);
+  if (static_cast<std::size_t>(host.size()) != printed.decimals.size() || printed.values.size() != printed.decimals.size()) {
+    throw InternalError(fmt::format("step {}: {} printed entries to round {} values", id, printed.decimals.size(), host.size()));
+  }
+  const Tensor::Wide* wide = host.wide();
+  Tensor::Wide values(printed.decimals.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = wide != nullptr ? (*wide)[i] : static_cast<double>(host.data()[i]);
+    values[i] = rounded_value(v, printed.decimals[i], printed.values[i]);
+  }
+  Tensor out = Tensor::uninitialized(host.shape());
+  for (std::size_t i = 0; i < values.size(); ++i) out.mutable_data()[i] = static_cast<Scalar>(values[i]);
+  return be_.upload(wide != nullptr ? out.with_wide(std::move(values)) : out);
+}
+
 BackendTensor Recorder::emit(StepId id, BackendTensor t, bool view) {
   settle_rows();
-  StepText text = step_text(id, s_, trace_.config, facts);
   const auto& name = step_info(id).id;
+  if (!rounded_.empty()) t = rounded(name, std::move(t));
+  StepText text = step_text(id, s_, trace_.config, facts);
   if (text.dims.size() != t.shape.size()) {
     throw InternalError(fmt::format("step {}: dims {} for shape {}", name, text.dims.size(), shape_string(t.shape)));
   }

@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "attn/numerics/backend.hpp"
+#include "attn/pipeline/pipeline.hpp"
 #include "attn/pipeline/step_text.hpp"
 #include "attn/core/spec.hpp"
 #include "attn/core/trace.hpp"
@@ -25,6 +27,9 @@ class Recorder {
   // timings: wait for the backend after each step, so that its time is the step's (--timings).
   Recorder(const Spec& spec, Backend& backend, bool lenient, std::vector<std::string> shown = {}, bool timings = false);
 
+  // Steps whose values are rounded as a document printed them (PipelineOptions::rounded): emit
+  // records and returns the rounded values.
+  void round_as_printed(std::map<std::string, PrintedStep, std::less<>> printed) { rounded_ = std::move(printed); }
   // Records `t` as step `step`; returns it. `view`: shares the values of an earlier step.
   BackendTensor emit(StepId step, BackendTensor t, bool view = false);
   // Each row's sum (rows, as the last step's leading axes), attached to the last step.
@@ -61,6 +66,8 @@ class Recorder {
   // (whose words may say it) or by take(), so the host does not wait for the device in between.
   std::function<Backend::EmptyRows()> pending_rows_;
   void settle_rows();
+  std::map<std::string, PrintedStep, std::less<>> rounded_;  // see round_as_printed
+  BackendTensor rounded(std::string_view id, BackendTensor t);
   std::size_t nan_from_ = SIZE_MAX;  // steps from this one on may hold NaN (the masked-row policy)
   Trace trace_;
   std::chrono::steady_clock::time_point clock_ = std::chrono::steady_clock::now();

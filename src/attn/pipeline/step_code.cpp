@@ -127,6 +127,7 @@ std::string logits_var(const Spec& s) {
 std::string mask_expr(const Spec& s, const TextFacts& f) {
   const bool per_batch = batch_mask(s);
   std::string e = per_batch ? "torch.ones(B, T, S)" : "torch.ones(T, S)";
+  if (f.mistake == Mistake::MaskMissing) return e;  // the mask left out: every key kept
   const auto off = s.causal_offset();
   const auto window = s.window + (f.mistake == Mistake::WindowOffByOne ? 1 : 0);
   if (s.causal) e += fmt::format(".tril({})", off);
@@ -282,6 +283,7 @@ std::string cache_code(StepId step, const Spec& s, const TextFacts& f) {
 
 std::string masked_code(const Spec& s, const TextFacts& f) {
   std::string base = logits_var(s);
+  if (f.mistake == Mistake::MaskMissing) return fmt::format("masked = {}", base);
   if (!s.user_add.shape().empty()) {
     const bool shared = s.user_add.dim(0) == 1;
     base = fmt::format("({} + mask_add{})", base, per_head_axis(s, !shared));

@@ -132,6 +132,11 @@ StepText mask_text(const Spec& s, const TextFacts& f) {
   std::vector<std::string> rules = built_in_rules(s, f);
   const bool per_batch = s.mask_per_batch();
   if (f.mistake == Mistake::MaskFlipped || f.mistake == Mistake::WindowOffByOne) return mistaken_mask(s, f, rules, per_batch ? "b, i, j" : "i, j");
+  if (f.mistake == Mistake::MaskMissing) {
+    return {"Mask", fmt::format("mask[{}] = 1 everywhere{}", per_batch ? "b, i, j" : "i, j", mistake_mark(f.mistake, "the mask left out")),
+            "every query attends every key, the ones the mask should block too", per_batch ? Dims{Dim::B, Dim::T, Dim::S} : Dims{Dim::T, Dim::S},
+            ValueKind::Mask};
+  }
   if (s.user_mask == UserMask::Block) rules.push_back("attn_mask.block[i, j] is false");
   if (s.user_mask == UserMask::Keep) rules.push_back("attn_mask.keep[i, j] is true");
   std::string formula = fmt::format("mask[{}] = 1 if {}, else 0", per_batch ? "b, i, j" : "i, j", fmt::join(rules, " and "));
@@ -159,6 +164,10 @@ StepText masked_text(const Spec& s, const TextFacts& f) {
                        "where that underflows (far below the row's largest kept score); a row with every key blocked gets uniform "
                        "weights instead of none",
                        compact_number(*s.mask_fill), compact_number(*s.mask_fill));
+  }
+  if (f.mistake == Mistake::MaskMissing) {
+    return {"Masked scores", fmt::format("masked = {}{}", logits_name(s), mistake_mark(f.mistake, "nothing blocked, nothing added")),
+            "the scores as they came: no key blocked" + std::string(add ? ", the additive mask not added" : ""), Dims{Dim::B, Dim::H, Dim::T, Dim::S}};
   }
   if (f.mistake == Mistake::Fill1e9) {
     return {"Masked scores", fmt::format("masked = {} where mask = 1, −1e9 where mask = 0{}", base, mistake_mark(f.mistake, "−1e9, not −inf")),

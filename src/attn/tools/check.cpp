@@ -57,7 +57,7 @@ void require_expect(const Spec& spec) {
 }
 }  // namespace
 
-CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide) {
+CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide, bool labels) {
   require_expect(spec);
   CheckReport r;
   r.title = trace.config.title;
@@ -142,9 +142,10 @@ CheckReport check_trace(const Spec& spec, const Trace& trace, const Trace* wide)
         ++cs.differ;
         ++r.differences;
         cs.max_abs_difference = std::max(cs.max_abs_difference, std::fabs(diff));
-        r.differing.push_back({step.id, cs.judge, position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)),
+        r.differing.push_back({step.id, cs.judge,
+                               labels ? position_label(trace.config, step.dims, step.value.shape(), static_cast<std::int64_t>(i)) : std::string(),
                                printed, decimals, computed, computed32, computed64, diff, cs.judge == Judge::Float64 ? tol64 : tol32,
-                               i < x.literals.size() ? x.literals[i] : std::string()});
+                               i < x.literals.size() ? x.literals[i] : std::string(), static_cast<std::int64_t>(i)});
       }
       r.steps.push_back(cs);
     }
@@ -282,6 +283,7 @@ void render_check_text(const CheckReport& r, std::ostream& out, int width) {
   }
   out << fmt::format("summary: {} printed values checked: {} match{}, {} {}\n", r.checked, r.matches, r.matches == 1 ? "es" : "", r.differences,
                      r.differences == 1 ? "differs" : "differ");
+  if (r.why) render_why_text(*r.why, out);
 }
 
 void render_check_json(const CheckReport& r, std::ostream& out) {
@@ -313,12 +315,19 @@ void render_check_json(const CheckReport& r, std::ostream& out) {
                        !e.literal.empty() && std::isfinite(e.printed) ? e.literal : num(e.printed), num(e.computed), num(e.difference),
                        num(e.tolerance), quote(judge_name(e.judge)), num(e.computed32), num(e.computed64));
   }
-  out << "\n  ]\n}\n";
+  out << "\n  ],\n  \"why\": ";
+  if (r.why) render_why_json(*r.why, out);
+  else out << "null";
+  out << "\n}\n";
 }
 
-CheckTraces traces_to_check(const Spec& spec, Backend& backend) {
-  const bool backward = std::any_of(spec.expect.begin(), spec.expect.end(), [](const Expectation& e) { return e.id.starts_with("grad.") || e.id == "loss"; });
-  auto run = [&](Backend& be) { return backward ? run_backward(spec, be) : run_pipeline(spec, be); };
+bool prints_gradients(const Spec& spec) {
+  return std::any_of(spec.expect.begin(), spec.expect.end(), [](const Expectation& e) { return e.id.starts_with("grad.") || e.id == "loss"; });
+}
+
+CheckTraces traces_to_check(const Spec& spec, Backend& backend, const PipelineOptions& options) {
+  const bool backward = prints_gradients(spec);
+  auto run = [&](Backend& be) { return backward ? run_backward(spec, be, options) : run_pipeline(spec, be, options); };
   auto float64 = make_float64_backend();
   Trace shown = run(backend);
   return {std::move(shown), run(*float64)};
@@ -327,7 +336,9 @@ CheckTraces traces_to_check(const Spec& spec, Backend& backend) {
 CheckReport check_spec(const Spec& spec, Backend& backend) {
   require_expect(spec);  // before anything is computed
   const CheckTraces t = traces_to_check(spec, backend);
-  return check_trace(spec, t.shown, &t.wide);
+  CheckReport r = check_trace(spec, t.shown, &t.wide);
+  if (r.differences > 0) r.why = why_differs(spec, backend, r);
+  return r;
 }
 
 }  // namespace attn
