@@ -31,7 +31,7 @@ TEST_CASE("exercise.predict is read, the block's other keys are left to attn exe
   CHECK(parse_spec(cross_text(), "test.json").predict == std::vector<std::string>{"scores", "weights"});
   const std::string base = R"({"scores": [[1, 2]], "exercise": )";
   CHECK(parse_spec(base + R"({"ask": ["weights"], "values": {"low": -2}, "decimals": 2}})", "t.json").predict.empty());
-  CHECK_THROWS_WITH(parse_spec(base + R"("weights"})", "t.json"), Catch::Contains("exercise: expected an object such as {\"predict\": [\"weights\"]}"));
+  CHECK_THROWS_WITH(parse_spec(base + R"("weights"})", "t.json"), Catch::Contains("exercise: expected an object such as {\"ask\": [\"weights\"]}, got the string \"weights\""));
   CHECK_THROWS_WITH(parse_spec(base + R"({"predict": "weights"}})", "t.json"),
                     Catch::Contains("exercise.predict: expected a list of step ids to predict, such as [\"scores\", \"weights\"], got the string"));
   CHECK_THROWS_WITH(parse_spec(base + R"({"predict": ["weight"]}})", "t.json"),
