@@ -27,7 +27,7 @@ void setup_exercise(CLI::App& app, ExerciseOptions& o) {
 A roster instead of a number: --students roster.csv (a header with an id column; name optional).
 The template: docs/classroom.md "Setting an exercise". Exit codes: 0 written, 2 bad input.)");
   e->add_option("template", o.file, "the template: an attn input with an \"exercise\" block (- reads standard input)")->required();
-  e->add_option("--students", o.students, "a roster CSV (columns id and, optionally, name), or N for ids 1 … N");
+  e->add_option("--students", o.students, "a roster CSV (columns id and, optionally, name), or N for ids 1 … N written to N's width (01 … 30 for 30)");
   e->add_option("--out", o.out, "the folder to write: a folder per student and the class's files");
   e->add_option("--seed", o.seed, "the class's seed (default 0): the same template, students and seed give the same files")
       ->check(CLI::Range(std::uint64_t{0}, kMaxSeed));
