@@ -27,10 +27,9 @@ const char* rollout_heads_name(RolloutHeads c) {
   return "mean";
 }
 
-RolloutAccumulator::RolloutAccumulator(RolloutHeads combine, std::int64_t T, bool causal) {
+RolloutAccumulator::RolloutAccumulator(RolloutHeads combine, std::int64_t T) {
   r_.combine = combine;
   r_.T = T;
-  r_.causal = causal;
 }
 
 namespace {

@@ -20,7 +20,7 @@ const char* rollout_heads_name(RolloutHeads c);  // "mean", "max", "min"
 struct Rollout {
   RolloutHeads combine = RolloutHeads::Mean;
   std::int64_t layers = 0, T = 0;
-  bool causal = true;                 // a decoder (rows see only earlier tokens); false: an encoder
+  bool causal = true;                 // a decoder (rows see only earlier tokens); false: an encoder (for the drawing; set by the caller)
   std::vector<float> maps;            // [L, T, T] the rollout after layer l: row i, query i's shares of the input tokens (each row sums to 1)
   std::vector<double> kept;           // [L] mean over queries of the rolled-out weight on the query's own input token
   std::vector<double> residual;       // [L] mean over queries of Ã_l's diagonal: the share the layer leaves in place (0.5 + half the heads' weight on the token itself, for the mean)
@@ -31,7 +31,7 @@ struct Rollout {
 // The running product, fed one layer's weights at a time.
 class RolloutAccumulator {
  public:
-  RolloutAccumulator(RolloutHeads combine, std::int64_t T, bool causal);
+  RolloutAccumulator(RolloutHeads combine, std::int64_t T);
   // One layer's attention weights (H, T, T), row-major, layer after layer from the first.
   void add_layer(const float* weights, std::int64_t H);
   // The rollout so far (every layer added), query set to `query`.
