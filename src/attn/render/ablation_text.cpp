@@ -26,7 +26,7 @@ std::string loss_line(const std::optional<double>& clean, const std::optional<do
 
 // "L1 h0  induction 0.83 → 0.02   now first token 0.71"
 std::string change_line(const HeadChange& c) {
-  std::string s = fmt::format("  {}  {} {} → {}", heads_detail::head_name(c.head.layer, c.head.head),
+  std::string s = fmt::format("{}  {} {} → {}", heads_detail::head_name(c.head.layer, c.head.head),
                               c.clean.label.empty() ? pattern_name(c.clean.pattern) : c.clean.label, score_text(c.clean_score), score_text(c.ablated_score));
   if (c.relabelled()) s += "   now " + heads_detail::pattern_text(c.ablated);
   return s;
@@ -47,8 +47,7 @@ void render_ablation_text(const AblationReport& a, std::ostream& out, int width)
         << wrap(fmt::format("ablated {} ({}: {} before the output projection)", heads_list(r.heads), ablation_mode_name(r.mode),
                             r.mode == AblationMode::Zero ? "the heads' outputs zeroed" : "each head's output replaced by its mean over the positions"),
                 w, "", "  ")
-        << "\n"
-        << wrap(loss_line(a.loss, r.loss), w, "", "  ") << "\n";
+        << wrap(loss_line(a.loss, r.loss), w, "", "  ");
     if (r.changes.empty()) {
       out << "  no later layer: nothing reads these heads' outputs but the model's head\n";
       continue;
@@ -58,7 +57,7 @@ void render_ablation_text(const AblationReport& a, std::ostream& out, int width)
     for (const auto& c : largest_changes(r, a.evidence ? 3 : r.changes.size())) {
       const double d = std::fabs(c.ablated_score - c.clean_score);
       if (!a.evidence && !c.relabelled() && !(d >= kMoved)) continue;
-      out << wrap(change_line(c), w, "", "      ") << "\n";
+      out << wrap(change_line(c), w, "  ", "      ");
       ++shown;
     }
     if (shown == 0) out << fmt::format("  no later head's label or score moved by {} or more\n", kMoved);

@@ -186,10 +186,10 @@ void compare_runs(const HeadsView& clean, const std::vector<std::int64_t>& ids, 
 }
 
 namespace {
-// How much a change moved: |Δ| of the clean label's score; without a score, 1 for a new label, else 0.
+// How much a change moved: |Δ| of the clean label's score; 0 without one (a mixed head: listed after the measured ones).
 double moved(const HeadChange& c) {
   const double d = std::fabs(c.ablated_score - c.clean_score);
-  return std::isnan(d) ? (c.relabelled() ? 1.0 : 0.0) : d;
+  return std::isnan(d) ? 0.0 : d;
 }
 }  // namespace
 

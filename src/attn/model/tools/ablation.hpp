@@ -71,7 +71,7 @@ struct AblationReport {
 
 // The changes of a run (fills run.changes), against the clean view.
 void compare_runs(const HeadsView& clean, const std::vector<std::int64_t>& ids, AblationRun& run);
-// The k changes largest in |ablated − clean score|, a head relabelled counting as well (ties: the earlier head).
+// The k changes largest in |ablated − clean score| (no score: 0; ties: the earlier head).
 std::vector<HeadChange> largest_changes(const AblationRun& run, std::size_t k);
 // What --evidence ablates: every head labelled by a pattern (not "mixed" or "broad"), in order.
 std::vector<HeadRef> labelled_heads(const HeadsView& v);

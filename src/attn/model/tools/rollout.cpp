@@ -121,11 +121,14 @@ std::int64_t rollout_query(const std::string& value, const std::vector<std::stri
     if (n >= T) throw InputError(fmt::format("{} {}: the input has {} tokens (positions 0 .. {})", option, value, T, T - 1));
     return n;
   }
-  const std::string word = value.rfind("␣", 0) == 0 ? value.substr(std::string("␣").size()) : value;
+  // a leading ␣ (a word's space) optional on either side
+  const auto bare = [](const std::string& s) { return s.rfind("␣", 0) == 0 && s.size() > std::string("␣").size() ? s.substr(std::string("␣").size()) : s; };
+  const std::string word = bare(value);
   std::vector<std::string> each;
   for (std::int64_t i = 0; i < T; ++i) {
-    if (labels[static_cast<std::size_t>(i)] == word) return i;
-    if (numbered(labels[static_cast<std::size_t>(i)], word)) each.push_back(fmt::format("{} ({})", labels[static_cast<std::size_t>(i)], i));
+    const std::string label = bare(labels[static_cast<std::size_t>(i)]);
+    if (label == word) return i;
+    if (numbered(label, word)) each.push_back(fmt::format("{} ({})", labels[static_cast<std::size_t>(i)], i));
   }
   if (!each.empty()) {
     throw InputError(fmt::format("{} {}: that token occurs {} times; name one as the tokens line numbers it, or by position: {}", option, value, each.size(),
