@@ -1,5 +1,6 @@
 // attn heads: a checkpoint's every layer × head on one sentence, with a summary per head.
 #include "cli.hpp"
+#include "heads_evidence.hpp"
 
 namespace attn_cli {
 namespace {
@@ -10,6 +11,7 @@ struct HeadsOptions {
   std::string format = "text";
   std::string color = "auto";
   int width = 0;  // 0: COLUMNS, else 120
+  HeadsEvidence evidence;  // [#43] --rollout, --ablate, --evidence (heads_evidence.cpp)
 };
 
 void setup_heads(CLI::App& app, HeadsOptions& o) {
@@ -25,10 +27,12 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
   heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(member_of({"auto", "always", "never", "256", "truecolor"}));
   heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
   add_resources(heads, o.resources);
+  setup_heads_evidence(heads, o.evidence);  // [#43]
 }
 
 int run_heads(const HeadsOptions& o) {
   o.resources.apply();
+  if (o.evidence.any()) return run_heads_evidence(o.evidence, o.file, o.format, color_mode(o.color), terminal_width(o.width), o.resources);  // [#43]
   const std::vector<attn::model::HeadsView> view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why());
   if (o.format == "json") attn::model::render_heads_json(view, std::cout);
   else if (o.format == "svg") attn::model::render_heads_svg(view, std::cout);

@@ -9,6 +9,7 @@
 
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/model/tools/heads.hpp"
+#include "attn/model/tools/residual.hpp"
 
 namespace attn::model {
 
@@ -25,9 +26,10 @@ CheckpointInput read_checkpoint_input(const nlohmann::json& root, const std::str
 // take more than max_bytes (why: where that limit comes from, for the message).
 // An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's
 // self-attention and the cross-attention.
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
+// hooks: --rollout's and --ablate's (residual.hpp), for one stack only (refused for an encoder-decoder).
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const LayerHooks& hooks = {});
 // The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why);
+                                       const std::string& why, const LayerHooks& hooks = {});
 
 }  // namespace attn::model

@@ -17,13 +17,13 @@
 
 namespace attn::model {
 
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const LayerHooks& hooks) {
   return load_heads_text(read_input(path), path == "-" ? "<stdin>" : path, path == "-" ? "" : std::filesystem::path(path).parent_path().string(),
-                         max_bytes, why);
+                         max_bytes, why, hooks);
 }
 
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why) {
+                                       const std::string& why, const LayerHooks& hooks) {
   const ParsedJson parsed = parse_json(text, origin);
   json root = parsed.root;
   if (!root.is_object() || !root.contains("checkpoint")) {
@@ -48,8 +48,12 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
                                                        : fmt::format(", {} layers × {} heads × T² = {}² floats,", a.layers, a.H, T),
                                  human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
+  if (hooks.any() && in.stack == "decoder") {  // [#43] rollout and ablation follow one stack's layers
+    throw InputError(fmt::format("{}: {} reads one stack of layers; this input gives {}'s encoder and decoder (leave out \"sentence\" and "
+                                 "\"token_ids\" to draw the encoder alone)", hooks.option, origin, a.name()));
+  }
   std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
-                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces)};
+                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, hooks)};
   HeadsView& first = views.front();
   first.notes = in.notes;
   // the header names the model already: the first note says only what was read

@@ -106,9 +106,8 @@ std::string HeadsView::masked_text() const {
 
 namespace {
 constexpr double kInduction = 0.4;  // mean weight on the token after the earlier occurrence that names an induction head
+}  // namespace
 
-// The mean weight on the key after the query token's most recent earlier occurrence, over the
-// queries that have one; −1 with fewer than two such queries.
 double induction_score(const float* weights, std::int64_t T, const std::vector<std::int64_t>& ids) {
   double sum = 0;
   std::int64_t n = 0;
@@ -122,7 +121,6 @@ double induction_score(const float* weights, std::int64_t T, const std::vector<s
   }
   return n >= 2 ? sum / static_cast<double>(n) : -1;
 }
-}  // namespace
 
 HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids) {
   HeadSummary s;

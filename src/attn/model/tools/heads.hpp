@@ -68,6 +68,9 @@ struct HeadsView {
 // (with two such queries at least) ≥ 0.4, and above any positional pattern's mean, names the head
 // "induction" (a head that continues a repeated sequence by copying).
 HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window = 0, const std::vector<std::int64_t>* ids = nullptr);
+// The induction measure alone (also attn heads --evidence's): the mean weight on the key after the
+// query token's most recent earlier occurrence, over the queries that have one; −1 with fewer than two.
+double induction_score(const float* weights, std::int64_t T, const std::vector<std::int64_t>& ids);
 // An encoder's head: every key visible. The tokens at `start` (−1: none) and `ends` are its special
 // tokens, spelled start_name and end_name ("[CLS]", "[SEP]").
 struct EncoderSpecials {

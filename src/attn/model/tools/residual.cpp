@@ -159,8 +159,9 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
 
 namespace {
 
-// The attention block's output (1, T, C) of one layer, and its weights (H, T, T) when asked for.
-Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
+// The attention block's output (1, T, C) of one layer, and its weights (H, T, T) when asked for;
+// hooks->output edits the output (an ablation) with the trace at hand.
+Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights, std::int64_t layer = -1, const LayerHooks* hooks = nullptr) {
   const Trace trace = run_pipeline(s, be);
   const Step* out = trace.find("output");
   if (!out) throw InternalError("checkpoint layer: the trace has no output step");
@@ -168,7 +169,9 @@ Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
     const Step* w = trace.find("weights");
     weights->insert(weights->end(), w->value.data(), w->value.data() + w->value.size());
   }
-  return out->value.reshaped({1, s.T, s.C});
+  Tensor o = out->value.reshaped({1, s.T, s.C});
+  if (hooks && hooks->output) hooks->output(layer, s, trace, o);  // [#43 ablation]
+  return o;
 }
 
 // h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up);
@@ -359,7 +362,7 @@ std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const st
 }
 
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens) {
+                           const std::vector<std::string>& tokens, const LayerHooks& hooks) {
   const auto& a = ckpt.arch();
   auto be = make_backend("cpu");
   HeadsView v;
@@ -373,7 +376,17 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
     v.windows.push_back(w);
   }
   Tensor h = ckpt.embed(ids, types);
-  for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
+  for (std::int64_t i = 0; i < a.layers; ++i) {
+    if (!hooks.any()) {
+      run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
+      continue;
+    }
+    // [#43 rollout, ablation] the layer with its hooks; the last MLP too when the stream is asked for
+    const std::size_t before = v.weights.size();
+    run_layer_with(ckpt, i, *be, h, {tokens}, [&](const Spec& s) { return attend(s, *be, &v.weights, i, &hooks); }, i + 1 < a.layers || hooks.stream);
+    if (hooks.weights) hooks.weights(i, v.weights.data() + before, a.H, v.T, v.T);
+  }
+  if (hooks.stream) hooks.stream(ckpt, ids, h);
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t hd = 0; hd < v.heads; ++hd) {
       const float* w = v.weights.data() + (l * v.heads + hd) * v.T * v.T;

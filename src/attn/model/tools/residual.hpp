@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
+#include "attn/core/trace.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/model/tools/heads.hpp"
@@ -44,8 +47,20 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
 std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
                                                 const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
                                                 const std::vector<std::string>& tokens);
+// [#43 rollout, ablation] What attn heads' --rollout and --ablate add to its pass over the layers,
+// each optional: each layer's weights (H, T, S) once the layer has run (rollout.hpp); each layer's
+// attention output (1, T, C) edited before the residual addition, given its Spec and trace
+// (ablation.hpp); the stream after the last layer, its MLP run too, for the next-token loss.
+struct LayerHooks {
+  std::function<void(std::int64_t layer, const float* weights, std::int64_t H, std::int64_t T, std::int64_t S)> weights;
+  std::function<void(std::int64_t layer, const Spec& s, const Trace& t, Tensor& output)> output;
+  std::function<void(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Tensor& h)> stream;
+  std::string option;  // the option that asked ("--rollout"), for refusals
+  bool any() const { return weights || output || stream; }
+};
+
 // Every layer's attention weights, for attn heads.
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens);
+                           const std::vector<std::string>& tokens, const LayerHooks& hooks = {});
 
 }  // namespace attn::model
