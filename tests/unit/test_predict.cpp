@@ -149,5 +149,5 @@ TEST_CASE("self-attention's two token axes read apart in a reply: T the queries,
   const Trace t = trace_of(kUniform);
   const auto q = predict_questions(t, step(t, "weights"));
   CHECK(reply(q[0], "[3, 3]") ==
-        "Not quite: you said [3, 3]; weights is [2, 2]: T = 2 queries, T = 2 keys (T, the queries, is 2, not 3; S = T, the keys, is 2, not 3).");
+        "Not quite: you said [3, 3]; weights is [2, 2]: T = 2 queries, S = T = 2 keys (T, the queries, is 2, not 3; S = T, the keys, is 2, not 3).");
 }
