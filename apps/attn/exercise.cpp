@@ -22,7 +22,7 @@ void setup_exercise(CLI::App& app, ExerciseOptions& o) {
   e->footer(R"(Example: 30 students, a variant each, from a template with an "exercise" block
   $ attn exercise examples/exercise_weights.json --students 30 --out class/ --seed 2026
     30 students' variants written to class/ (...)
-  $ attn exercise examples/exercise_weights.json --variant 7KQ2-MX4D > problem.json
+  $ attn exercise examples/exercise_weights.json --variant 7KQ2-MX4N > problem.json
 
 A roster instead of a number: --students roster.csv (a header with an id column; name optional).
 The template: docs/classroom.md "Setting an exercise". Exit codes: 0 written, 2 bad input.)");
@@ -53,7 +53,12 @@ int run_exercise(const ExerciseOptions& o) {
   }
   if (!o.variant.empty()) {
     const auto draw = attn::parse_variant_code(o.variant);
-    if (!draw) throw attn::InputError(fmt::format("--variant: \"{}\" is not a variant code (8 letters and digits, such as 7KQ2-MX4D)", o.variant));
+    if (!draw && attn::variant_code_letters(o.variant)) {
+      throw attn::InputError(fmt::format("--variant: \"{}\" does not check: a letter is mistyped or two are swapped (the last letter checks the "
+                                         "other seven); copy it again from the handout",
+                                         o.variant));
+    }
+    if (!draw) throw attn::InputError(fmt::format("--variant: \"{}\" is not a variant code (8 letters and digits, such as 7KQ2-MX4N)", o.variant));
     std::cout << attn::variant_text(t, *draw) << std::flush;
     return kExitOk;
   }
