@@ -20,7 +20,9 @@ void setup_heads_evidence(CLI::App* heads, HeadsEvidence& o) {
   heads->add_option("--rollout-heads", o.rollout_heads, "how --rollout combines a layer's heads: mean (default), max or min")->check(member_of({"mean", "max", "min"}));
   heads->add_option("--rollout-query", o.rollout_query, "the query whose input tokens --rollout lists: a position or a token as the tokens line names it (default: the last)");
   heads->add_flag("--explain", o.explain, "with --rollout: explain it with this run's numbers");
-  heads->add_option("--ablate", o.ablate, "run the model again with these heads' outputs removed (L0H0,L0H2) and report it beside the clean run");
+  heads->add_option("--ablate", o.ablate, "run the model again with these heads' outputs removed (L0H0,L0H2) and report it beside the clean run")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("expected heads as L<layer>H<head>, comma-separated (L0H0,L0H2); got nothing") : std::string(); },
+                             "HEADS"));
   heads->add_option("--ablation", o.ablation, "how --ablate and --evidence remove a head: zero (default) or mean (its output's mean over the positions)")->check(member_of({"zero", "mean"}));
   heads->add_flag("--evidence", o.evidence, "ablate each labelled head in turn and write what each ablation changes most");
 }
@@ -36,7 +38,9 @@ void check_options(const HeadsEvidence& o, const std::string& format) {
   }
   if (o.ablation != "zero" && o.ablate.empty() && !o.evidence) refuse("--ablation: says how --ablate or --evidence removes a head; give one of them");
   if (!o.ablate.empty() && o.evidence) refuse("--evidence: ablates each labelled head in turn; leave out --ablate (or --evidence to ablate the heads named)");
-  if (o.rollout && (!o.ablate.empty() || o.evidence)) refuse(fmt::format("--rollout: one at a time; drop --rollout or {}", o.evidence ? "--evidence" : "--ablate"));
+  if (o.rollout && (!o.ablate.empty() || o.evidence)) {
+    refuse(fmt::format("--rollout and {0} run one at a time (rollout reads the clean model's weights); drop --rollout or {0}", o.evidence ? "--evidence" : "--ablate"));
+  }
   if (o.evidence && (format == "svg" || format == "html")) refuse(fmt::format("--format {}: --evidence writes text or json", format));
 }
 

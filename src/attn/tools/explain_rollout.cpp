@@ -39,6 +39,11 @@ std::vector<std::string> explain_rollout(const model::Rollout& r, const std::vec
   out.push_back(fmt::format("Each layer's rows sum to 1, so each row of their product does too: row i of the map after a layer is query i's "
                             "shares of the input tokens. Query {} {} draws most on {} after L0, and on {} after L{}.",
                             r.query, labels[static_cast<std::size_t>(r.query)], top_share(r, labels, 0), top_share(r, labels, last), last));
+  if (const auto other = model::rollout_top(r, last, r.query, 2); other.size() == 2 && other[0].first == r.query) {
+    // claim: rollout-strongest-other
+    out.push_back(fmt::format("Besides itself, query {} draws most on {} ({:.2f}, position {}) after L{}.", r.query,
+                              labels[static_cast<std::size_t>(other[1].first)], other[1].second, other[1].first, last));
+  }
   out.push_back(fmt::format("A token's share of its own input token, on average: {:.2f} after L0, {:.2f} after L{}; each layer mixes the tokens further.",
                             r.kept.front(), r.kept.back(), last));
   // claim: rollout-not-use

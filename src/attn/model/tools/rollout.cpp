@@ -91,8 +91,10 @@ Rollout RolloutAccumulator::finish(std::int64_t query) && {
 
 std::vector<std::pair<std::int64_t, double>> rollout_top(const Rollout& r, std::int64_t l, std::int64_t q, std::int64_t k) {
   std::vector<std::pair<std::int64_t, double>> all;
-  for (std::int64_t j = 0; j < r.T; ++j) all.emplace_back(j, r.at(l, q, j));
-  const auto n = static_cast<std::ptrdiff_t>(std::clamp<std::int64_t>(k, 0, r.T));
+  for (std::int64_t j = 0; j < r.T; ++j)
+    if (r.at(l, q, j) > 0) all.emplace_back(j, r.at(l, q, j));  // (a later token of a causal model: none, so not listed)
+  k = std::min<std::int64_t>(k, static_cast<std::int64_t>(all.size()));
+  const auto n = static_cast<std::ptrdiff_t>(std::max<std::int64_t>(k, 0));
   std::partial_sort(all.begin(), all.begin() + n, all.end(), [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
   all.resize(static_cast<std::size_t>(n));
   return all;
@@ -123,7 +125,14 @@ std::int64_t rollout_query(const std::string& value, const std::vector<std::stri
   }
   // a leading ␣ (a word's space) optional on either side
   const auto bare = [](const std::string& s) { return s.rfind("␣", 0) == 0 && s.size() > std::string("␣").size() ? s.substr(std::string("␣").size()) : s; };
-  const std::string word = bare(value);
+  // ASCII digits after a word stand for the subscript the tokens line writes ("milk2" for "milk₂")
+  std::string word = bare(value);
+  if (const auto at = word.find_last_not_of("0123456789"); at != std::string::npos && at + 1 < word.size()) {
+    std::string sub = word.substr(0, at + 1);
+    for (std::size_t i = at + 1; i < word.size(); ++i) sub += std::string("\xE2\x82") + static_cast<char>(0x80 + (word[i] - '0'));
+    for (const auto& l : labels)
+      if (bare(l) == sub) word = sub;
+  }
   std::vector<std::string> each;
   for (std::int64_t i = 0; i < T; ++i) {
     const std::string label = bare(labels[static_cast<std::size_t>(i)]);
