@@ -62,6 +62,12 @@ void render_ablation_text(const AblationReport& a, std::ostream& out, int width)
     }
     if (shown == 0) out << fmt::format("  no later head's label or score moved by {} or more\n", kMoved);
   }
+  if (a.evidence) {
+    out << "\n"
+        << wrap("each head was ablated alone: heads that do the same work back each other up and can show little alone; ablate such "
+                "heads together with --ablate L0H0,L0H2 (docs/rollout.md)",
+                w, "", "  ");
+  }
 }
 
 }  // namespace attn::model
