@@ -65,7 +65,7 @@ void render_ablation_text(const AblationReport& a, std::ostream& out, int width)
   if (a.evidence) {
     out << "\n"
         << wrap("each head was ablated alone: heads that do the same work back each other up and can show little alone; ablate such "
-                "heads together with --ablate L0H0,L0H2 (docs/rollout.md)",
+                "heads together, listed in one --ablate (docs/rollout.md)",
                 w, "", "  ");
   }
 }
