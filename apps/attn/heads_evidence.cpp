@@ -103,8 +103,12 @@ int ablation(const HeadsEvidence& o, const std::string& file, const std::string&
   else
     report.runs.push_back(ablated_run(report, named, mode, file, res));
   if (format == "json") render_ablation_json(report, std::cout);
-  else if (format == "svg") render_heads_svg(report.runs.front().view, std::cout);
-  else if (format == "html") render_heads_html(report.runs.front().view, std::cout);
+  else if (format == "svg" || format == "html") {  // the ablated run's heads, the loss among its notes
+    HeadsView& v = report.runs.front().view;
+    v.notes.push_back(ablation_loss_text(report.loss, report.runs.front().loss));
+    if (format == "svg") render_heads_svg(v, std::cout);
+    else render_heads_html(v, std::cout);
+  }
   else {
     render_heads_text(report.clean, std::cout, color, width);
     if (!o.evidence) {

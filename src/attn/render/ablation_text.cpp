@@ -13,16 +13,16 @@
 
 namespace attn::model {
 
+std::string ablation_loss_text(const std::optional<double>& clean, const std::optional<double>& ablated) {
+  if (!clean || !ablated) return "mean next-token loss: none (no LM head, or a single token)";
+  return fmt::format("mean next-token loss on the input: clean {:.4f} nats, ablated {:.4f} ({:+.4f})", *clean, *ablated, *ablated - *clean);
+}
+
 namespace {
 
 constexpr double kMoved = 0.005;  // a score that moves less than this (and keeps its label) is not listed by --ablate
 
 std::string score_text(double v) { return std::isnan(v) ? std::string("—") : fmt::format("{:.2f}", v); }
-
-std::string loss_line(const std::optional<double>& clean, const std::optional<double>& ablated) {
-  if (!clean || !ablated) return "mean next-token loss: none (no LM head, or a single token)";
-  return fmt::format("mean next-token loss on the input: clean {:.4f} nats, ablated {:.4f} ({:+.4f})", *clean, *ablated, *ablated - *clean);
-}
 
 // "L1 h0  induction 0.83 → 0.02   now first token 0.71"
 std::string change_line(const HeadChange& c) {
@@ -47,7 +47,7 @@ void render_ablation_text(const AblationReport& a, std::ostream& out, int width)
         << wrap(fmt::format("ablated {} ({}: {} before the output projection)", heads_list(r.heads), ablation_mode_name(r.mode),
                             r.mode == AblationMode::Zero ? "the heads' outputs zeroed" : "each head's output replaced by its mean over the positions"),
                 w, "", "  ")
-        << wrap(loss_line(a.loss, r.loss), w, "", "  ");
+        << wrap(ablation_loss_text(a.loss, r.loss), w, "", "  ");
     if (r.changes.empty()) {
       out << "  no later layer: nothing reads these heads' outputs but the model's head\n";
       continue;

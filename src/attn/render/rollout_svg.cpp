@@ -1,7 +1,7 @@
 // attn heads --rollout --format svg and html: one heatmap per layer, the rollout after it (queries
-// down, input tokens across) in viridis on each row's own 0 .. largest scale, token labels on the first
-// map's axes, the chosen query's row outlined; at most 128 cells a side (a longer input pooled into
-// blocks, each its block's largest share, said in the caption). The HTML page holds the SVG, the
+// down, input tokens across) in viridis on each row's own 0 .. largest scale, query labels beside the
+// first map and input-token labels under each, the chosen query's row outlined; at most 128 cells a
+// side (a longer input pooled into blocks, each its block's largest share, said in the caption). The HTML page holds the SVG, the
 // chosen query's input tokens per layer and the explanation. Draws; computes nothing.
 #include <fmt/format.h>
 
@@ -19,7 +19,8 @@ using namespace heads_detail;
 namespace {
 
 constexpr std::int64_t kMaxCells = 128;  // cells a side before pooling
-constexpr int kLabelPx = 90, kTop = 60;
+constexpr int kLabelPx = 90;
+constexpr int kKeyLabelsPx = 80;  // under the maps: 14 characters of 9 px, upright
 
 struct Pooled {
   std::int64_t block = 1, n = 0;  // tokens a cell, cells a side
@@ -70,19 +71,42 @@ void labels_svg(const std::vector<std::string>& labels, const Pooled& p, int y, 
   }
 }
 
+// A map's input-token labels, upright under it from y down, every few tokens where the cells are thin.
+void key_labels_svg(const std::vector<std::string>& labels, const Pooled& p, int x, int y, std::ostringstream& b) {
+  const std::int64_t step = std::max<std::int64_t>(1, 10 / p.px);
+  for (std::int64_t col = 0; col < p.n; col += step) {
+    const std::string name = p.block == 1 ? fmt::format("{} {}", col, labels[static_cast<std::size_t>(col)]) : fmt::format("{}–", col * p.block);
+    const double cx = x + (static_cast<double>(col) + 0.5) * p.px + 3.0;
+    b << fmt::format("  <text x=\"{0:.1f}\" y=\"{1}\" font-size=\"9\" text-anchor=\"end\" transform=\"rotate(-90 {0:.1f} {1})\">{2}</text>\n", cx, y,
+                     esc(clip(name, 14)));
+  }
+}
+
 std::string svg_document(const Rollout& r, const std::vector<std::string>& labels) {
   const Pooled p = pooling(r.T);
   const int side = static_cast<int>(p.n) * p.px, pitch = std::max(side, 110) + 20;
+  const std::string title = fmt::format("attention rollout: the heads' {}, the identity for the residual, multiplied from L0 up", rollout_heads_name(r.combine));
+  const std::vector<std::string> caption = {
+      fmt::format("T = {}: queries down, input tokens across; the outlined row: query {} {}", r.T, r.query, labels[static_cast<std::size_t>(r.query)]),
+      fmt::format("each row on its own scale (yellow: the row's largest share, dark: none){}",
+                  p.block > 1 ? fmt::format("; a cell the largest share of {0} × {0} tokens", p.block) : std::string())};
   std::ostringstream b;
-  b << fmt::format("  <text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">attention rollout: the heads' {}, the identity for the residual, "
-                   "multiplied from L0 up</text>\n", rollout_heads_name(r.combine));
-  b << fmt::format("  <text x=\"10\" y=\"38\" font-size=\"11\" fill=\"#555555\">{}</text>\n",
-                   esc(fmt::format("T = {}: queries down, input tokens across; each row on its own scale (yellow: the row's largest share){}; the outlined row: query {} {}", r.T,
-                                   p.block > 1 ? fmt::format(", a cell the largest share of {0} × {0} tokens", p.block) : std::string(), r.query,
-                                   labels[static_cast<std::size_t>(r.query)])));
-  labels_svg(labels, p, kTop, b);
-  for (std::int64_t l = 0; l < r.layers; ++l) map_svg(r, labels, l, p, kLabelPx + static_cast<int>(l) * pitch, kTop, b);
-  const int width = kLabelPx + static_cast<int>(r.layers) * pitch, height = kTop + side + 20;
+  b << fmt::format("  <text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", esc(title));
+  for (std::size_t i = 0; i < caption.size(); ++i)
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", 38 + 14 * static_cast<int>(i), esc(caption[i]));
+  const int top = 38 + 14 * static_cast<int>(caption.size()) + 8;
+  labels_svg(labels, p, top, b);
+  for (std::int64_t l = 0; l < r.layers; ++l) {
+    const int x = kLabelPx + static_cast<int>(l) * pitch;
+    map_svg(r, labels, l, p, x, top, b);
+    key_labels_svg(labels, p, x, top + side + 4, b);
+  }
+  b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"9\" font-style=\"italic\" fill=\"#555555\" text-anchor=\"end\">input tokens →</text>\n", kLabelPx - 4,
+                   top + side + 12);
+  // wide enough for the title (about 8.5 px a character at 14 px bold) and the captions (6.5 at 11 px)
+  std::size_t text_px = 20 + static_cast<std::size_t>(8.5 * static_cast<double>(cells(title)));
+  for (const auto& c : caption) text_px = std::max(text_px, 20 + static_cast<std::size_t>(6.5 * static_cast<double>(cells(c))));
+  const int width = std::max(kLabelPx + static_cast<int>(r.layers) * pitch, static_cast<int>(text_px)), height = top + side + 4 + kKeyLabelsPx;
   return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n"
                      "  <rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n{2}</svg>\n",
                      width, height, b.str());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ void render_rollout_html(const Rollout& r, const std::vector<std::string>& label
 // "rollout_heads", "rollout_query", "rollout_top": [L] of [{"position", "token", "share"}].
 std::string rollout_json_members(const Rollout& r, const std::vector<std::string>& labels);
 
+// "mean next-token loss on the input: clean 3.2599 nats, ablated 4.5271 (+1.2672)" (or why there is none).
+std::string ablation_loss_text(const std::optional<double>& clean, const std::optional<double>& ablated);
 // Terminal: the ablation's run(s) beside the clean one: the loss of each, then per run every later
 // head whose label or score changed (clean → ablated), largest change first; --evidence: one block per
 // labelled head, its few largest changes.
