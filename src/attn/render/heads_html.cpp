@@ -167,6 +167,7 @@ std::string short_name(const HeadSummary& s) {
     case HeadPattern::EndToken: return s.label.starts_with("to ") ? s.label.substr(3) : s.label;
     case HeadPattern::Induction: return "induction";
     case HeadPattern::Diagonal: return "diagonal";
+    case HeadPattern::Local: return "local";
   }
   return "mixed";
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attn/model/architectures/checkpoint.hpp"
-#include "attn/model/tools/heads.hpp"
+#include "attn/model/tools/heads_stream.hpp"
 
 namespace attn::model {
 
@@ -25,9 +25,10 @@ CheckpointInput read_checkpoint_input(const nlohmann::json& root, const std::str
 // take more than max_bytes (why: where that limit comes from, for the message).
 // An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's
 // self-attention and the cross-attention.
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why);
+// keep: whether every weight is kept at any T (--weights); else up to T = kKeepWeightsUpTo, pooled beyond.
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep = {});
 // The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why);
+                                       const std::string& why, const HeadsKeep& keep = {});
 
 }  // namespace attn::model

@@ -1,5 +1,5 @@
-// attn heads' input: a "checkpoint" block read (checkpoint_input.hpp), refused when every
-// head's weights would pass the memory limit, then every layer run (residual.hpp) into views with the
+// attn heads' input: a "checkpoint" block read (checkpoint_input.hpp), refused when the weights it
+// keeps would pass the memory limit, then every layer run (heads_stream.hpp, residual.hpp) into views with the
 // notes of what was read. The summaries are heads.cpp's; the drawing is render/'s.
 #include <fmt/format.h>
 
@@ -17,13 +17,13 @@
 
 namespace attn::model {
 
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why) {
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep) {
   return load_heads_text(read_input(path), path == "-" ? "<stdin>" : path, path == "-" ? "" : std::filesystem::path(path).parent_path().string(),
-                         max_bytes, why);
+                         max_bytes, why, keep);
 }
 
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why) {
+                                       const std::string& why, const HeadsKeep& keep) {
   const ParsedJson parsed = parse_json(text, origin);
   json root = parsed.root;
   if (!root.is_object() || !root.contains("checkpoint")) {
@@ -39,7 +39,10 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
   const CheckpointInput in = read_checkpoint_input(root, base_dir);
   const auto& a = in.ckpt.arch();
   const auto T = static_cast<std::int64_t>(in.ids.size()), S = static_cast<std::int64_t>(in.source_ids.size());
-  const double bytes = in.stack == "decoder" ? 4.0 * static_cast<double>(a.H) *
+  // the weights kept whole (an encoder-decoder's always; one stack's up to T = 256 or with --weights;
+  // beyond, pooled grids of a few MB)
+  const bool whole = in.stack == "decoder" || keep.weights || T <= kKeepWeightsUpTo;
+  const double bytes = !whole ? 0.0 : in.stack == "decoder" ? 4.0 * static_cast<double>(a.H) *
                                                    (static_cast<double>(a.layers * S * S) + static_cast<double>(a.decoder_layers) * static_cast<double>(T * T + T * S))
                                              : 4.0 * static_cast<double>(a.layers * a.H) * static_cast<double>(T) * static_cast<double>(T);
   if (bytes > static_cast<double>(max_bytes)) {
@@ -49,7 +52,7 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
                                  human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
   std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
-                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces)};
+                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, keep)};
   HeadsView& first = views.front();
   first.notes = in.notes;
   // the header names the model already: the first note says only what was read

@@ -311,8 +311,6 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
   return decoder_pass(ckpt, source_ids, source_tokens, ids, tokens, layer, cross, nullptr);
 }
 
-namespace {
-
 // The source's special tokens where they stand: [CLS] … [SEP], <s> … </s>, T5's and Marian's … </s>.
 EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids) {
   EncoderSpecials sp;
@@ -327,8 +325,6 @@ EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64
   }
   return sp;
 }
-
-}  // namespace
 
 std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
                                                 const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
@@ -356,30 +352,6 @@ std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const st
       x.summaries.push_back(summarise_cross_head(x.weights.data() + (l * a.H + h) * T * S, T, S, sp));
     }
   return views;
-}
-
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens) {
-  const auto& a = ckpt.arch();
-  auto be = make_backend("cpu");
-  HeadsView v;
-  v.model = ckpt.describe();
-  v.tokens = tokens;
-  v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
-  v.bidirectional = a.encoder();
-  const EncoderSpecials sp = specials_of(ckpt, ids);  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
-  for (std::int64_t l = 0; l < a.layers; ++l) {  // as attention_spec applies them
-    const std::int64_t w = a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0;
-    v.windows.push_back(w);
-  }
-  Tensor h = ckpt.embed(ids, types);
-  for (std::int64_t i = 0; i < a.layers; ++i) run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
-  for (std::int64_t l = 0; l < v.layers; ++l)
-    for (std::int64_t hd = 0; hd < v.heads; ++hd) {
-      const float* w = v.weights.data() + (l * v.heads + hd) * v.T * v.T;
-      v.summaries.push_back(a.encoder() ? summarise_encoder_head(w, v.T, sp) : summarise_head(w, v.T, v.windows[static_cast<std::size_t>(l)], &ids));
-    }
-  return v;
 }
 
 }  // namespace attn::model

@@ -44,8 +44,8 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
 std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
                                                 const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
                                                 const std::vector<std::string>& tokens);
-// Every layer's attention weights, for attn heads.
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens);
+// An encoder's special tokens where they stand in ids ([CLS] … [SEP], <s> … </s>); none for a decoder.
+EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids);
+// (a decoder's or an encoder's every layer of heads: heads_stream.hpp, streamed)
 
 }  // namespace attn::model

@@ -1,0 +1,209 @@
+// attn heads, streamed (heads_stream.hpp): each layer is the pipeline on its Spec with only its output
+// shown (the CPU backend then never holds the [H, T, S] steps), and its weights are made again a block
+// of query rows at a time by the pipeline itself, on the layer's own rotated queries and keys: the
+// rows [i0, i1) against the keys [0, S′) as a Spec of their own (S′ = i1 for a causal layer, its
+// diagonal bottom-right, so the mask is the layer's). The products are fma chains over the head's
+// features in order whatever the rows (numerics/cpu/gemm.hpp), so a block's weights are the layer's.
+// It does not draw or label anything: heads.cpp summarises, render/ draws.
+#include "attn/model/tools/heads_stream.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attn/core/error.hpp"
+#include "attn/model/tools/residual.hpp"
+#include "attn/pipeline/pipeline.hpp"
+
+namespace attn::model {
+
+namespace {
+
+constexpr double kBlockBytes = 64.0 * 1024 * 1024;  // a block of weights, all heads: about this
+
+// The queries (or keys) as the scores read them: the last of q, q.norm, q.heads, q.rope the layer's
+// trace emitted (each step is the one before it, normalised, split or rotated), laid out flat as
+// (T, G · hd) for G heads, as Entry::QKV takes them.
+Tensor final_flat(const Trace& trace, const std::string& name, std::int64_t G, std::int64_t rows) {
+  const Step* last = nullptr;
+  bool heads_first = false;
+  for (const auto& st : trace.steps) {
+    if (st.id == name || st.id == name + ".norm" || st.id == name + ".heads" || st.id == name + ".rope") {
+      last = &st;
+      // (G, T, hd) once split; OLMo 2's whole-width norm comes before the split, flat
+      heads_first = st.id == name + ".heads" || st.id == name + ".rope" || (st.id == name + ".norm" && heads_first);
+    }
+  }
+  if (last == nullptr) throw InternalError(fmt::format("attn heads: the layer's trace has no {}", name));
+  const Tensor& t = last->value;
+  const std::int64_t width = t.size() / rows, hd = width / G;
+  if (!heads_first || G == 1) return t.reshaped({1, rows, width});
+  Tensor flat = Tensor::uninitialized({1, rows, width});
+  const Scalar* src = t.data();
+  Scalar* dst = flat.mutable_data();
+  for (std::int64_t g = 0; g < G; ++g)
+    for (std::int64_t i = 0; i < rows; ++i) std::copy_n(src + (g * rows + i) * hd, hd, dst + i * width + g * hd);
+  return flat;
+}
+
+// Rows [r0, r1) of a (1, L, width) tensor.
+Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t width = t.dim(-1);
+  Tensor out = Tensor::uninitialized({1, r1 - r0, width});
+  std::copy_n(t.data() + r0 * width, (r1 - r0) * width, out.mutable_data());
+  return out;
+}
+
+// The Spec of query rows [i0, i1) against keys [0, S′) of layer spec s, from its rotated q and k.
+Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, std::int64_t i0, std::int64_t i1) {
+  Spec b;
+  b.mode = s.mode;
+  b.causal = s.causal;
+  b.causal_align = CausalAlign::BottomRight;  // query i0 + r sees keys ≤ i0 + r
+  b.entry = Entry::QKV;
+  b.B = 1;
+  b.T = i1 - i0;
+  b.S = s.causal ? i1 : s.S;
+  b.C = b.Cs = s.C;
+  b.H = s.H, b.Hkv = s.Hkv, b.dk = s.dk, b.dv = s.dv, b.Co = s.Co;
+  b.window = s.window;
+  b.scale_kind = s.scale_kind, b.scale_number = s.scale_number, b.scale_source = s.scale_source;
+  b.softcap = s.softcap;
+  b.q = rows_of(q, i0, i1);
+  b.k = rows_of(k, 0, b.S);
+  if (s.relative_bias) {
+    // T5: the rows' buckets and biases, (T′, S) and (H, T′, S)
+    Spec::RelativeBias r = *s.relative_bias;
+    r.buckets = rows_of(s.relative_bias->buckets.reshaped({1, s.T, s.S}), i0, i1).reshaped({b.T, b.S});
+    Tensor bias = Tensor::uninitialized({s.H, b.T, b.S});
+    for (std::int64_t h = 0; h < s.H; ++h)
+      std::copy_n(s.relative_bias->bias.data() + (h * s.T + i0) * s.S, b.T * b.S, bias.mutable_data() + h * b.T * b.S);
+    r.bias = std::move(bias);
+    b.relative_bias = std::move(r);
+  }
+  const auto& labels = s.tokens.front();
+  b.tokens = {std::vector<std::string>(labels.begin() + i0, labels.begin() + i1)};
+  b.source_tokens = {std::vector<std::string>(labels.begin(), labels.begin() + b.S)};
+  return b;
+}
+
+// Layer `layer`'s weights (its Spec s and its trace) in blocks of `rows` query rows, each handed to
+// `each` as (H, rows, S), a causal block's keys past S′ zero.
+void weight_blocks(const Spec& s, const Trace& layer_trace, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each) {
+  const Tensor q = final_flat(layer_trace, "q", s.H, s.T), k = final_flat(layer_trace, "k", s.Hkv, s.S);
+  PipelineOptions shown;
+  shown.shown = {"weights"};
+  std::vector<float> block;
+  for (std::int64_t i0 = 0; i0 < s.T; i0 += rows) {
+    const std::int64_t i1 = std::min(s.T, i0 + rows);
+    const Spec b = block_spec(s, q, k, i0, i1);
+    const Trace t = run_pipeline(b, be, shown);
+    const Scalar* w = t.find("weights")->value.data();  // (H, i1 − i0, S′)
+    block.assign(static_cast<std::size_t>(s.H * (i1 - i0) * s.S), 0.0f);
+    for (std::int64_t r = 0; r < s.H * (i1 - i0); ++r) std::copy_n(w + r * b.S, b.S, block.data() + r * s.S);
+    each(WeightRows{layer, i0, i1, s.H, s.S, block.data()});
+  }
+}
+
+}  // namespace
+
+void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                          const std::vector<std::string>& tokens, const WeightRowsHook& each, std::int64_t block_rows) {
+  const auto& a = ckpt.arch();
+  auto be = make_backend("cpu");
+  const auto T = static_cast<std::int64_t>(ids.size());
+  const std::int64_t rows = block_rows > 0 ? block_rows
+                                           : std::max<std::int64_t>(1, static_cast<std::int64_t>(kBlockBytes / (4.0 * static_cast<double>(a.H * std::max<std::int64_t>(T, 1)))));
+  PipelineOptions output_only;
+  output_only.shown = {"output"};  // nothing [H, T, S] held: the context product reads the weights' recipe
+  Tensor h = ckpt.embed(ids, types);
+  for (std::int64_t l = 0; l < a.layers; ++l) {
+    run_layer_with(ckpt, l, *be, h, {tokens}, [&](const Spec& s) {
+      Trace trace = run_pipeline(s, *be, output_only);
+      weight_blocks(s, trace, *be, l, rows, each);
+      const Step* out = trace.find("output");
+      if (!out) throw InternalError("attn heads: the layer's trace has no output step");
+      return out->value.reshaped({1, s.T, s.C});
+    }, l + 1 < a.layers);
+  }
+}
+
+namespace {
+
+// The summaries of one layer's heads, a block of rows at a time: a decoder's or an encoder's.
+struct LayerSummaries {
+  std::vector<CausalSummariser> causal;
+  std::vector<EncoderSummariser> encoder;
+  void add(const WeightRows& b) {
+    for (std::int64_t h = 0; h < b.H; ++h)
+      for (std::int64_t i = b.i0; i < b.i1; ++i) {
+        if (encoder.empty()) causal[static_cast<std::size_t>(h)].add_row(i, b.row(h, i));
+        else encoder[static_cast<std::size_t>(h)].add_row(i, b.row(h, i));
+      }
+  }
+  void finish(std::vector<HeadSummary>& out) const {
+    for (const auto& c : causal) out.push_back(c.finish());
+    for (const auto& e : encoder) out.push_back(e.finish());
+  }
+};
+
+// Rows of a block into the view: every weight kept, or each head's pooled grid (the largest weight of
+// each pool × pool block of visible positions).
+void keep_rows(HeadsView& v, const WeightRows& b) {
+  const std::int64_t S = v.keys();
+  for (std::int64_t h = 0; h < b.H; ++h)
+    for (std::int64_t i = b.i0; i < b.i1; ++i) {
+      const float* row = b.row(h, i);
+      if (v.kept()) {
+        std::copy_n(row, S, v.weights.data() + ((b.layer * v.heads + h) * v.T + i) * S);
+        continue;
+      }
+      float* cells = v.grid.data() + ((b.layer * v.heads + h) * v.grid_rows() + i / v.pool) * v.grid_cols();
+      for (std::int64_t j = 0; j < S; ++j) {
+        if (!v.visible(b.layer, i, j)) continue;
+        float& c = cells[j / v.pool];
+        if (std::isnan(c) || row[j] > c) c = row[j];
+      }
+    }
+}
+
+}  // namespace
+
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                           const std::vector<std::string>& tokens, const HeadsKeep& keep) {
+  const auto& a = ckpt.arch();
+  HeadsView v;
+  v.model = ckpt.describe();
+  v.tokens = tokens;
+  v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
+  v.bidirectional = a.encoder();
+  for (std::int64_t l = 0; l < a.layers; ++l) v.windows.push_back(a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0);  // as attention_spec applies them
+  const std::size_t heads = static_cast<std::size_t>(v.layers * v.heads);
+  if (keep.weights || v.T <= keep.keep_up_to) {
+    v.weights.assign(heads * static_cast<std::size_t>(v.T * v.T), 0.0f);
+  } else {
+    v.pool = (v.T + keep.grid_side - 1) / keep.grid_side;
+    v.grid.assign(heads * static_cast<std::size_t>(v.grid_rows() * v.grid_cols()), std::numeric_limits<float>::quiet_NaN());
+    v.weights_note = fmt::format("the weights are written up to T = {} or with --weights; T = {}: each head's map pooled to {} × {} cells ({} × {} tokens each)",
+                                 keep.keep_up_to, v.T, v.grid_rows(), v.grid_cols(), v.pool, v.pool);
+  }
+  const EncoderSpecials sp = specials_of(ckpt, ids);  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
+  LayerSummaries layer;
+  stream_layer_weights(ckpt, ids, types, tokens, [&](const WeightRows& b) {
+    if (b.i0 == 0) {  // a layer's first block: its heads' summaries start
+      layer = LayerSummaries{};
+      for (std::int64_t h = 0; h < v.heads; ++h) {
+        if (a.encoder()) layer.encoder.emplace_back(v.T, sp);
+        else layer.causal.emplace_back(v.T, v.window(b.layer), &ids);
+      }
+    }
+    layer.add(b);
+    keep_rows(v, b);
+    if (b.i1 == v.T) layer.finish(v.summaries);
+  }, keep.block_rows);
+  return v;
+}
+
+}  // namespace attn::model

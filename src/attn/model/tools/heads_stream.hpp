@@ -1,0 +1,49 @@
+// attn heads over a long input: each layer's attention weights made a block of query rows at a time,
+// handed to whoever reads them (the summaries, the pooled grids, a kept head) and dropped, so nothing
+// T × S per head outlives its block. The layers themselves are residual.hpp's; this file only reads
+// their weights. Legend: B batch, T query length, S key length, H heads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attn/model/architectures/checkpoint.hpp"
+#include "attn/model/tools/heads.hpp"
+
+namespace attn::model {
+
+// One block of a layer's weights as it is made: query rows [i0, i1) of every head over S keys
+// (B = 1), row (h, i) at row(h, i). A causal layer's rows are zero above the diagonal.
+struct WeightRows {
+  std::int64_t layer = 0, i0 = 0, i1 = 0, H = 0, S = 0;
+  const float* w = nullptr;  // (H, i1 − i0, S)
+  const float* row(std::int64_t h, std::int64_t i) const { return w + (h * (i1 - i0) + (i - i0)) * S; }
+};
+// Called with each block of each layer, layers in order, a layer's blocks in query order.
+using WeightRowsHook = std::function<void(const WeightRows&)>;
+
+// attn heads' per-layer loop: the residual stream run layer by layer (as attn run runs it, the same
+// bits), each layer's attention weights made in blocks of query rows and handed to `each`, then
+// dropped. Rollout, ablation or any other per-layer reader hooks in here beside the summaries.
+// block_rows: query rows a block (0: as many as keep a block near 64 MB).
+void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                          const std::vector<std::string>& tokens, const WeightRowsHook& each, std::int64_t block_rows = 0);
+
+// What attn heads keeps of the weights: all of them (up to T = kKeepWeightsUpTo, or when asked), else
+// each head's map pooled to at most kGridSide cells a side.
+inline constexpr std::int64_t kKeepWeightsUpTo = 256;
+inline constexpr std::int64_t kGridSide = 128;
+struct HeadsKeep {
+  bool weights = false;  // --weights: every weight, whatever T
+  std::int64_t block_rows = 0;  // query rows a block (0: the default); for tests
+  std::int64_t keep_up_to = kKeepWeightsUpTo, grid_side = kGridSide;  // for tests: pooling at small T
+};
+
+// Every layer's heads of a decoder or an encoder, streamed: the summaries from every weight, the
+// weights kept or pooled as `keep` says (HeadsView::pool).
+HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
+                           const std::vector<std::string>& tokens, const HeadsKeep& keep);
+
+}  // namespace attn::model
