@@ -264,7 +264,7 @@ void render_heads_html(const std::vector<HeadsView>& views, std::ostream& out) {
     for (std::size_t i = 0; i < views[0].notes.size(); ++i) out << (i ? "<br>" : "") << "note: " << esc(views[0].notes[i]);
   out << "</div>\n<div class=\"keys\">click a head to enlarge it · arrow keys move between heads · hover the enlarged head for each weight</div>\n"
       << "</header>\n";
-  for (const auto& v : views) view_html(v, out);
+  for (const auto& v : views) view_html(v.kept() ? v : pooled_view(v), out);
   out << "<script>" << kScript << "</script>\n</body>\n</html>\n";
 }
 

@@ -34,6 +34,36 @@ inline void check_view(const HeadsView& v) {
   }
 }
 
+// A long input's view as the renderers draw it (HeadsView::pool > 1): each grid cell a position, the
+// positions labelled by the tokens they cover ("512–527"), so both axes carry positions; the windows
+// pooled to whole cells (a cell is drawn when any of its positions is visible); the largest weights'
+// positions as their cells. A view that kept its weights is drawn as it is (this returns a copy).
+inline HeadsView pooled_view(const HeadsView& v) {
+  if (v.kept()) return v;
+  HeadsView d;
+  d.model = v.model, d.part = v.part, d.cross = v.cross, d.bidirectional = v.bidirectional, d.layers = v.layers, d.heads = v.heads;
+  d.T = v.grid_rows(), d.S = v.cross ? v.grid_cols() : 0;
+  auto ranges = [&](std::int64_t cells, std::int64_t n) {
+    std::vector<std::string> out;
+    for (std::int64_t c = 0; c < cells; ++c) out.push_back(fmt::format("{}–{}", c * v.pool, std::min(n, (c + 1) * v.pool) - 1));
+    return out;
+  };
+  d.tokens = ranges(d.T, v.T);
+  if (v.cross) d.key_tokens = ranges(v.grid_cols(), v.keys());
+  for (const auto w : v.windows) d.windows.push_back(w == 0 ? 0 : (w + 2 * v.pool - 2) / v.pool);
+  d.weights = v.grid;
+  for (auto& w : d.weights)
+    if (w != w) w = 0;  // NaN: a block wholly masked (drawn as masked by visible())
+  d.summaries = v.summaries;
+  for (auto& s : d.summaries) s.max_query /= v.pool, s.max_key /= v.pool;
+  d.notes = v.notes;
+  d.notes.push_back(fmt::format("long input: T = {} tokens drawn as {} × {} cells, each the largest weight of {} × {} positions; both axes are "
+                                "labelled by position; the summaries are over every weight",
+                                v.T, v.grid_rows(), v.grid_cols(), v.pool, v.pool));
+  if (!v.weights_note.empty()) d.notes.push_back(v.weights_note);
+  return d;
+}
+
 // For SVG and HTML text and attribute values.
 inline std::string esc(std::string_view s) { return markup_escape(s); }
 

@@ -209,7 +209,7 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
 void render_heads_svg(const std::vector<HeadsView>& views, std::ostream& out) {
   std::ostringstream b;
   int y = 0, width = 0;
-  for (std::size_t k = 0; k < views.size(); ++k) y = view_svg(views[k], b, y, width, k == 0);
+  for (std::size_t k = 0; k < views.size(); ++k) y = view_svg(views[k].kept() ? views[k] : pooled_view(views[k]), b, y, width, k == 0);
   const int height = y;
   out << fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

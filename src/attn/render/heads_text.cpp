@@ -301,7 +301,7 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
 }  // namespace
 
 void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width) {
-  for (std::size_t k = 0; k < views.size(); ++k) render_view_text(views[k], out, color, width, k == 0);
+  for (std::size_t k = 0; k < views.size(); ++k) render_view_text(views[k].kept() ? views[k] : pooled_view(views[k]), out, color, width, k == 0);
 }
 
 }  // namespace attn::model

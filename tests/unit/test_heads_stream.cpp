@@ -1,0 +1,104 @@
+// attn heads, streamed: the weights made a block of query rows at a time are the layer's own (the
+// pipeline's [H, T, T] weights of each layer, run as attn run runs it), bit for bit, and the summaries
+// and pooled grids made from the blocks equal those computed from the full weights.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/model/tools/heads_stream.hpp"
+#include "attn/model/tools/residual.hpp"
+#include "attn/pipeline/pipeline.hpp"
+#include "attn/spec/checkpoint_input.hpp"
+
+using namespace attn;
+using namespace attn::model;
+
+namespace {
+
+// A sentence long enough for several blocks, repeated for induction (tiny GPT-2 takes 32 tokens at most).
+CheckpointInput input(const std::string& dir) {
+  const std::string text = std::string(R"({"checkpoint": {"path": ")") + ATTN_SOURCE_DIR + "/examples/checkpoints/" + dir +
+                           R"("}, "sentence": "The cat sat on the mat and looked at the dog. The cat sat on the mat and looked."})";
+  return load_checkpoint_input_text(text, "<test>", "", "attn heads");
+}
+
+// Every layer's weights (H, T, T) as the pipeline makes them for the whole layer, one after another.
+std::vector<float> full_weights(const CheckpointInput& in) {
+  auto be = make_backend("cpu");
+  std::vector<float> all;
+  for (std::int64_t l = 0; l < in.ckpt.arch().layers; ++l) {
+    const Trace t = run_pipeline(checkpoint_layer_spec(in.ckpt, in.ids, in.types, {in.pieces}, l), *be);
+    const Tensor& w = t.find("weights")->value;
+    all.insert(all.end(), w.data(), w.data() + w.size());
+  }
+  return all;
+}
+
+void same_summary(const HeadSummary& a, const HeadSummary& b) {
+  CHECK(a.entropy == b.entropy);
+  CHECK(a.max_entropy == b.max_entropy);
+  CHECK(a.max_off_diagonal == b.max_off_diagonal);
+  CHECK(a.max_query == b.max_query);
+  CHECK(a.max_key == b.max_key);
+  CHECK(a.pattern == b.pattern);
+  CHECK(a.pattern_share == b.pattern_share);
+  CHECK(a.first == b.first);
+  CHECK(a.previous == b.previous);
+  CHECK(a.same == b.same);
+  CHECK(a.distance == b.distance);
+  CHECK(a.local == b.local);
+}
+
+}  // namespace
+
+TEST_CASE("attn heads streamed: blocks of rows give the layer's weights and summaries, bit for bit", "[heads][stream]") {
+  for (const std::string dir : {"tiny-gpt2", "tiny-llama", "tiny-bert"}) {
+    INFO(dir);
+    const CheckpointInput in = input(dir);
+    const auto T = static_cast<std::int64_t>(in.ids.size());
+    REQUIRE(T >= 20);
+    const std::vector<float> full = full_weights(in);
+    HeadsKeep keep;
+    keep.weights = true;
+    keep.block_rows = 5;  // blocks that do not divide T
+    const HeadsView v = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, keep);
+    REQUIRE(v.weights.size() == full.size());
+    CHECK(std::equal(full.begin(), full.end(), v.weights.begin()));
+    const EncoderSpecials sp = specials_of(in.ckpt, in.ids);
+    for (std::int64_t l = 0; l < v.layers; ++l)
+      for (std::int64_t h = 0; h < v.heads; ++h) {
+        const float* w = full.data() + (l * v.heads + h) * T * T;
+        same_summary(v.summary(l, h), v.bidirectional ? summarise_encoder_head(w, T, sp) : summarise_head(w, T, v.window(l), &in.ids));
+      }
+  }
+}
+
+TEST_CASE("attn heads streamed: a long input's pooled grid is the largest visible weight of each block", "[heads][stream]") {
+  const CheckpointInput in = input("tiny-llama");
+  const auto T = static_cast<std::int64_t>(in.ids.size());
+  const std::vector<float> full = full_weights(in);
+  HeadsKeep keep;
+  keep.keep_up_to = 8, keep.grid_side = 6, keep.block_rows = 7;  // pooled at this small T
+  const HeadsView v = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, keep);
+  REQUIRE(v.weights.empty());
+  REQUIRE(v.pool == (T + 5) / 6);
+  CHECK(!v.weights_note.empty());
+  const std::int64_t R = v.grid_rows(), C = v.grid_cols();
+  for (std::int64_t l = 0; l < v.layers; ++l)
+    for (std::int64_t h = 0; h < v.heads; ++h)
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t c = 0; c < C; ++c) {
+          float want = std::nanf("");
+          for (std::int64_t i = r * v.pool; i < std::min(T, (r + 1) * v.pool); ++i)
+            for (std::int64_t j = c * v.pool; j < std::min(T, (c + 1) * v.pool); ++j)
+              if (j <= i && (std::isnan(want) || full[static_cast<std::size_t>(((l * v.heads + h) * T + i) * T + j)] > want))
+                want = full[static_cast<std::size_t>(((l * v.heads + h) * T + i) * T + j)];
+          const float got = v.grid[static_cast<std::size_t>(((l * v.heads + h) * R + r) * C + c)];
+          if (std::isnan(want)) CHECK(std::isnan(got));
+          else CHECK(got == want);
+        }
+  // the summaries are the full weights' still
+  for (std::int64_t h = 0; h < v.heads; ++h) CHECK(v.summary(1, h).entropy == summarise_head(full.data() + (v.heads + h) * T * T, T, 0, &in.ids).entropy);
+}
