@@ -10,6 +10,7 @@ struct HeadsOptions {
   std::string format = "text";
   std::string color = "auto";
   int width = 0;  // 0: COLUMNS, else 120
+  bool weights = false;  // keep (and write) every weight at any T
 };
 
 void setup_heads(CLI::App& app, HeadsOptions& o) {
@@ -24,12 +25,17 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
   heads->add_option("--format", o.format, "text (default), svg, html or json")->check(member_of({"text", "svg", "html", "json"}));
   heads->add_option("--color", o.color, "auto (default), always, never, 256 or truecolor")->check(member_of({"auto", "always", "never", "256", "truecolor"}));
   heads->add_option("--width", o.width, "columns the text grid may use (default: $COLUMNS, else the terminal's, else 80)")->check(CLI::Range(20, 1000));
+  heads->add_flag("--weights", o.weights,
+                  "keep every head's weights at any length, and write them in the JSON (by default: up to T = 256; longer inputs are "
+                  "summarised from every weight and drawn pooled)");
   add_resources(heads, o.resources);
 }
 
 int run_heads(const HeadsOptions& o) {
   o.resources.apply();
-  const std::vector<attn::model::HeadsView> view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why());
+  attn::model::HeadsKeep keep;
+  keep.weights = o.weights;
+  const std::vector<attn::model::HeadsView> view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why(), keep);
   if (o.format == "json") attn::model::render_heads_json(view, std::cout);
   else if (o.format == "svg") attn::model::render_heads_svg(view, std::cout);
   else if (o.format == "html") attn::model::render_heads_html(view, std::cout);

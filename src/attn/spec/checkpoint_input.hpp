@@ -21,6 +21,13 @@ CheckpointInput load_checkpoint_input_text(const std::string& text, const std::s
 // The same from the input's parsed JSON (root holds "checkpoint"); base_dir resolves relative paths.
 CheckpointInput read_checkpoint_input(const nlohmann::json& root, const std::string& base_dir);
 
+// Refuses up front (exit 2, with the estimate) an input whose run through the model's layers would need
+// more memory than the machine has available now (tools/cost.hpp's model_run_bytes): `command` names
+// it; streamed: attn heads' layers, which hold no [H, T, S] step; kept: the bytes of weights it keeps.
+void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept);
+// Whether the input JSON at path names a checkpoint (false for standard input, read once by its command).
+bool names_checkpoint(const std::string& path);
+
 // attn heads: path is the input JSON ("-": standard input); refused when every head's weights would
 // take more than max_bytes (why: where that limit comes from, for the message).
 // An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's

@@ -13,9 +13,26 @@
 #include "attn/core/spec.hpp"
 #include "attn/io/json_read.hpp"
 #include "attn/model/tools/residual.hpp"
+#include "attn/tools/cost.hpp"
 #include "attn/spec/checkpoint_input.hpp"
 
 namespace attn::model {
+
+void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept) {
+  const auto& a = in.ckpt.arch();
+  const auto T = static_cast<std::int64_t>(std::max(in.ids.size(), in.source_ids.size()));
+  const RunEstimate e = model_run_bytes({a.C, a.H, a.Hkv, a.hd, a.inner, a.encoder()}, T, streamed, kept);
+  require_machine_fits(e.total, fmt::format("{} on {} tokens of {}", command, T, a.name()),
+                       fmt::format("{} for one layer's attention{}, {} for the residual stream and one layer's MLP, beyond the mapped checkpoint",
+                                   human_bytes(e.attention), streamed ? " streamed" : fmt::format(" trace with its [H, T, T] = [{}, {}, {}] steps", a.H, T, T),
+                                   human_bytes(e.mlp)));
+}
+
+bool names_checkpoint(const std::string& path) {
+  if (path == "-") return false;
+  const json root = json::parse(read_input(path), nullptr, false);
+  return root.is_object() && root.contains("checkpoint");
+}
 
 std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep) {
   return load_heads_text(read_input(path), path == "-" ? "<stdin>" : path, path == "-" ? "" : std::filesystem::path(path).parent_path().string(),
@@ -51,6 +68,7 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
                                                        : fmt::format(", {} layers × {} heads × T² = {}² floats,", a.layers, a.H, T),
                                  human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
+  require_model_fits(in, "attn heads", !whole, whole ? bytes : 4.0 * kGridSide * kGridSide * static_cast<double>(a.layers * a.H) + 4 * kBlockBytes);  // the grids, and a block's steps
   std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
                                                        : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, keep)};
   HeadsView& first = views.front();

@@ -21,8 +21,6 @@ namespace attn::model {
 
 namespace {
 
-constexpr double kBlockBytes = 64.0 * 1024 * 1024;  // a block of weights, all heads: about this
-
 // The queries (or keys) as the scores read them: the last of q, q.norm, q.heads, q.rope the layer's
 // trace emitted (each step is the one before it, normalised, split or rotated), laid out flat as
 // (T, G · hd) for G heads, as Entry::QKV takes them.

@@ -35,6 +35,7 @@ void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t
 // each head's map pooled to at most kGridSide cells a side.
 inline constexpr std::int64_t kKeepWeightsUpTo = 256;
 inline constexpr std::int64_t kGridSide = 128;
+inline constexpr double kBlockBytes = 64.0 * 1024 * 1024;  // a block of weights, all heads: about this
 struct HeadsKeep {
   bool weights = false;  // --weights: every weight, whatever T
   std::int64_t block_rows = 0;  // query rows a block (0: the default); for tests
