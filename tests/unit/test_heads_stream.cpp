@@ -102,3 +102,30 @@ TEST_CASE("attn heads streamed: a long input's pooled grid is the largest visibl
   // the summaries are the full weights' still
   for (std::int64_t h = 0; h < v.heads; ++h) CHECK(v.summary(1, h).entropy == summarise_head(full.data() + (v.heads + h) * T * T, T, 0, &in.ids).entropy);
 }
+
+TEST_CASE("summarise_head: the shares behind the label, and a local head at long T", "[heads][stream]") {
+  const std::int64_t T = 40;
+  // each query's weight spread evenly over itself and the 3 tokens before it
+  std::vector<float> local(static_cast<std::size_t>(T * T), 0.0f), uniform(local.size(), 0.0f);
+  for (std::int64_t i = 0; i < T; ++i) {
+    const std::int64_t from = std::max<std::int64_t>(0, i - 3);
+    for (std::int64_t j = from; j <= i; ++j) local[static_cast<std::size_t>(i * T + j)] = 1.0f / static_cast<float>(i - from + 1);
+    for (std::int64_t j = 0; j <= i; ++j) uniform[static_cast<std::size_t>(i * T + j)] = 1.0f / static_cast<float>(i + 1);
+  }
+  const HeadSummary s = summarise_head(local.data(), T);
+  CHECK(s.pattern == HeadPattern::Local);
+  CHECK(s.local == Approx(1.0));
+  CHECK(s.pattern_share == Approx(1.0));
+  // queries 1, 2: 1/2 and 1/3 on the first token; 3 on: a quarter on each of 4 keys
+  CHECK(s.previous == Approx((0.5 + 1.0 / 3 + 37 * 0.25) / 39));
+  CHECK(s.first == Approx((0.5 + 1.0 / 3 + 0.25) / 39));
+  CHECK(s.distance == Approx((0.5 + 1.0 + 37 * 1.5) / 40));
+  // uniform: broad, its local share small (8 of i + 1 keys for the queries i ≥ 8)
+  const HeadSummary u = summarise_head(uniform.data(), T);
+  CHECK(u.pattern == HeadPattern::Broad);
+  double want = 0;
+  for (std::int64_t i = 8; i < T; ++i) want += 8.0 / static_cast<double>(i + 1);
+  CHECK(u.local == Approx(want / 32));
+  // below T = 32 the local share is not given (the window is most of what a query sees)
+  CHECK(summarise_head(uniform.data(), 1).local == -1);
+}

@@ -43,6 +43,7 @@ inline HeadsView pooled_view(const HeadsView& v) {
   HeadsView d;
   d.model = v.model, d.part = v.part, d.cross = v.cross, d.bidirectional = v.bidirectional, d.layers = v.layers, d.heads = v.heads;
   d.T = v.grid_rows(), d.S = v.cross ? v.grid_cols() : 0;
+  d.drawn_pool = v.pool, d.drawn_from = v.T;
   auto ranges = [&](std::int64_t cells, std::int64_t n) {
     std::vector<std::string> out;
     for (std::int64_t c = 0; c < cells; ++c) out.push_back(fmt::format("{}–{}", c * v.pool, std::min(n, (c + 1) * v.pool) - 1));
@@ -99,6 +100,15 @@ inline std::string head_name(std::int64_t l, std::int64_t h) { return fmt::forma
 inline std::string pattern_text(const HeadSummary& s) {
   return fmt::format("{} {:.2f}", s.label.empty() ? std::string(pattern_name(s.pattern)) : s.label, s.pattern_share);
 }
+
+// "first 0.31, previous 0.12, self 0.20, distance 4.1, local 0.55": the shares behind a causal or an
+// encoder's head's label (heads.hpp); "" for a cross-attention's, which has none
+inline std::string shares_text(const HeadsView& v, double first, double previous, double same, double distance, double local) {
+  if (v.cross) return "";
+  return fmt::format("first {:.2f}, previous {:.2f}, self {:.2f}, distance {:.1f}{}", first, previous, same, distance,
+                     local < 0 ? std::string() : fmt::format(", local {:.2f}", local));
+}
+inline std::string shares_text(const HeadsView& v, const HeadSummary& s) { return shares_text(v, s.first, s.previous, s.same, s.distance, s.local); }
 
 // "entropy 0.41 of 2.90 bits"
 inline std::string entropy_text(const HeadSummary& s) { return fmt::format("entropy {:.2f} of {:.2f} bits", s.entropy, s.max_entropy); }

@@ -115,7 +115,7 @@ namespace {
 // The local label: most of the weight within the window, on inputs long enough that the window is
 // a small part of what a query sees (at T < 4 · kLocalWindow every head would be local).
 constexpr double kLocal = 0.8;
-bool local_named(const HeadSummary& s, std::int64_t T) { return T >= 4 * kLocalWindow && s.local >= kLocal; }
+bool local_named(const HeadSummary& s) { return s.local >= kLocal; }
 }  // namespace
 
 CausalSummariser::CausalSummariser(std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids)
@@ -165,7 +165,7 @@ HeadSummary CausalSummariser::finish() const {
   s.entropy = entropy_ / static_cast<double>(T_);
   s.max_entropy = max_entropy_ / static_cast<double>(T_);
   s.distance = distance_ / static_cast<double>(T_);
-  s.local = local_n_ > 0 ? local_ / static_cast<double>(local_n_) : -1;
+  s.local = local_n_ > 0 && T_ >= 4 * kLocalWindow ? local_ / static_cast<double>(local_n_) : -1;
   if (T_ == 1) {
     s.pattern = HeadPattern::SameToken;
     s.pattern_share = w00_;
@@ -177,7 +177,7 @@ HeadSummary CausalSummariser::finish() const {
   const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, s.previous}, {HeadPattern::FirstToken, s.first}, {HeadPattern::SameToken, s.same}};
   name_pattern(s, positional);
   const bool positional_named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
-  if (!positional_named && local_named(s, T_)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
+  if (!positional_named && local_named(s)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
   if (ids_ != nullptr) {
     const double induction = induction_n_ >= 2 ? induction_ / static_cast<double>(induction_n_) : -1;
     const bool named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
@@ -227,7 +227,7 @@ HeadSummary EncoderSummariser::finish() const {
   const double pairs = T_ > 1 ? static_cast<double>(T_ - 1) : 1.0;
   s.previous = T_ > 1 ? s_.previous / pairs : 0;
   s.same = s_.same / n, s.first = s_.first / n, s.distance = distance_ / n;
-  s.local = local_n_ > 0 ? local_ / static_cast<double>(local_n_) : -1;
+  s.local = local_n_ > 0 && T_ >= 4 * kLocalWindow ? local_ / static_cast<double>(local_n_) : -1;
   const std::pair<HeadPattern, double> named[5] = {{HeadPattern::PreviousToken, s.previous},
                                                    {HeadPattern::NextToken, T_ > 1 ? next_ / pairs : 0},
                                                    {HeadPattern::StartToken, sp_.start >= 0 ? start_ / n : 0},
@@ -236,7 +236,7 @@ HeadSummary EncoderSummariser::finish() const {
   name_pattern(s, named);
   if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp_.start_name;
   if (s.pattern == HeadPattern::EndToken) s.label = end_label(sp_);
-  if ((s.pattern == HeadPattern::Broad || s.pattern == HeadPattern::Mixed) && local_named(s, T_)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
+  if ((s.pattern == HeadPattern::Broad || s.pattern == HeadPattern::Mixed) && local_named(s)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
   return s;
 }
 

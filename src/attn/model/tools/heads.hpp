@@ -33,8 +33,8 @@ struct HeadSummary {
   // The shares behind the label, each a mean over the queries (a causal head's over i ≥ 1: query 0
   // sees only itself): the weight on the first token (a sink), on the previous one, on the query
   // itself; the mean query–key distance Σ_j w_ij |i − j| (over every query); the share within the
-  // local window (|i − j| < kLocalWindow, over the queries i ≥ kLocalWindow that it restricts;
-  // −1 when there are none); a cross-attention's stay 0 (local −1): its keys are another sequence.
+  // local window (|i − j| < kLocalWindow; a causal head's over the queries i ≥ kLocalWindow that it
+  // restricts; −1 below T = 4 · kLocalWindow, where the window is most of what a query sees); a cross-attention's stay 0 (local −1): its keys are another sequence.
   double first = 0, previous = 0, same = 0, distance = 0, local = -1;
 };
 
@@ -69,6 +69,9 @@ struct HeadsView {
   std::int64_t grid_cols() const { return (keys() + pool - 1) / pool; }
   bool kept() const { return pool == 1; }
   std::string weights_note;          // why the JSON leaves the weights out ("" when it writes them)
+  // A pooled view as drawn (render/heads_layout.hpp's pooled_view): each query and key a cell of
+  // drawn_pool × drawn_pool positions, of drawn_from in all; 1 and 0 for a view of tokens.
+  std::int64_t drawn_pool = 1, drawn_from = 0;
   std::vector<HeadSummary> summaries;  // [layers × heads]
   std::vector<std::string> notes;    // where the numbers came from (dtype, tokenizer, BOS)
   std::int64_t keys() const { return cross ? S : T; }
