@@ -11,6 +11,7 @@ struct HeadsOptions {
   std::string color = "auto";
   int width = 0;  // 0: COLUMNS, else 120
   bool weights = false;  // keep (and write) every weight at any T
+  std::string head;      // --head L3H7: that head's whole map
 };
 
 void setup_heads(CLI::App& app, HeadsOptions& o) {
@@ -28,6 +29,9 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
   heads->add_flag("--weights", o.weights,
                   "keep every head's weights at any length, and write them in the JSON (by default: up to T = 256; longer inputs are "
                   "summarised from every weight and drawn pooled)");
+  heads->add_option("--head", o.head,
+                     "one head's whole map, every weight at any length, as L3H7 (layer 3, head 7): text in column blocks, SVG and HTML with "
+                     "token labels and hover, JSON with its weights");
   add_resources(heads, o.resources);
 }
 
@@ -35,7 +39,13 @@ int run_heads(const HeadsOptions& o) {
   o.resources.apply();
   attn::model::HeadsKeep keep;
   keep.weights = o.weights;
+  keep.head_name = o.head;  // checked against the model once it is read
   const std::vector<attn::model::HeadsView> view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why(), keep);
+  if (!o.head.empty() && o.format == "text") {
+    attn::model::render_head_text(view.front(), std::cout, color_mode(o.color), terminal_width(o.width));
+    std::cout.flush();
+    return kExitOk;
+  }
   if (o.format == "json") attn::model::render_heads_json(view, std::cout);
   else if (o.format == "svg") attn::model::render_heads_svg(view, std::cout);
   else if (o.format == "html") attn::model::render_heads_html(view, std::cout);

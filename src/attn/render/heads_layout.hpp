@@ -94,7 +94,7 @@ inline std::vector<std::string> token_labels(const std::vector<std::string>& tok
 }
 inline std::vector<std::string> token_labels(const HeadsView& v) { return token_labels(v.tokens); }
 
-inline std::string head_name(std::int64_t l, std::int64_t h) { return fmt::format("L{} h{}", l, h); }
+inline std::string head_name(const HeadsView& v, std::int64_t l, std::int64_t h) { return fmt::format("L{} h{}", v.first_layer + l, v.first_head + h); }
 
 // "previous token 0.82"
 inline std::string pattern_text(const HeadSummary& s) {
@@ -130,7 +130,7 @@ inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vec
   std::size_t name_w = 0, pattern_w = 0, entropy_w = 0;
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t h = 0; h < v.heads; ++h) {
-      name_w = std::max(name_w, cells(head_name(l, h)));
+      name_w = std::max(name_w, cells(head_name(v, l, h)));
       pattern_w = std::max(pattern_w, cells(pattern_text(v.summary(l, h))));
       entropy_w = std::max(entropy_w, cells(entropy_text(v.summary(l, h))));
     }
@@ -138,7 +138,7 @@ inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vec
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t h = 0; h < v.heads; ++h) {
       const auto& s = v.summary(l, h);
-      out.push_back(pad_right(head_name(l, h), name_w) + "  " + pad_right(pattern_text(s), pattern_w) + "   " +
+      out.push_back(pad_right(head_name(v, l, h), name_w) + "  " + pad_right(pattern_text(s), pattern_w) + "   " +
                     pad_right(entropy_text(s), entropy_w) + "   " + off_diagonal_text(v, s, labels, key_labels));
     }
   return out;

@@ -101,7 +101,7 @@ std::string cut_label(const std::string& label, std::size_t width) {
 // blocks' ranges of positions.
 LabelledFit fit_labelled(const HeadsView& view, const std::vector<std::string>& labels, int width) {
   const std::size_t idx_w = std::to_string(std::max<std::int64_t>((view.drawn_from > 0 ? view.drawn_from : view.T) - 1, 0)).size();
-  const std::size_t layer_w = cells(fmt::format("L{}", view.layers - 1));
+  const std::size_t layer_w = cells(fmt::format("L{}", view.first_layer + view.layers - 1));
   auto column = [&](std::size_t label) { return std::max(layer_w, label) + 1; };
   auto fit = [&](std::size_t label) { return fit_text_grid(view.T, view.keys(), view.heads, column(label), width); };
   LabelledFit out{fit(idx_w), {}, column(idx_w)};
@@ -199,7 +199,7 @@ void grid(const HeadsView& view, const LabelledFit& lf, std::ostream& out, Color
     rtrim(top);
     out << top << "\n";
     for (std::int64_t l = 0; l < view.layers; ++l) {
-      std::string layer = pad_right(fmt::format("L{}", l), lf.label_w) + keys.substr(lf.label_w);
+      std::string layer = pad_right(fmt::format("L{}", view.first_layer + l), lf.label_w) + keys.substr(lf.label_w);
       rtrim(layer);
       out << layer << "\n";
       for (std::int64_t r = 0; r < f.n; ++r) {
@@ -294,10 +294,10 @@ void summaries(const HeadsView& view, std::ostream& out, std::size_t w) {
     if (view.cross) continue;  // (its keys are another sequence: no shares by position)
     const auto l = static_cast<std::int64_t>(k) / view.heads;
     out << wrap(shares_text(view, view.summary(l, static_cast<std::int64_t>(k) % view.heads)), w, "       ", "         ");
-    // after a layer's heads, their means (heads.hpp's layer_means)
-    if ((k + 1) % static_cast<std::size_t>(view.heads) != 0) continue;
+    // after a layer's heads, their means (heads.hpp's layer_means; one head is its own)
+    if (view.heads == 1 || (k + 1) % static_cast<std::size_t>(view.heads) != 0) continue;
     const LayerMeans m = layer_means(&view.summary(l, 0), view.heads);
-    out << wrap(fmt::format("L{} mean: entropy {:.2f} of {:.2f} bits, {}", l, m.entropy, m.max_entropy,
+    out << wrap(fmt::format("L{} mean: entropy {:.2f} of {:.2f} bits, {}", view.first_layer + l, m.entropy, m.max_entropy,
                             shares_text(view, m.first, m.previous, m.same, m.distance, m.local)),
                 w, "", "         ");
   }
@@ -334,6 +334,81 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
 
 void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width) {
   for (std::size_t k = 0; k < views.size(); ++k) render_view_text(views[k].kept() ? views[k] : pooled_view(views[k]), out, color, width, k == 0);
+}
+
+namespace {
+
+// The key positions above a column block [j0, j1): every 10th key's number where it fits.
+std::string block_ticks(std::int64_t j0, std::int64_t j1) {
+  std::string line(static_cast<std::size_t>(j1 - j0), ' ');
+  for (std::int64_t j = (j0 + 9) / 10 * 10; j < j1; j += 10) {
+    const std::string label = std::to_string(j);
+    const auto at = static_cast<std::size_t>(j - j0);
+    if (at + label.size() <= line.size()) line.replace(at, label.size(), label);
+  }
+  return line;
+}
+
+// One column block of the head's map: a row a query ("12 ␣cat"), a character a key.
+void column_block(const HeadsView& v, const std::vector<std::string>& rows, std::size_t label_w, std::int64_t j0, std::int64_t j1,
+                  std::ostream& out, ColorMode color) {
+  std::string ticks = std::string(label_w, ' ') + block_ticks(j0, j1);
+  rtrim(ticks);
+  out << ticks << "\n";
+  for (std::int64_t i = 0; i < v.T; ++i) {
+    if (!v.bidirectional && !v.cross && j0 > i) continue;  // nothing but masked keys in this block: the row is left out
+    std::string line;
+    bool painted = false;
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const BlockCell b = block_cell(v, 0, 0, i, j, 1);
+      if (color == ColorMode::None) {
+        line += b.masked ? "·" : shade(b.value);
+      } else if (b.masked) {
+        if (painted) line += kAnsiReset, painted = false;
+        line += ' ';
+      } else {
+        line += heat_background(color, b.value) + " ";
+        painted = true;
+      }
+    }
+    if (painted) line += kAnsiReset;
+    rtrim(line);
+    out << pad_right(rows[static_cast<std::size_t>(i)], label_w) << line << "\n";
+  }
+}
+
+}  // namespace
+
+void render_head_text(const HeadsView& v, std::ostream& out, ColorMode color, int width) {
+  check_view(v);
+  width = std::max(width, 20);
+  const auto w = static_cast<std::size_t>(width);
+  out << wrap("attn heads · " + v.model, w, "", "  ");
+  out << wrap(fmt::format("L{} h{} alone: T = {}, every weight of its map, a row a query and a character a key, the keys in blocks as wide as "
+                          "the width allows (one after another); weights 0 to 1",
+                          v.first_layer, v.first_head, v.T),
+              w, "", "  ");
+  for (const auto& n : v.notes) out << wrap(n, w, "  note: ", "        ");
+  summaries(v, out, w);
+  // the rows' labels: position and token, cut to leave at least 20 keys a block
+  const std::vector<std::string> labels = token_labels(v);
+  const std::size_t idx_w = std::to_string(std::max<std::int64_t>(v.T - 1, 0)).size();
+  std::size_t label_w = idx_w + 1 + 12 + 1;
+  if (label_w + 20 > w) label_w = idx_w + 1;
+  std::vector<std::string> rows;
+  for (std::int64_t i = 0; i < v.T; ++i)
+    rows.push_back(label_w > idx_w + 1 ? pad_left(std::to_string(i), idx_w) + " " + cut_label(labels[static_cast<std::size_t>(i)], label_w - idx_w - 2)
+                                       : pad_left(std::to_string(i), idx_w));
+  const std::int64_t per = std::max<std::int64_t>(1, static_cast<std::int64_t>(w - label_w));
+  const std::int64_t blocks = (v.keys() + per - 1) / per;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t j0 = b * per, j1 = std::min(v.keys(), j0 + per);
+    out << "\n" << wrap(fmt::format("keys {}–{} (block {} of {}){}", j0, j1 - 1, b + 1, blocks,
+                                     !v.bidirectional && !v.cross && j0 > 0 ? fmt::format("; queries 0–{} see none of them and are left out", j0 - 1) : ""),
+                         w, "", "  ");
+    column_block(v, rows, label_w, j0, j1, out, color);
+  }
+  out << "\n" << wrap("weight: ' ' < 0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ ≥ 0.75; · " + v.masked_text(), w, "", "  ");
 }
 
 }  // namespace attn::model

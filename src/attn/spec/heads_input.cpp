@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -68,9 +69,14 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
                                                        : fmt::format(", {} layers × {} heads × T² = {}² floats,", a.layers, a.H, T),
                                  human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
+  HeadsKeep kept = keep;
+  if (!keep.head_name.empty()) {
+    if (in.stack == "decoder") throw InputError(fmt::format("--head {}: goes with one stack's heads; this input has an encoder-decoder's three attentions", keep.head_name));
+    std::tie(kept.head_layer, kept.head) = parse_head_name(keep.head_name, a.layers, a.H);
+  }
   require_model_fits(in, "attn heads", !whole, whole ? bytes : 4.0 * kGridSide * kGridSide * static_cast<double>(a.layers * a.H) + 4 * kBlockBytes);  // the grids, and a block's steps
   std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
-                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, keep)};
+                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, kept)};
   HeadsView& first = views.front();
   first.notes = in.notes;
   // the header names the model already: the first note says only what was read
@@ -91,6 +97,7 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
   if (a.window > 0 && std::any_of(first.windows.begin(), first.windows.end(), [](std::int64_t w) { return w > 0; })) {
     first.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
   }
+  if (kept.head_layer >= 0) return {one_head_view(first, kept)};  // --head: that head alone
   return views;
 }
 

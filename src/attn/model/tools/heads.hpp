@@ -72,6 +72,8 @@ struct HeadsView {
   // A pooled view as drawn (render/heads_layout.hpp's pooled_view): each query and key a cell of
   // drawn_pool × drawn_pool positions, of drawn_from in all; 1 and 0 for a view of tokens.
   std::int64_t drawn_pool = 1, drawn_from = 0;
+  std::vector<float> head_weights;   // --head: that head's [T, keys()] (heads_stream.hpp's one_head_view)
+  std::int64_t first_layer = 0, first_head = 0;  // the drawn layers' and heads' numbers start here (--head: the one head's own)
   std::vector<HeadSummary> summaries;  // [layers × heads]
   std::vector<std::string> notes;    // where the numbers came from (dtype, tokenizer, BOS)
   std::int64_t keys() const { return cross ? S : T; }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 
@@ -187,6 +188,7 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
     v.weights_note = fmt::format("the weights are written up to T = {} or with --weights; T = {}: each head's map pooled to {} × {} cells ({} × {} tokens each)",
                                  keep.keep_up_to, v.T, v.grid_rows(), v.grid_cols(), v.pool, v.pool);
   }
+  if (keep.head_layer >= 0) v.head_weights.assign(static_cast<std::size_t>(v.T * v.T), 0.0f);
   const EncoderSpecials sp = specials_of(ckpt, ids);  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
   LayerSummaries layer;
   stream_layer_weights(ckpt, ids, types, tokens, [&](const WeightRows& b) {
@@ -199,8 +201,36 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
     }
     layer.add(b);
     keep_rows(v, b);
+    if (b.layer == keep.head_layer)  // --head: that head's rows, whole
+      for (std::int64_t i = b.i0; i < b.i1; ++i) std::copy_n(b.row(keep.head, i), v.T, v.head_weights.data() + i * v.T);
     if (b.i1 == v.T) layer.finish(v.summaries);
   }, keep.block_rows);
+  return v;
+}
+
+std::pair<std::int64_t, std::int64_t> parse_head_name(const std::string& text, std::int64_t layers, std::int64_t heads) {
+  std::int64_t l = -1, h = -1;
+  char L = 0, H = 0, rest = 0;
+  const bool read = std::sscanf(text.c_str(), "%c%ld%c%ld%c", &L, &l, &H, &h, &rest) == 4 && (L == 'L' || L == 'l') && (H == 'H' || H == 'h');
+  if (!read || l < 0 || l >= layers || h < 0 || h >= heads) {
+    throw InputError(fmt::format("--head {}: expected a layer and a head as L0H0 … L{}H{} (this model has {} layers × {} heads)", text,
+                                 layers - 1, heads - 1, layers, heads));
+  }
+  return {l, h};
+}
+
+HeadsView one_head_view(const HeadsView& all, const HeadsKeep& keep) {
+  HeadsView v;
+  v.model = all.model;
+  v.tokens = all.tokens, v.pieces = all.pieces, v.bidirectional = all.bidirectional;
+  v.layers = 1, v.heads = 1, v.T = all.T;
+  v.first_layer = keep.head_layer, v.first_head = keep.head;
+  v.windows = {all.window(keep.head_layer)};
+  v.weights = all.head_weights;
+  v.summaries = {all.summary(keep.head_layer, keep.head)};
+  v.notes = all.notes;
+  v.notes.push_back(fmt::format("--head L{}H{}: layer {}'s head {} alone, every weight of its {} × {} map", keep.head_layer, keep.head, keep.head_layer,
+                                keep.head, v.T, v.T));
   return v;
 }
 

@@ -40,7 +40,16 @@ struct HeadsKeep {
   bool weights = false;  // --weights: every weight, whatever T
   std::int64_t block_rows = 0;  // query rows a block (0: the default); for tests
   std::int64_t keep_up_to = kKeepWeightsUpTo, grid_side = kGridSide;  // for tests: pooling at small T
+  std::int64_t head_layer = -1, head = -1;  // --head LlHh: this one head's whole map, every weight, at any T
+  std::string head_name;                    // --head as given ("L3H7"), before it is checked against the model
 };
+
+// --head "L3H7" (or "L3h7"): the layer and head, checked against the model's (exit 2 naming the range).
+std::pair<std::int64_t, std::int64_t> parse_head_name(const std::string& text, std::int64_t layers, std::int64_t heads);
+
+// --head: one head of a streamed view as a view of its own (1 layer × 1 head, every weight kept, its
+// summary), for the renderers; its title names the head.
+HeadsView one_head_view(const HeadsView& all, const HeadsKeep& keep);
 
 // Every layer's heads of a decoder or an encoder, streamed: the summaries from every weight, the
 // weights kept or pooled as `keep` says (HeadsView::pool).
