@@ -1,9 +1,10 @@
-// attn heads, streamed (heads_stream.hpp): each layer is the pipeline on its Spec with only its output
-// shown (the CPU backend then never holds the [H, T, S] steps), and its weights are made again a block
-// of query rows at a time by the pipeline itself, on the layer's own rotated queries and keys: the
-// rows [i0, i1) against the keys [0, S′) as a Spec of their own (S′ = i1 for a causal layer, its
-// diagonal bottom-right, so the mask is the layer's). The products are fma chains over the head's
-// features in order whatever the rows (numerics/cpu/gemm.hpp), so a block's weights are the layer's.
+// attn heads, streamed (heads_stream.hpp): each layer's projections are the pipeline on its Spec
+// (project_only: q, k and v, normalised and rotated), and its attention is the pipeline again a block
+// of query rows at a time, on the layer's own rotated queries, keys and values: the rows [i0, i1)
+// against the keys [0, S′) as a Spec of their own (S′ = i1 for a causal layer, its diagonal
+// bottom-right, so the mask is the layer's), its weights, context and output. The products are fma
+// chains in order whatever the rows (numerics/cpu/gemm.hpp; a masked key's zero weight adds nothing),
+// so a block's weights and output rows are the whole layer's, bit for bit (tests/unit/test_heads_stream.cpp).
 // It does not draw or label anything: heads.cpp summarises, render/ draws.
 #include "attn/model/tools/heads_stream.hpp"
 
@@ -55,8 +56,9 @@ Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
   return out;
 }
 
-// The Spec of query rows [i0, i1) against keys [0, S′) of layer spec s, from its rotated q and k.
-Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, std::int64_t i0, std::int64_t i1) {
+// The Spec of query rows [i0, i1) against keys [0, S′) of layer spec s, from its rotated q and k and
+// its v, with its output projection: the rows' weights, context and output.
+Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t i0, std::int64_t i1) {
   Spec b;
   b.mode = s.mode;
   b.causal = s.causal;
@@ -72,6 +74,8 @@ Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, std::int64_t i0
   b.softcap = s.softcap;
   b.q = rows_of(q, i0, i1);
   b.k = rows_of(k, 0, b.S);
+  b.v = rows_of(v, 0, b.S);
+  b.w.W_o = s.w.W_o, b.w.b_o = s.w.b_o;  // the rows' output: the layer's rows, each row's products its own
   if (s.relative_bias) {
     // T5: the rows' buckets and biases, (T′, S) and (H, T′, S)
     Spec::RelativeBias r = *s.relative_bias;
@@ -88,22 +92,28 @@ Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, std::int64_t i0
   return b;
 }
 
-// Layer `layer`'s weights (its Spec s and its trace) in blocks of `rows` query rows, each handed to
-// `each` as (H, rows, S), a causal block's keys past S′ zero.
-void weight_blocks(const Spec& s, const Trace& layer_trace, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each) {
-  const Tensor q = final_flat(layer_trace, "q", s.H, s.T), k = final_flat(layer_trace, "k", s.Hkv, s.S);
+// Layer `layer`'s attention (its Spec s and the trace of its projections) in blocks of `rows` query
+// rows: each block's weights handed to `each` as (H, rows, S), a causal block's keys past S′ zero;
+// returns the attention block's output (1, T, C), its rows the blocks'.
+Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each) {
+  const Tensor q = final_flat(layer_trace, "q", s.H, s.T), k = final_flat(layer_trace, "k", s.Hkv, s.S), v = final_flat(layer_trace, "v", s.Hkv, s.S);
   PipelineOptions shown;
-  shown.shown = {"weights"};
+  shown.shown = {"weights", "output"};
   std::vector<float> block;
+  Tensor output = Tensor::uninitialized({1, s.T, s.C});
   for (std::int64_t i0 = 0; i0 < s.T; i0 += rows) {
     const std::int64_t i1 = std::min(s.T, i0 + rows);
-    const Spec b = block_spec(s, q, k, i0, i1);
+    const Spec b = block_spec(s, q, k, v, i0, i1);
     const Trace t = run_pipeline(b, be, shown);
+    const Step* out = t.find("output");
+    if (!out) throw InternalError("attn heads: a block's trace has no output step");
+    std::copy_n(out->value.data(), (i1 - i0) * s.C, output.mutable_data() + i0 * s.C);
     const Scalar* w = t.find("weights")->value.data();  // (H, i1 − i0, S′)
     block.assign(static_cast<std::size_t>(s.H * (i1 - i0) * s.S), 0.0f);
     for (std::int64_t r = 0; r < s.H * (i1 - i0); ++r) std::copy_n(w + r * b.S, b.S, block.data() + r * s.S);
     each(WeightRows{layer, i0, i1, s.H, s.S, block.data()});
   }
+  return output;
 }
 
 }  // namespace
@@ -115,16 +125,14 @@ void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t
   const auto T = static_cast<std::int64_t>(ids.size());
   const std::int64_t rows = block_rows > 0 ? block_rows
                                            : std::max<std::int64_t>(1, static_cast<std::int64_t>(kBlockBytes / (4.0 * static_cast<double>(a.H * std::max<std::int64_t>(T, 1)))));
-  PipelineOptions output_only;
-  output_only.shown = {"output"};  // nothing [H, T, S] held: the context product reads the weights' recipe
+  PipelineOptions projections;
+  projections.project_only = true;  // q, k and v; the attention itself is made in blocks
+  projections.shown = {"q", "k", "v"};
   Tensor h = ckpt.embed(ids, types);
   for (std::int64_t l = 0; l < a.layers; ++l) {
     run_layer_with(ckpt, l, *be, h, {tokens}, [&](const Spec& s) {
-      Trace trace = run_pipeline(s, *be, output_only);
-      weight_blocks(s, trace, *be, l, rows, each);
-      const Step* out = trace.find("output");
-      if (!out) throw InternalError("attn heads: the layer's trace has no output step");
-      return out->value.reshaped({1, s.T, s.C});
+      const Trace trace = run_pipeline(s, *be, projections);
+      return attend_in_blocks(s, trace, *be, l, rows, each);
     }, l + 1 < a.layers);
   }
 }
