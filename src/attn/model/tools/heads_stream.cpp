@@ -144,6 +144,8 @@ struct LayerSummaries {
   std::vector<CausalSummariser> causal;
   std::vector<EncoderSummariser> encoder;
   void add(const WeightRows& b) {
+    // each head's summariser its own: the heads in parallel, the same numbers for any thread count
+#pragma omp parallel for schedule(static)
     for (std::int64_t h = 0; h < b.H; ++h)
       for (std::int64_t i = b.i0; i < b.i1; ++i) {
         if (encoder.empty()) causal[static_cast<std::size_t>(h)].add_row(i, b.row(h, i));
@@ -160,6 +162,7 @@ struct LayerSummaries {
 // each pool × pool block of visible positions).
 void keep_rows(HeadsView& v, const WeightRows& b) {
   const std::int64_t S = v.keys();
+#pragma omp parallel for schedule(static)  // each head's cells its own
   for (std::int64_t h = 0; h < b.H; ++h)
     for (std::int64_t i = b.i0; i < b.i1; ++i) {
       const float* row = b.row(h, i);
