@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """attn grade on a class of 1,000 students (the issue's target: at most 10 s on this 2-core machine).
 
-The class is made by tests/classroom/make_class.py (the exercise contract: a causal two-head
-variant per student, T = 3, C = 4; asked scores, weights and context). Its submissions mix what a
+The class is made by attn exercise (tests/classroom/make_class.py: a causal two-head template,
+T = 3, C = 4, a variant per student; asked scores, weights and context). Its submissions mix what a
 class hands in: 4 in 10 right, the others one of six mistakes of the catalogue (each then graded by
 re-running the student's variant under every mistake, and the later steps followed from it), weights
 no mistake explains, and 1 in 100 with no folder. attn grade is timed as a whole process writing its

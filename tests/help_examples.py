@@ -4,7 +4,8 @@ subcommand's, at COLUMNS 30, 40, 60, 80 and 120. Checked: bash -n accepts each e
 "$ " prompt set aside), a command broken over lines ends them in a backslash or a pipe, no line starts
 with a pipe, and a list of commands holds only commands and "# " comments. Then every example runs
 for real, as printed, in order (attn on PATH, in a scratch folder with the examples beside it, and
-my_trace.json for attn diff's): none is a usage error, and the standard-input one prints the cat/sat
+my_trace.json for attn diff's, a class/ made by attn exercise and a submissions/ folder of its
+students' answers for attn grade's): none is a usage error, and the standard-input one prints the cat/sat
 weights.
 
 Usage: help_examples.py ATTN SOURCE_DIR
@@ -16,7 +17,7 @@ import sys
 import tempfile
 
 attn, source = os.path.abspath(sys.argv[1]), sys.argv[2]
-SUBCOMMANDS = ["", "run", "backward", "check", "diff", "diagnose", "cost", "decode", "heads", "tokenize", "exercise"]
+SUBCOMMANDS = ["", "run", "backward", "check", "diff", "diagnose", "exercise", "grade", "cost", "decode", "heads", "tokenize"]
 WIDTHS = [30, 40, 60, 80, 120]
 COMMAND = re.compile(r"^ {2,}(\$ )?(attn|echo) ")
 failures = []
@@ -72,6 +73,14 @@ def check_page(sub, width, env, scratch):
     os.symlink(os.path.join(os.path.abspath(source), "examples"), os.path.join(folder, "examples"))
     with open(os.path.join(folder, "my_trace.json"), "w") as f:  # the reader's own trace, for attn diff's example
         subprocess.run([attn, "run", os.path.join(source, "examples", "cat_sat.json"), "--format", "json"], stdout=f, check=True)
+    if sub == "grade":  # the lecturer's own class and the students' answers (each student's key, as a right answer)
+        subprocess.run([attn, "exercise", os.path.join(source, "examples", "exercise_weights.json"), "--students", "3", "--out",
+                        os.path.join(folder, "class")], capture_output=True, check=True)
+        for sid in sorted(os.listdir(os.path.join(folder, "class"))):
+            key = os.path.join(folder, "class", sid, "key.json")
+            if os.path.isfile(key):
+                os.makedirs(os.path.join(folder, "submissions", sid))
+                os.link(key, os.path.join(folder, "submissions", sid, "answers.json"))
     stdin_runs = 0
     for command, _ in examples(help_text(sub, width), where):
         r = subprocess.run(["bash", "-n"], input=command, capture_output=True, text=True)

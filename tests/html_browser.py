@@ -271,7 +271,7 @@ try:
     check(shown("#step-scores table.tensor") and shown("#step-scores p.shape"), "answered: the scores are shown")
     r = replies("scores")
     check(r[0] == "Not quite: you said [3, 3]; scores is [3, 4]: T = 3 queries, S = 4 keys (S, the keys, is 4, not 3)."
-          and r[1] == 'Right: "sat" is largest at "chat".' and r[2].startswith("Right: scores[2, 0]"), f"each answer is answered: {r}")
+          and r[1] == 'Right: "sat"\'s row of scores is largest at "chat".' and r[2].startswith("Right: scores[2, 0]"), f"each answer is answered: {r}")
     check(tally() == "2 of 3 predictions right · 3 still to answer", f"the count after scores ({tally()!r})")
     page.screenshot("html_predict_scores.png")
     page.js(f"document.querySelectorAll('nav.steps a')[{[s['id'] for s in trace['steps']].index('weights')}].click()")

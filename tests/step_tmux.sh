@@ -221,7 +221,7 @@ wait_visible p "2. Which key has the largest scores in \"sat\"'s row? (a token)"
 tmx send-keys -t p dog Enter
 wait_visible p "There is no key \"dog\": the keys are le₁, chat, le₂, tapis. Type one of them." || fail "an unknown key was not said" p
 tmx send-keys -t p chat Enter
-wait_visible p "▸ Right: \"sat\" is largest at \"chat\"." || fail "the right key was not said right" p
+wait_visible p "▸ Right: \"sat\"'s row of scores is largest at \"chat\"." || fail "the right key was not said right" p
 tmx send-keys -t p 1.5 Enter
 wait_visible p "── step 7/10" || fail "the step was not revealed after its questions" p
 screen p | grep -qF "▸ Not quite: you said 1.5; scores[2, 0] (query \"sat\", key \"le₁\") is 1.0000: 0.50 too high." || fail "the replies are not above the revealed step" p

@@ -22,12 +22,12 @@ void setup_exercise(CLI::App& app, ExerciseOptions& o) {
   e->footer(R"(Example: 30 students, a variant each, from a template with an "exercise" block
   $ attn exercise examples/exercise_weights.json --students 30 --out class/ --seed 2026
     30 students' variants written to class/ (...)
-  $ attn exercise examples/exercise_weights.json --variant 7KQ2-MX4D > problem.json
+  $ attn exercise examples/exercise_weights.json --variant 7KQ2-MX4N > problem.json
 
 A roster instead of a number: --students roster.csv (a header with an id column; name optional).
 The template: docs/classroom.md "Setting an exercise". Exit codes: 0 written, 2 bad input.)");
   e->add_option("template", o.file, "the template: an attn input with an \"exercise\" block (- reads standard input)")->required();
-  e->add_option("--students", o.students, "a roster CSV (columns id and, optionally, name), or N for ids 1 … N");
+  e->add_option("--students", o.students, "a roster CSV (columns id and, optionally, name), or N for ids 1 … N written to N's width (01 … 30 for 30)");
   e->add_option("--out", o.out, "the folder to write: a folder per student and the class's files");
   e->add_option("--seed", o.seed, "the class's seed (default 0): the same template, students and seed give the same files")
       ->check(CLI::Range(std::uint64_t{0}, kMaxSeed));
@@ -53,7 +53,12 @@ int run_exercise(const ExerciseOptions& o) {
   }
   if (!o.variant.empty()) {
     const auto draw = attn::parse_variant_code(o.variant);
-    if (!draw) throw attn::InputError(fmt::format("--variant: \"{}\" is not a variant code (8 letters and digits, such as 7KQ2-MX4D)", o.variant));
+    if (!draw && attn::variant_code_letters(o.variant)) {
+      throw attn::InputError(fmt::format("--variant: \"{}\" does not check: a letter is mistyped or two are swapped (the last letter checks the "
+                                         "other seven); copy it again from the handout",
+                                         o.variant));
+    }
+    if (!draw) throw attn::InputError(fmt::format("--variant: \"{}\" is not a variant code (8 letters and digits, such as 7KQ2-MX4N)", o.variant));
     std::cout << attn::variant_text(t, *draw) << std::flush;
     return kExitOk;
   }

@@ -1,5 +1,6 @@
 // attn heads: a checkpoint's every layer × head on one sentence, with a summary per head.
 #include "cli.hpp"
+#include "heads_evidence.hpp"
 
 namespace attn_cli {
 namespace {
@@ -12,6 +13,7 @@ struct HeadsOptions {
   int width = 0;  // 0: COLUMNS, else 120
   bool weights = false;  // keep (and write) every weight at any T
   std::string head;      // --head L3H7: that head's whole map
+  HeadsEvidence evidence;  // [#43] --rollout, --ablate, --evidence (heads_evidence.cpp)
 };
 
 void setup_heads(CLI::App& app, HeadsOptions& o) {
@@ -33,6 +35,7 @@ FILE is a checkpoint input: {"checkpoint": {"path": "DIR"}, "sentence": "..."} (
                      "one head's whole map, every weight at any length, as L3H7 (layer 3, head 7): text in column blocks, SVG and HTML with "
                      "token labels and hover, JSON with its weights");
   add_resources(heads, o.resources);
+  setup_heads_evidence(heads, o.evidence);  // [#43]
 }
 
 int run_heads(const HeadsOptions& o) {
@@ -40,6 +43,10 @@ int run_heads(const HeadsOptions& o) {
   attn::model::HeadsKeep keep;
   keep.weights = o.weights;
   keep.head_name = o.head;  // checked against the model once it is read
+  if (o.evidence.any()) {  // [#43] --rollout, --ablate, --evidence
+    if (!o.head.empty()) throw attn::InputError(fmt::format("--head {}: draws one head of the clean model; leave out --rollout, --ablate and --evidence", o.head));
+    return run_heads_evidence(o.evidence, o.file, o.format, color_mode(o.color), terminal_width(o.width), o.resources, keep);
+  }
   const std::vector<attn::model::HeadsView> view = attn::model::load_heads(o.file, o.resources.max_bytes(), o.resources.why(), keep);
   if (!o.head.empty() && o.format == "text") {
     attn::model::render_head_text(view.front(), std::cout, color_mode(o.color), terminal_width(o.width));

@@ -1,41 +1,26 @@
 #!/usr/bin/env python3
-"""A class directory as `attn exercise` writes it (the contract in docs/classroom.md), for attn
-grade's tests and bench until `attn exercise` lands: class.json, and per student problem.json (the
-variant: the template with its embeddings and weights drawn) and key.json (the asked steps of
-`attn run problem.json --format json`, rounded). Not the handouts, key.csv or quiz files: grade reads
-none of them.
+"""A class for attn grade's tests and bench, made by `attn exercise` itself: a causal two-head
+template (T = 3, C = 4, hs = 2, W_o; each student's embeddings and weights drawn from -1 to 1 in
+tenths), a roster of ids s01, s02, ... and names "Student 1", ..., asked steps as given. Also the two
+helpers the tests share: a trace's steps, and values rounded as a key holds them.
 
   make_class.py ATTN DIR --students N [--seed S] [--ask scores,weights,context]
 """
 import argparse
 import json
 import os
-import random
 import subprocess
+import tempfile
 
-# The template: a causal two-head problem (T = 3, C = 4, hs = 2), small enough to do by hand.
 TEMPLATE = {
     "title": "Causal attention, two heads",
     "mode": "causal",
     "heads": 2,
     "tokens": ["the", "cat", "sat"],
+    # (the numbers fix the shapes; each student's are drawn)
+    "embeddings": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]],
+    "weights": {name: [[1 if r == c else 0 for c in range(4)] for r in range(4)] for name in ("W_q", "W_k", "W_v", "W_o")},
 }
-# attn exercise keeps the template's "exercise" block in problem.json; this branch's reader does not
-# know the block yet, so the variant goes alone (set True once attn exercise has landed).
-EXERCISE_BLOCK = False
-
-
-def draw(rng, rows, cols):
-    """Values from -1 to 1 in steps of 0.5 (the template's "values": low -1, high 1, decimals 1)."""
-    return [[rng.choice([-1, -0.5, 0, 0.5, 1]) for _ in range(cols)] for _ in range(rows)]
-
-
-def variant(seed, index):
-    rng = random.Random(seed * 100003 + index)
-    spec = dict(TEMPLATE)
-    spec["embeddings"] = draw(rng, 3, 4)
-    spec["weights"] = {name: draw(rng, 4, 4) for name in ("W_q", "W_k", "W_v", "W_o")}
-    return spec, "v{}-{}".format(seed, index)
 
 
 def rounded(values, decimals):
@@ -50,26 +35,19 @@ def trace(attn, problem, *options):
 
 
 def make_class(attn, out, students, seed, ask, decimals=2):
-    os.makedirs(out, exist_ok=True)
-    roster = []
-    for i in range(1, students + 1):
-        sid = "s{:02d}".format(i) if students < 100 else "s{:04d}".format(i)
-        spec, code = variant(seed, i)
-        if EXERCISE_BLOCK:
-            spec["exercise"] = {"ask": ask, "decimals": decimals}
-        os.makedirs(os.path.join(out, sid), exist_ok=True)
-        problem = os.path.join(out, sid, "problem.json")
-        with open(problem, "w") as f:
-            json.dump(spec, f)
-        steps = trace(attn, problem)
-        with open(os.path.join(out, sid, "key.json"), "w") as f:
-            json.dump({step: rounded(steps[step], decimals) for step in ask}, f)
-        roster.append({"id": sid, "name": "Student {}".format(i), "variant": code})
-    manifest = {"attn_exercise": 1, "template": "causal_two_heads.json", "seed": seed, "ask": ask, "decimals": decimals,
-                "tolerance": 0.5 * 10 ** -decimals, "students": roster}
-    with open(os.path.join(out, "class.json"), "w") as f:  # written last, as attn exercise does
-        json.dump(manifest, f, indent=1)
-    return manifest
+    """attn exercise's class in `out` (a new folder); returns its class.json."""
+    with tempfile.TemporaryDirectory() as tmp:
+        template = os.path.join(tmp, "causal_two_heads.json")
+        with open(template, "w") as f:
+            json.dump(dict(TEMPLATE, exercise={"ask": ask, "values": {"low": -1, "high": 1, "decimals": 1}, "decimals": decimals}), f)
+        roster = os.path.join(tmp, "roster.csv")
+        width = 2 if students < 100 else 4
+        with open(roster, "w") as f:
+            f.write("id,name\n" + "".join("s{:0{}d},Student {}\n".format(i, width, i) for i in range(1, students + 1)))
+        subprocess.run([attn, "exercise", template, "--students", roster, "--out", out, "--seed", str(seed)], check=True, capture_output=True,
+                       text=True)
+    with open(os.path.join(out, "class.json")) as f:
+        return json.load(f)
 
 
 if __name__ == "__main__":

@@ -171,7 +171,19 @@ def _t(tensors, name, dtype):
     return torch.from_numpy(np.ascontiguousarray(tensors[name], dtype=np.float32)).to(dtype)
 
 
-def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None, keep=None):
+def ablated(ctx, i, ablate):
+    """ctx [H, T, d] with layer i's heads in ablate ({layer: (heads, "zero" | "mean")}) removed before the
+    output projection: zeroed, or replaced by their mean over the T positions (attn heads --ablate)."""
+    if not ablate or i not in ablate:
+        return ctx
+    heads, mode = ablate[i]
+    ctx = ctx.clone()
+    for h in heads:
+        ctx[h] = 0 if mode == "zero" else ctx[h].mean(dim=0, keepdim=True).expand_as(ctx[h])
+    return ctx
+
+
+def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None, keep=None, ablate=None):
     t = _strip(tensors, "transformer.")
     C, H = config["n_embd"], config["n_head"]
     L = config["n_layer"]
@@ -190,6 +202,7 @@ def forward_gpt2(config, tensors, ids, dtype=torch.float32, layers=None, keep=No
         q, k, v = qkv.split(C, dim=-1)
         heads = lambda x: x.view(T, H, hs).transpose(0, 1)  # noqa: E731
         w, ctx = attention(heads(q), heads(k), heads(v), allowed)
+        ctx = ablated(ctx, i, ablate)
         merged = ctx.transpose(0, 1).reshape(T, C)
         o = merged @ W(p + "attn.c_proj.weight") + W(p + "attn.c_proj.bias")
         out.append({"x": a, "weights": w, "output": o})
@@ -222,7 +235,7 @@ def sliding_layers(config, L):
     return [False] * L
 
 
-def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None, keep=None):
+def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None, keep=None, ablate=None):
     mt = config["model_type"]
     if mt == "gemma3":  # the language model of a multimodal checkpoint
         inner = dict(config["text_config"], model_type="gemma3_text")
@@ -236,7 +249,7 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None, keep=N
         if "lm_head.weight" in outer:
             inner_tensors["lm_head.weight"] = outer["lm_head.weight"]
         inner.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", True))
-        return forward_llama(inner, inner_tensors, ids, dtype, layers, keep)
+        return forward_llama(inner, inner_tensors, ids, dtype, layers, keep, ablate)
     t = _strip(tensors, "model.")  # (lm_head.weight, beside the prefix, keeps its name)
     gemma, olmo2 = mt in GEMMA_TYPES, mt == "olmo2"
     C = config["hidden_size"]
@@ -313,6 +326,7 @@ def forward_llama(config, tensors, ids, dtype=torch.float32, layers=None, keep=N
             w, ctx = gemma_attention(q, k, v, allowed, config)
         else:
             w, ctx = attention(q, k, v, allowed)
+        ctx = ablated(ctx, i, ablate)
         o = ctx.transpose(0, 1).reshape(T, H * hd) @ W(p + "self_attn.o_proj.weight").T
         out.append({"x": a, "weights": w, "output": o})
         h = h + (norm(o, p + "post_attention_layernorm.weight") if gemma or olmo2 else o)
@@ -497,14 +511,14 @@ def forward_encoder(config, tensors, ids, dtype=torch.float32, layers=None, type
     return out
 
 
-def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None, keep=None):
+def forward(config, tensors, ids, dtype=torch.float32, layers=None, types=None, keep=None, ablate=None):
     mt = config.get("model_type")
     if mt in ENCODER_TYPES:
         return forward_encoder(config, tensors, ids, dtype, layers, types)
     if mt == "gpt2":
-        return forward_gpt2(config, tensors, ids, dtype, layers, keep)
+        return forward_gpt2(config, tensors, ids, dtype, layers, keep, ablate)
     if mt in LLAMA_TYPES:
-        return forward_llama(config, tensors, ids, dtype, layers, keep)
+        return forward_llama(config, tensors, ids, dtype, layers, keep, ablate)
     raise ValueError(f"model_type {mt!r} is not one the reference knows")
 
 

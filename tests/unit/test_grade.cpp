@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "attn/io/npy.hpp"
 #include "attn/tools/grade.hpp"
 #include "helpers.hpp"
 
@@ -160,4 +161,43 @@ TEST_CASE("grade: a submission's faults are its problems: Python's NaN, a CSV's 
   CHECK_THAT(all, Catch::Contains("scores has no row for 3 of its 4 values"));
   fs::create_directories(d.path / "c");
   CHECK_THAT(read_submission((d.path / "c").string(), {"scores"}, key).problems.at(0), Catch::Contains("nothing to grade"));
+}
+
+TEST_CASE("grade: -inf and minus signs as a handout prints them (−inf, −∞, −0.25) are read, in answers.json and answers.csv") {
+  TempDir d("minus");
+  const std::map<std::string, Tensor> key = {{"masked", Tensor({2, 2})}};
+  constexpr Scalar inf = std::numeric_limits<Scalar>::infinity();
+  d.write("a/answers.json", "{\"masked\": [[\"\u22120.25\", \"\u2212inf\"], [\"-\u221e\", \"-Infinity\"]]}");
+  const auto a = read_submission((d.path / "a").string(), {"masked"}, key);
+  CHECK(a.problems.empty());
+  REQUIRE(a.answers.count("masked") == 1);
+  const Tensor& m = a.answers.at("masked").value;
+  CHECK(m.at(0) == -0.25f);
+  CHECK(m.at(1) == -inf);
+  CHECK(m.at(2) == -inf);
+  CHECK(m.at(3) == -inf);
+  d.write("b/answers.csv", "step,index,value\nmasked,0,\u22120.25\nmasked,1,\u2212inf\nmasked,2,-inf\nmasked,3,2\n");
+  const auto b = read_submission((d.path / "b").string(), {"masked"}, key);
+  CHECK(b.problems.empty());
+  CHECK(b.answers.at("masked").value.at(0) == -0.25f);
+  CHECK(b.answers.at("masked").value.at(1) == -inf);
+  // a word that is no number says what is read
+  d.write("c/answers.json", R"({"masked": [["minus infinity", 0], [0, 0]]})");
+  const auto c = read_submission((d.path / "c").string(), {"masked"}, key);
+  REQUIRE(!c.problems.empty());
+  CHECK_THAT(c.problems[0], Catch::Contains("expected a number (or \"-inf\" for a blocked entry, \"nan\"), got the string \"minus infinity\""));
+}
+
+TEST_CASE("grade: a folder of every step (attn run --dump) names the steps not asked in one line; a mistyped file on its own") {
+  TempDir d("dump");
+  const std::map<std::string, Tensor> key = {{"weights", Tensor({2, 2})}};
+  fs::create_directories(d.path / "a");
+  for (const char* name : {"q", "k.T", "scores", "weights", "wieghts"}) write_npy((d.path / "a" / (std::string(name) + ".npy")).string(), Tensor({2, 2}));
+  const auto a = read_submission((d.path / "a").string(), {"weights"}, key);
+  REQUIRE(a.answers.count("weights") == 1);
+  std::string all;
+  for (const auto& p : a.problems) all += p + "\n";
+  CHECK(a.problems.size() == 2);
+  CHECK_THAT(all, Catch::Contains("3 steps not asked, left out; asked: weights"));
+  CHECK_THAT(all, Catch::Contains("wieghts.npy: \"wieghts\" is not an asked step (did you mean \"weights\"?)"));
 }

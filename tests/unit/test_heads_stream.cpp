@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "attn/model/tools/ablation.hpp"
 #include "attn/model/tools/heads_stream.hpp"
+#include "attn/model/tools/rollout.hpp"
 #include "attn/model/tools/residual.hpp"
 #include "attn/pipeline/pipeline.hpp"
 #include "attn/spec/checkpoint_input.hpp"
@@ -49,6 +52,8 @@ void same_summary(const HeadSummary& a, const HeadSummary& b) {
   CHECK(a.same == b.same);
   CHECK(a.distance == b.distance);
   CHECK(a.local == b.local);
+  CHECK(a.next == b.next);
+  CHECK(a.induction == b.induction);
 }
 
 }  // namespace
@@ -73,6 +78,67 @@ TEST_CASE("attn heads streamed: blocks of rows give the layer's weights and summ
         same_summary(v.summary(l, h), v.bidirectional ? summarise_encoder_head(w, T, sp) : summarise_head(w, T, v.window(l), &in.ids));
       }
   }
+}
+
+TEST_CASE("attn heads streamed: rollout's and ablation's hooks give the same in blocks of rows as in one", "[heads][stream][rollout][ablation]") {
+  for (const std::string dir : {"tiny-gpt2", "tiny-bert"}) {
+    INFO(dir);
+    const CheckpointInput in = input(dir);
+    const auto T = static_cast<std::int64_t>(in.ids.size());
+    struct Run {
+      Rollout rollout;
+      HeadsView view;
+      std::optional<double> loss;
+    };
+    auto run = [&](std::int64_t rows, const std::vector<HeadRef>& ablate, AblationMode mode) {
+      Run r;
+      std::optional<RolloutAccumulator> acc;
+      LayerHooks hooks = ablation_hooks(ablate, mode);
+      std::vector<std::int64_t> ids;
+      add_loss_hook(hooks, &r.loss, &ids);
+      hooks.rows = [&](const WeightRows& b) {
+        if (!acc) acc.emplace(RolloutHeads::Mean, b.S);
+        acc->add_rows(b.w, b.H, b.i0, b.i1);
+      };
+      HeadsKeep keep;
+      keep.block_rows = rows;
+      r.view = checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, keep, hooks);
+      r.rollout = std::move(*acc).finish(T - 1);
+      return r;
+    };
+    for (const auto mode : {AblationMode::Zero, AblationMode::Mean}) {
+      const Run whole = run(T, {{0, 1}}, mode), blocks = run(5, {{0, 1}}, mode), clean = run(T, {}, mode);
+      CHECK(whole.rollout.maps == blocks.rollout.maps);
+      CHECK(whole.view.weights == blocks.view.weights);
+      CHECK(whole.loss == blocks.loss);
+      for (std::int64_t l = 0; l < whole.view.layers; ++l)
+        for (std::int64_t h = 0; h < whole.view.heads; ++h) same_summary(whole.view.summary(l, h), blocks.view.summary(l, h));
+      // the ablation changes layer 1 (and the loss, for a model with an LM head), not layer 0
+      CHECK(whole.view.summary(0, 1).entropy == clean.view.summary(0, 1).entropy);
+      CHECK(whole.view.summary(1, 0).entropy != clean.view.summary(1, 0).entropy);
+      if (!in.ckpt.arch().encoder()) CHECK(*whole.loss != *clean.loss);
+    }
+  }
+}
+
+TEST_CASE("rollout: a layer added in blocks of rows is the layer added whole", "[rollout]") {
+  const std::int64_t H = 2, T = 5;
+  std::vector<float> w(static_cast<std::size_t>(H * T * T));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 23) / 23.0f;
+  RolloutAccumulator whole(RolloutHeads::Max, T), blocks(RolloutHeads::Max, T);
+  for (int layer = 0; layer < 2; ++layer) {
+    whole.add_layer(w.data(), H);
+    for (std::int64_t i0 = 0; i0 < T; i0 += 2) {  // rows [i0, i1) of both heads, (H, i1 − i0, T)
+      const std::int64_t i1 = std::min(T, i0 + 2);
+      std::vector<float> part;
+      for (std::int64_t h = 0; h < H; ++h) part.insert(part.end(), w.begin() + (h * T + i0) * T, w.begin() + (h * T + i1) * T);
+      blocks.add_rows(part.data(), H, i0, i1);
+    }
+  }
+  const Rollout a = std::move(whole).finish(4), b = std::move(blocks).finish(4);
+  CHECK(a.layers == 2);
+  CHECK(a.maps == b.maps);
+  CHECK(a.kept == b.kept);
 }
 
 TEST_CASE("attn heads streamed: a long input's pooled grid is the largest visible weight of each block", "[heads][stream]") {

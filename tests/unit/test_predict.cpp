@@ -144,3 +144,10 @@ TEST_CASE("the page asks before the predicted steps and keeps their values hidde
   CHECK(html.find("<form class=\"predict\"") == form);  // no other step asks
   CHECK(html.find("data-kind=\"value\" data-step=\"weights\"") != std::string::npos);
 }
+
+TEST_CASE("self-attention's two token axes read apart in a reply: T the queries, S = T the keys", "[predict]") {
+  const Trace t = trace_of(kUniform);
+  const auto q = predict_questions(t, step(t, "weights"));
+  CHECK(reply(q[0], "[3, 3]") ==
+        "Not quite: you said [3, 3]; weights is [2, 2]: T = 2 queries, S = T = 2 keys (T, the queries, is 2, not 3; S = T, the keys, is 2, not 3).");
+}

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "attn/core/text.hpp"
@@ -125,8 +127,14 @@ std::vector<HandoutBlock> handout_blocks(const ExercisePaper& p) {
   const std::string who = p.student.name.empty() ? fmt::format("Name: ____________________ · id {}", p.student.id) : fmt::format("{} · id {}", p.student.name, p.student.id);
   blocks.push_back({HandoutBlock::Para, 0, fmt::format("{} · variant {}", who, p.code), {}});
   blocks.push_back({HandoutBlock::Para, 0, fmt::format("{} · {} · scale {}", mode_words(c), widths_text(c, ", "), c.scale), {}});
-  blocks.push_back({HandoutBlock::Para, 0, fmt::format("Give every answer to {} decimals (within ±{} of the exact value counts).", s.decimals,
-                                                format_fixed(static_cast<Scalar>(s.tolerance()), s.decimals + 1)), {}});
+  // an asked step that holds -inf (the masked scores): say how to write it, as attn grade reads it
+  const bool blocked = std::any_of(p.key.begin(), p.key.end(), [](const auto& k) {
+    const auto v = k.step->value.values();
+    return std::any_of(v.begin(), v.end(), [](Scalar x) { return x == -std::numeric_limits<Scalar>::infinity(); });
+  });
+  blocks.push_back({HandoutBlock::Para, 0, fmt::format("Give every answer to {} decimals (within ±{} of the exact value counts).{}", s.decimals,
+                                                format_fixed(static_cast<Scalar>(s.tolerance()), s.decimals + 1),
+                                                blocked ? " Write a masked (blocked) entry as -inf." : ""), {}});
   blocks.push_back({HandoutBlock::Heading, 2, "The inputs", {}});
   for (const auto& in : p.inputs) add_input(blocks, p, in);
   blocks.push_back({HandoutBlock::Heading, 2, "The questions", {}});

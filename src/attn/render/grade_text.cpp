@@ -55,9 +55,9 @@ void summary_text(const ClassGrade& c, std::size_t width, std::ostream& out) {
   out << fmt::format("\nclass: {} of {} students submitted; mean {} / {}, median {}\n", s.submitted, s.students, score_text(s.mean),
                      score_text(s.max_score), score_text(s.median));
   histogram_text(s, out);
-  out << "steps (of the students who submitted):\n";
+  out << "steps (of the students who submitted; full credit: right, or right from their own earlier answer):\n";
   for (const auto& r : s.steps) {
-    out << fmt::format("  {}  {:>3.0f}% of the values' credit; {} of {} students wholly right\n", pad_right(r.step, width), 100 * r.success,
+    out << fmt::format("  {}  {:>3.0f}% of the values' credit; {} of {} students with full credit\n", pad_right(r.step, width), 100 * r.success,
                        r.all_right, s.submitted);
   }
   out << (s.mistakes.empty() ? "mistakes: none named\n" : "mistakes, most frequent first:\n");

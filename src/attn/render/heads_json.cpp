@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -102,10 +103,13 @@ void view_json(const HeadsView& view, std::ostream& out, const std::string& inde
 
 }  // namespace
 
-void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out) {
+void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out, const std::string& more) {
   if (views.size() == 1) {
-    view_json(views[0], out, "", true);
-    out << "\n";
+    std::ostringstream one;
+    view_json(views[0], one, "", true);
+    std::string text = one.str();
+    if (!more.empty()) text.insert(text.size() - 2, ",\n" + more);  // [#43 rollout] before the closing "\n}"
+    out << text << "\n";
     return;
   }
   out << "{\n  \"format\": \"attn-heads\",\n  \"model\": " << json_quote(views.empty() ? std::string() : views[0].model) << ",\n  \"parts\": [";

@@ -94,7 +94,8 @@ inline std::vector<std::string> token_labels(const std::vector<std::string>& tok
 }
 inline std::vector<std::string> token_labels(const HeadsView& v) { return token_labels(v.tokens); }
 
-inline std::string head_name(const HeadsView& v, std::int64_t l, std::int64_t h) { return fmt::format("L{} h{}", v.first_layer + l, v.first_head + h); }
+inline std::string head_name(std::int64_t layer, std::int64_t head) { return fmt::format("L{} h{}", layer, head); }
+inline std::string head_name(const HeadsView& v, std::int64_t l, std::int64_t h) { return head_name(v.first_layer + l, v.first_head + h); }
 
 // "previous token 0.82"
 inline std::string pattern_text(const HeadSummary& s) {

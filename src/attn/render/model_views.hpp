@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "attn/model/tools/generate.hpp"
@@ -28,7 +29,8 @@ void render_head_text(const HeadsView& one, std::ostream& out, ColorMode color, 
 // "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests. Several:
 // {"format": "attn-heads", "model", "parts": [one view's object, with "part" (and for cross "source_tokens",
 // "source_pieces", "S"; weights [L][H][T][S]), ...]}.
-void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out);
+// more: further members of one view's object (attn heads --rollout's), each line indented two spaces.
+void render_heads_json(const std::vector<HeadsView>& views, std::ostream& out, const std::string& more = "");
 // One self-contained HTML page: the grid, a click on a head enlarges it with token labels and its summary.
 void render_heads_html(const std::vector<HeadsView>& views, std::ostream& out);
 // One view alone.

@@ -33,9 +33,11 @@ bool names_checkpoint(const std::string& path);
 // An encoder-decoder's input with decoder tokens gives three views: the encoder's, the decoder's
 // self-attention and the cross-attention.
 // keep: whether every weight is kept at any T (--weights); else up to T = kKeepWeightsUpTo, pooled beyond.
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep = {});
+// hooks: --rollout's and --ablate's (heads_stream.hpp), for one stack only (refused for an encoder-decoder).
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep = {},
+                                  const LayerHooks& hooks = {});
 // The same from the input's text: origin names it in messages, base_dir resolves its relative paths.
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why, const HeadsKeep& keep = {});
+                                       const std::string& why, const HeadsKeep& keep = {}, const LayerHooks& hooks = {});
 
 }  // namespace attn::model

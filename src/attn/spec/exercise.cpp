@@ -167,7 +167,7 @@ ExerciseSettings read_exercise_block(const json& block) {
   if (block.contains("values")) read_values(block["values"], s);
   if (block.contains("decimals")) s.decimals = read_int_in(block["decimals"], "exercise.decimals", 0, 6);
   if (block.contains("variant") && !parse_variant_code(read_string(block["variant"], "exercise.variant")))
-    fail("exercise.variant", fmt::format("expected a variant code such as \"7KQ2-MX4D\", got {}", block["variant"].dump()));
+    fail("exercise.variant", fmt::format("expected a variant code such as \"7KQ2-MX4N\", got {}", block["variant"].dump()));
   return s;
 }
 

@@ -35,13 +35,13 @@ bool names_checkpoint(const std::string& path) {
   return root.is_object() && root.contains("checkpoint");
 }
 
-std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep) {
+std::vector<HeadsView> load_heads(const std::string& path, std::int64_t max_bytes, const std::string& why, const HeadsKeep& keep, const LayerHooks& hooks) {
   return load_heads_text(read_input(path), path == "-" ? "<stdin>" : path, path == "-" ? "" : std::filesystem::path(path).parent_path().string(),
-                         max_bytes, why, keep);
+                         max_bytes, why, keep, hooks);
 }
 
 std::vector<HeadsView> load_heads_text(const std::string& text, const std::string& origin, const std::string& base_dir, std::int64_t max_bytes,
-                                       const std::string& why, const HeadsKeep& keep) {
+                                       const std::string& why, const HeadsKeep& keep, const LayerHooks& hooks) {
   const ParsedJson parsed = parse_json(text, origin);
   json root = parsed.root;
   if (!root.is_object() || !root.contains("checkpoint")) {
@@ -69,14 +69,22 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
                                                        : fmt::format(", {} layers × {} heads × T² = {}² floats,", a.layers, a.H, T),
                                  human_bytes(bytes), human_bytes(static_cast<double>(max_bytes)), why));
   }
+  if (hooks.any() && in.stack == "decoder") {  // [#43] rollout and ablation follow one stack's layers
+    throw InputError(fmt::format("{}: {} reads one stack of layers; this input gives {}'s encoder and decoder (leave out \"sentence\" and "
+                                 "\"token_ids\" to draw the encoder alone)", hooks.option, origin, a.name()));
+  }
   HeadsKeep kept = keep;
   if (!keep.head_name.empty()) {
     if (in.stack == "decoder") throw InputError(fmt::format("--head {}: goes with one stack's heads; this input has an encoder-decoder's three attentions", keep.head_name));
     std::tie(kept.head_layer, kept.head) = parse_head_name(keep.head_name, a.layers, a.H);
   }
-  require_model_fits(in, "attn heads", !whole, whole ? bytes : 4.0 * kGridSide * kGridSide * static_cast<double>(a.layers * a.H) + 4 * kBlockBytes);  // the grids, and a block's steps
+  // --rollout keeps its own: the layer being combined, the product and the next one (T² doubles each),
+  // and the rolled-out map after every layer (L × T² floats)
+  const double rollout = hooks.rows ? (24.0 + 4.0 * static_cast<double>(a.layers)) * static_cast<double>(T) * static_cast<double>(T) : 0.0;
+  require_model_fits(in, "attn heads", !whole,
+                     rollout + (whole ? bytes : 4.0 * kGridSide * kGridSide * static_cast<double>(a.layers * a.H) + 4 * kBlockBytes));  // the grids, and a block's steps
   std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
-                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, kept)};
+                                                       : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, kept, hooks)};
   HeadsView& first = views.front();
   first.notes = in.notes;
   // the header names the model already: the first note says only what was read

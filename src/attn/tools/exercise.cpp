@@ -19,8 +19,8 @@ namespace attn {
 
 namespace {
 
-constexpr int kCodeLetters = 8;  // 8 letters of base 32: 40 bits
-constexpr std::uint64_t kDrawMask = (std::uint64_t{1} << (5 * kCodeLetters)) - 1;
+constexpr int kCodeLetters = 8;  // 8 letters of base 32: 7 of the draw (35 bits), then a check letter
+constexpr std::uint64_t kDrawMask = (std::uint64_t{1} << (5 * (kCodeLetters - 1))) - 1;
 constexpr std::string_view kCrockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 // The steps whose rows a student compares (which key a query attends to most): a tie there makes the
@@ -91,13 +91,31 @@ std::uint64_t first_draw(std::uint64_t seed, const std::string& student_id) {
 
 std::uint64_t next_draw(std::uint64_t draw) { return splitmix64(draw ^ 0x5bd1e995ULL) & kDrawMask; }
 
+// The check letter of a draw's 7 letters (their values v_i): Σ (i + 1)·v_i mod 31. A prime modulus and
+// weights 1 … 7 catch every mistyped letter and every swap of two neighbours (but 0 and Z, 31 apart).
+char check_letter(std::uint64_t draw) {
+  std::uint64_t sum = 0;
+  for (int i = kCodeLetters - 2; i >= 0; --i, draw >>= 5) sum += static_cast<std::uint64_t>(i + 1) * (draw & 31);
+  return kCrockford[sum % 31];
+}
+
 std::string variant_code(std::uint64_t draw) {
+  draw &= kDrawMask;
   std::string code(kCodeLetters, '0');
-  for (int i = kCodeLetters - 1; i >= 0; --i, draw >>= 5) code[static_cast<std::size_t>(i)] = kCrockford[draw & 31];
+  code.back() = check_letter(draw);
+  for (int i = kCodeLetters - 2; i >= 0; --i, draw >>= 5) code[static_cast<std::size_t>(i)] = kCrockford[draw & 31];
   return code.substr(0, kCodeLetters / 2) + "-" + code.substr(kCodeLetters / 2);
 }
 
 std::optional<std::uint64_t> parse_variant_code(const std::string& code) {
+  const auto letters = variant_code_letters(code);
+  if (!letters) return std::nullopt;
+  const std::uint64_t body = *letters >> 5;
+  if (kCrockford[*letters & 31] != check_letter(body)) return std::nullopt;  // a mistyped letter
+  return body;
+}
+
+std::optional<std::uint64_t> variant_code_letters(const std::string& code) {
   std::uint64_t draw = 0;
   int letters = 0;
   for (char c : code) {

@@ -25,13 +25,17 @@ struct ExerciseSettings {
   std::int64_t levels() const;
 };
 
-// A draw is a 40-bit number: the variant code writes it in 8 letters of Crockford's base 32
-// ("7KQ2-MX4D"), and the template plus the code regenerate the variant.
+// A draw is a 35-bit number: the variant code writes it in 7 letters of Crockford's base 32 and a
+// check letter ("7KQ2-MX4N"), and the template plus the code regenerate the variant. A code with a
+// mistyped letter or two neighbours swapped does not check, and is refused.
 std::uint64_t first_draw(std::uint64_t seed, const std::string& student_id);
 std::uint64_t next_draw(std::uint64_t draw);  // the redraw after a repeat or a tie
 std::string variant_code(std::uint64_t draw);
-// The draw a code names; nullopt when it is not one (case and the dash are free; I, L, O read as 1, 1, 0).
+// The draw a code names; nullopt when it is not one, or its check letter does not match (case and the
+// dash are free; I, L, O read as 1, 1, 0).
 std::optional<std::uint64_t> parse_variant_code(const std::string& code);
+// The 8 letters' value, check letter last, when `code` is written as one (checked or not); else nullopt.
+std::optional<std::uint64_t> variant_code_letters(const std::string& code);
 
 // `count` values drawn from `draw` (the standard's mt19937_64, so every machine draws the same).
 std::vector<double> draw_values(std::uint64_t draw, std::size_t count, const ExerciseSettings& s);

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -55,15 +57,38 @@ std::string python_literals(const std::string& text) {
   return out;
 }
 
-// A nested array of numbers (or "nan", "inf", "-inf") as a tensor; InputError naming the JSON path.
+// A number as a student writes it in text: "0.25", "-inf", and as the handouts print them, with the
+// typographic minus (U+2212) or the infinity sign: "−0.25", "−inf", "−∞"; "nan" and Python's
+// "Infinity" too. Nothing for anything else.
+std::optional<double> student_number(std::string_view s) {
+  constexpr std::string_view kMinus = "\u2212", kInfinity = "\u221e";
+  bool negative = false;
+  if (s.substr(0, kMinus.size()) == kMinus) s.remove_prefix(kMinus.size()), negative = true;
+  else if (!s.empty() && (s[0] == '-' || s[0] == '+')) negative = s[0] == '-', s.remove_prefix(1);
+  std::string word(s);
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const double sign = negative ? -1.0 : 1.0;
+  if (word == "inf" || word == "infinity" || word == kInfinity) return sign * std::numeric_limits<double>::infinity();
+  if (word == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (word.empty() || !(std::isdigit(static_cast<unsigned char>(word[0])) || word[0] == '.')) return std::nullopt;
+  std::size_t used = 0;
+  try {
+    const double v = std::stod(word, &used);
+    if (used == word.size()) return sign * v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// A nested array of numbers (or "nan", "inf", "-inf", or a number written as a string, as
+// student_number reads it) as a tensor; InputError naming the JSON path.
 Tensor read_values(const json& j, const std::string& path) {
   const auto leaf_value = [&](const json& leaf, const std::string& at) -> Scalar {
     if (leaf.is_number()) return static_cast<Scalar>(leaf.get<double>());
-    if (const char* name = non_finite_name(leaf)) {
-      return std::string_view(name) == "NaN" ? std::numeric_limits<Scalar>::quiet_NaN()
-                                             : (name[0] == '-' ? -1 : 1) * std::numeric_limits<Scalar>::infinity();
+    if (leaf.is_string()) {
+      if (const auto v = student_number(leaf.get<std::string>())) return static_cast<Scalar>(*v);
     }
-    fail(at, fmt::format("expected a number, got {}", describe(leaf)));
+    fail(at, fmt::format("expected a number (or \"-inf\" for a blocked entry, \"nan\"), got {}", describe(leaf)));
   };
   if (!j.is_array()) return Tensor({1}, {leaf_value(j, path)});
   NestedArray nested(j, path, {"expected a nested array of numbers, got an empty array"});
@@ -193,13 +218,8 @@ std::vector<std::string> csv_fields(const std::string& line) {
 }
 
 double csv_number(const std::string& s) {
-  if (s == "nan" || s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-  if (s == "inf" || s == "Infinity") return std::numeric_limits<double>::infinity();
-  if (s == "-inf" || s == "-Infinity") return -std::numeric_limits<double>::infinity();
-  std::size_t used = 0;
-  const double v = std::stod(s, &used);
-  if (used != s.size()) throw std::invalid_argument(s);
-  return v;
+  if (const auto v = student_number(s)) return *v;
+  throw std::invalid_argument(s);
 }
 
 // One row of answers.csv into its step's answer; a fault named by its line.
@@ -249,10 +269,12 @@ void read_answers_csv(const std::string& file, const std::vector<std::string>& a
 }
 
 void read_npy_files(const std::vector<fs::path>& files, const std::vector<std::string>& ask, Submission& sub) {
+  std::vector<std::string> other_steps;  // files of steps not asked (an attn run --dump holds them all): one line for them
   for (const auto& p : files) {
     const std::string id = p.stem().string(), name = p.filename().string();
     if (std::find(ask.begin(), ask.end(), id) == ask.end()) {
-      sub.problems.push_back(fmt::format("{}: {}", name, not_asked(id, ask)));
+      if (step_from_id(id)) other_steps.push_back(name);
+      else sub.problems.push_back(fmt::format("{}: {}", name, not_asked(id, ask)));
       continue;
     }
     try {
@@ -260,6 +282,10 @@ void read_npy_files(const std::vector<fs::path>& files, const std::vector<std::s
     } catch (const InputError& e) {
       sub.problems.push_back(e.what());
     }
+  }
+  if (!other_steps.empty()) {
+    sub.problems.push_back(fmt::format("{}: {} not asked, left out; {}", fmt::join(other_steps, ", "),
+                                       other_steps.size() == 1 ? "a step" : fmt::format("{} steps", other_steps.size()), asked_list(ask)));
   }
 }
 

@@ -19,7 +19,11 @@ namespace {
 // "S, the keys": an axis as a learner counts it. T is the queries where keys stand beside it, else
 // the tokens; the second of two token axes is the keys.
 std::string axis_words(Dim d, bool key_axis, bool beside_keys) {
-  if (is_token_axis(d)) return key_axis ? fmt::format("{}, the keys", d) : beside_keys ? "T, the queries" : fmt::format("{}, the tokens", d);
+  // (self-attention writes the keys' axis T too: "S = T, the keys", so the two axes read apart)
+  if (is_token_axis(d)) {
+    if (key_axis) return d == Dim::T ? "S = T, the keys" : fmt::format("{}, the keys", d);
+    return beside_keys ? "T, the queries" : fmt::format("{}, the tokens", d);
+  }
   switch (d) {
     case Dim::B: return "B, the batch rows";
     case Dim::H: return "H, the heads";
@@ -112,7 +116,8 @@ Prediction top_question(const Trace& t, const Step& s, std::int64_t row) {
   p.question = s.id == "weights" ? fmt::format("Which key does \"{}\" attend to most{}? (a token)", p.query, in)
                                  : fmt::format("Which key has the largest {} in \"{}\"'s row{}? (a token)", s.id, p.query, in);
   // (no number: the value is the page's and the tables' to show)
-  p.truth = fmt::format("\"{}\" {} \"{}\"", p.query, s.id == "weights" ? "attends most to" : "is largest at", p.keys[static_cast<std::size_t>(p.key)]);
+  p.truth = s.id == "weights" ? fmt::format("\"{}\" attends most to \"{}\"", p.query, p.keys[static_cast<std::size_t>(p.key)])
+                              : fmt::format("\"{}\"'s row of {} is largest at \"{}\"", p.query, s.id, p.keys[static_cast<std::size_t>(p.key)]);
   return p;
 }
 

@@ -17,10 +17,7 @@
 #include "attn/pipeline/pipeline.hpp"
 
 namespace attn::model {
-namespace {
 
-// The rows of h (1, R, C) through the final norm and the LM head: logits (R, V), Gemma 2's final
-// soft-cap c · tanh(l / c) applied.
 Tensor logits_of(const Checkpoint& ckpt, Backend& be, const Tensor& h, const Tensor& head) {
   const auto& a = ckpt.arch();
   const auto [w, b] = ckpt.final_norm();
@@ -33,6 +30,8 @@ Tensor logits_of(const Checkpoint& ckpt, Backend& be, const Tensor& h, const Ten
   }
   return l;
 }
+
+namespace {
 
 // The k most probable of one row of logits: softmax in double, most probable first, ties to the lower id.
 std::vector<Candidate> top_of(const Scalar* logits, std::int64_t V, std::int64_t k, const Checkpoint& ckpt) {

@@ -59,5 +59,9 @@ struct Generation {
 // norm or LM head; door spells the options in messages.
 Generation generate(const CheckpointInput& in, Backend& be, std::int64_t tokens, std::int64_t top, Door door = Door::Cli);
 
+// The rows of h (1, R, C) through the final norm and the LM head (head: Checkpoint::lm_head()): logits
+// (R, V), Gemma 2's final soft-cap c · tanh(l / c) applied. Also attn heads --ablate's loss.
+Tensor logits_of(const Checkpoint& ckpt, Backend& be, const Tensor& h, const Tensor& head);
+
 
 }  // namespace attn::model

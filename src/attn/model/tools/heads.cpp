@@ -108,7 +108,6 @@ std::string HeadsView::masked_text() const {
 
 namespace {
 constexpr double kInduction = 0.4;  // mean weight on the token after the earlier occurrence that names an induction head
-
 }  // namespace
 
 namespace {
@@ -180,6 +179,7 @@ HeadSummary CausalSummariser::finish() const {
   if (!positional_named && local_named(s)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
   if (ids_ != nullptr) {
     const double induction = induction_n_ >= 2 ? induction_ / static_cast<double>(induction_n_) : -1;
+    s.induction = induction;
     const bool named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
     if (induction >= kInduction && (!named || induction > s.pattern_share)) {
       s.pattern = HeadPattern::Induction;
@@ -227,9 +227,10 @@ HeadSummary EncoderSummariser::finish() const {
   const double pairs = T_ > 1 ? static_cast<double>(T_ - 1) : 1.0;
   s.previous = T_ > 1 ? s_.previous / pairs : 0;
   s.same = s_.same / n, s.first = s_.first / n, s.distance = distance_ / n;
+  s.next = T_ > 1 ? next_ / pairs : 0;
   s.local = local_n_ > 0 && T_ >= 4 * kLocalWindow ? local_ / static_cast<double>(local_n_) : -1;
   const std::pair<HeadPattern, double> named[5] = {{HeadPattern::PreviousToken, s.previous},
-                                                   {HeadPattern::NextToken, T_ > 1 ? next_ / pairs : 0},
+                                                   {HeadPattern::NextToken, s.next},
                                                    {HeadPattern::StartToken, sp_.start >= 0 ? start_ / n : 0},
                                                    {HeadPattern::EndToken, sp_.ends.empty() ? 0 : end_ / n},
                                                    {HeadPattern::SameToken, s.same}};

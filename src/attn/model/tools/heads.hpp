@@ -36,6 +36,9 @@ struct HeadSummary {
   // local window (|i − j| < kLocalWindow; a causal head's over the queries i ≥ kLocalWindow that it
   // restricts; −1 below T = 4 · kLocalWindow, where the window is most of what a query sees); a cross-attention's stay 0 (local −1): its keys are another sequence.
   double first = 0, previous = 0, same = 0, distance = 0, local = -1;
+  // An encoder's mean weight on the next token (queries i ≤ T − 2); a causal head's induction score
+  // (see summarise_head; −1 without the ids or with fewer than two repeated tokens).
+  double next = 0, induction = -1;
 };
 
 // A layer's heads averaged: each share and the entropy over its heads (local over those that have one).

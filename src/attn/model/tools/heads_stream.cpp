@@ -93,12 +93,20 @@ Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, const Tensor& v
 }
 
 // Layer `layer`'s attention (its Spec s and the trace of its projections) in blocks of `rows` query
-// rows: each block's weights handed to `each` as (H, rows, S), a causal block's keys past S′ zero;
-// returns the attention block's output (1, T, C), its rows the blocks'.
-Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each) {
+// rows: each block's weights handed to `each` (and hooks.rows) as (H, rows, S), a causal block's keys
+// past S′ zero; returns the attention block's output (1, T, C), its rows the blocks', edited by
+// hooks.output with the blocks' context vectors gathered (1, H, T, hv).
+Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each,
+                        const LayerHooks& hooks) {
   const Tensor q = final_flat(layer_trace, "q", s.H, s.T), k = final_flat(layer_trace, "k", s.Hkv, s.S), v = final_flat(layer_trace, "v", s.Hkv, s.S);
   PipelineOptions shown;
   shown.shown = {"weights", "output"};
+  const std::int64_t hv = s.dv / s.H;
+  Tensor context;
+  if (hooks.output) {
+    shown.shown.push_back("context");
+    context = Tensor::uninitialized({1, s.H, s.T, hv});
+  }
   std::vector<float> block;
   Tensor output = Tensor::uninitialized({1, s.T, s.C});
   for (std::int64_t i0 = 0; i0 < s.T; i0 += rows) {
@@ -108,18 +116,27 @@ Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, st
     const Step* out = t.find("output");
     if (!out) throw InternalError("attn heads: a block's trace has no output step");
     std::copy_n(out->value.data(), (i1 - i0) * s.C, output.mutable_data() + i0 * s.C);
+    if (hooks.output) {
+      const Step* c = t.find("context");  // (1, H, i1 − i0, hv)
+      if (!c) throw InternalError("attn heads: a block's trace has no context step");
+      for (std::int64_t h = 0; h < s.H; ++h)
+        std::copy_n(c->value.data() + h * (i1 - i0) * hv, (i1 - i0) * hv, context.mutable_data() + (h * s.T + i0) * hv);
+    }
     const Scalar* w = t.find("weights")->value.data();  // (H, i1 − i0, S′)
     block.assign(static_cast<std::size_t>(s.H * (i1 - i0) * s.S), 0.0f);
     for (std::int64_t r = 0; r < s.H * (i1 - i0); ++r) std::copy_n(w + r * b.S, b.S, block.data() + r * s.S);
-    each(WeightRows{layer, i0, i1, s.H, s.S, block.data()});
+    const WeightRows made{layer, i0, i1, s.H, s.S, block.data()};
+    each(made);
+    if (hooks.rows) hooks.rows(made);
   }
+  if (hooks.output) hooks.output(layer, s, context, output);  // [#43 ablation]
   return output;
 }
 
 }  // namespace
 
 void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                          const std::vector<std::string>& tokens, const WeightRowsHook& each, std::int64_t block_rows) {
+                          const std::vector<std::string>& tokens, const WeightRowsHook& each, std::int64_t block_rows, const LayerHooks& hooks) {
   const auto& a = ckpt.arch();
   auto be = make_backend("cpu");
   const auto T = static_cast<std::int64_t>(ids.size());
@@ -132,9 +149,10 @@ void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t
   for (std::int64_t l = 0; l < a.layers; ++l) {
     run_layer_with(ckpt, l, *be, h, {tokens}, [&](const Spec& s) {
       const Trace trace = run_pipeline(s, *be, projections);
-      return attend_in_blocks(s, trace, *be, l, rows, each);
-    }, l + 1 < a.layers);
+      return attend_in_blocks(s, trace, *be, l, rows, each, hooks);
+    }, l + 1 < a.layers || hooks.stream);  // [#43] the last MLP too when the stream is asked for
   }
+  if (hooks.stream) hooks.stream(ckpt, ids, h);
 }
 
 namespace {
@@ -182,7 +200,7 @@ void keep_rows(HeadsView& v, const WeightRows& b) {
 }  // namespace
 
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens, const HeadsKeep& keep) {
+                           const std::vector<std::string>& tokens, const HeadsKeep& keep, const LayerHooks& hooks) {
   const auto& a = ckpt.arch();
   HeadsView v;
   v.model = ckpt.describe();
@@ -215,7 +233,7 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
     if (b.layer == keep.head_layer)  // --head: that head's rows, whole
       for (std::int64_t i = b.i0; i < b.i1; ++i) std::copy_n(b.row(keep.head, i), v.T, v.head_weights.data() + i * v.T);
     if (b.i1 == v.T) layer.finish(v.summaries);
-  }, keep.block_rows);
+  }, keep.block_rows, hooks);
   return v;
 }
 

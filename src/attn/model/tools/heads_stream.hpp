@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/spec.hpp"
+#include "attn/core/tensor.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/model/tools/heads.hpp"
 
@@ -24,12 +26,26 @@ struct WeightRows {
 // Called with each block of each layer, layers in order, a layer's blocks in query order.
 using WeightRowsHook = std::function<void(const WeightRows&)>;
 
+// [#43 rollout, ablation] What attn heads' --rollout and --ablate add to its pass over the layers,
+// each optional: each block of a layer's weights as it is made (rollout.hpp, beside the summaries);
+// each layer's attention output (1, T, C) edited before the residual addition, given its Spec and its
+// heads' context vectors (1, H, T, hv) (ablation.hpp); the stream after the last layer, its MLP run
+// too, for the next-token loss.
+struct LayerHooks {
+  WeightRowsHook rows;
+  std::function<void(std::int64_t layer, const Spec& s, const Tensor& context, Tensor& output)> output;
+  std::function<void(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Tensor& h)> stream;
+  std::string option;  // the option that asked ("--rollout"), for refusals
+  bool any() const { return rows || output || stream; }
+};
+
 // attn heads' per-layer loop: the residual stream run layer by layer (as attn run runs it, the same
-// bits), each layer's attention weights made in blocks of query rows and handed to `each`, then
-// dropped. Rollout, ablation or any other per-layer reader hooks in here beside the summaries.
-// block_rows: query rows a block (0: as many as keep a block near 64 MB).
+// bits), each layer's attention weights made in blocks of query rows and handed to `each` (and to
+// hooks.rows), then dropped; hooks.output edits a layer's attention output, hooks.stream reads the
+// last. block_rows: query rows a block (0: as many as keep a block near 64 MB).
 void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                          const std::vector<std::string>& tokens, const WeightRowsHook& each, std::int64_t block_rows = 0);
+                          const std::vector<std::string>& tokens, const WeightRowsHook& each, std::int64_t block_rows = 0,
+                          const LayerHooks& hooks = {});
 
 // What attn heads keeps of the weights: all of them (up to T = kKeepWeightsUpTo, or when asked), else
 // each head's map pooled to at most kGridSide cells a side.
@@ -52,8 +68,8 @@ std::pair<std::int64_t, std::int64_t> parse_head_name(const std::string& text, s
 HeadsView one_head_view(const HeadsView& all, const HeadsKeep& keep);
 
 // Every layer's heads of a decoder or an encoder, streamed: the summaries from every weight, the
-// weights kept or pooled as `keep` says (HeadsView::pool).
+// weights kept or pooled as `keep` says (HeadsView::pool), with --rollout's or --ablate's hooks.
 HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens, const HeadsKeep& keep);
+                           const std::vector<std::string>& tokens, const HeadsKeep& keep, const LayerHooks& hooks = {});
 
 }  // namespace attn::model

@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
+#include "attn/core/trace.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/model/tools/heads.hpp"

@@ -65,22 +65,6 @@ std::int64_t first_nonfinite(Context& ctx, const Scalar* p, std::int64_t n, bool
   return got == ~0ULL ? -1 : static_cast<std::int64_t>(got);
 }
 
-// A count on its way to the host: pinned, copied in the compute stream's order; get() waits for it
-// (the caller has queued more work by then, so the device does not idle meanwhile).
-struct PendingCount {
-  std::shared_ptr<Context> ctx;
-  unsigned long long* host = nullptr;  // pinned: [count, first]
-  cudaEvent_t copied = nullptr;
-  ~PendingCount() {
-    if (copied != nullptr) cudaEventSynchronize(copied), cudaEventDestroy(copied);
-    if (host != nullptr) ctx->give_pinned(host);
-  }
-  Backend::EmptyRows get() const {
-    check(cudaEventSynchronize(copied), "empty_rows", "waiting for the count");
-    return {static_cast<std::int64_t>(host[0]), host[0] == 0 ? -1 : static_cast<std::int64_t>(host[1])};
-  }
-};
-
 int as_int(std::int64_t v, const char* what) {
   if (v > std::numeric_limits<int>::max()) throw InputError(std::string("--backend cuda: ") + what + " exceeds cuBLAS's int range");
   return static_cast<int>(v);
@@ -134,7 +118,7 @@ class CudaBackend final : public Backend {
     const char* src = reinterpret_cast<const char*>(t.data());
     void* staged = ctx_->take_pinned(bytes);
     if (staged != nullptr) {
-      stage(static_cast<char*>(staged), src, dst, bytes);
+      stage_upload(*ctx_, static_cast<char*>(staged), src, dst, bytes);
     } else {  // no pinned memory to be had: a pageable copy, still on the upload stream
       check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_->upload), "upload", "cudaMemcpyAsync");
     }
@@ -497,38 +481,6 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // Host to device through pinned staging: the values copied into `staged` 2 MB at a time, each
-  // piece's copy to the device queued on the upload stream as soon as it is staged (the copy engine
-  // moves one piece while the host stages the next). From 8 MB on, up to four host threads stage
-  // contiguous shares side by side (one thread's memcpy is slower than the bus).
-  void stage(char* staged, const char* src, char* dst, std::size_t bytes) {
-    constexpr std::size_t kPiece = std::size_t{2} << 20;
-    auto part = [&](std::size_t from, std::size_t to) {
-      for (std::size_t off = from; off < to; off += kPiece) {
-        const std::size_t len = std::min(kPiece, to - off);
-        std::memcpy(staged + off, src + off, len);
-        check(cudaMemcpyAsync(dst + off, staged + off, len, cudaMemcpyHostToDevice, ctx_->upload), "upload", "cudaMemcpyAsync");
-      }
-    };
-    const unsigned threads = bytes >= (std::size_t{8} << 20) ? std::clamp(std::thread::hardware_concurrency() / 2, 1u, 4u) : 1u;
-    if (threads == 1) return part(0, bytes);
-    const std::size_t share = (bytes / threads + kPiece - 1) / kPiece * kPiece;
-    std::vector<std::exception_ptr> errors(threads);
-    std::vector<std::thread> helpers;
-    auto run = [&](unsigned k) {
-      try {
-        part(std::min(bytes, k * share), std::min(bytes, (k + 1) * share));
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    };
-    for (unsigned k = 1; k < threads; ++k) helpers.emplace_back(run, k);
-    run(0);
-    for (auto& h : helpers) h.join();
-    for (const auto& e : errors)
-      if (e) std::rethrow_exception(e);
-  }
-
   // a (...) op b (...), the same shape: 0 add, 1 multiply
   BackendTensor binary(const BackendTensor& a, const BackendTensor& b, int op, const char* primitive) {
     checks::same_shape(kName, primitive, a, b);

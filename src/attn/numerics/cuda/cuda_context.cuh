@@ -1,7 +1,8 @@
 // The CUDA backend's device plumbing: messages for CUDA's errors and the device's memory, error
 // checks, device arrays, the context (streams, the pool, cuBLAS), the buffer a BackendTensor holds
-// and what fetch() hands the host. Not a stand-alone header: cuda_backend.cu includes it inside its
-// anonymous namespace, after kName and the backend_checks alias.
+// and what fetch() hands the host; the uploads' pinned staging and a count on its way back. Not a
+// stand-alone header: cuda_backend.cu includes it inside its anonymous namespace, after kName and the
+// backend_checks alias.
 // "1.5 GB" (powers of 1000, as attn's other messages)
 std::string bytes_text(double b) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
@@ -172,21 +173,71 @@ struct Context {
   std::map<void*, std::size_t> sizes_;  // every pinned block and its size
   std::vector<void*> free_;             // the pinned blocks not in use
   std::vector<std::pair<void*, cudaEvent_t>> in_flight_;  // blocks a copy still reads, free after its event
-  // (under mutex_) the in-flight blocks whose copies are done, back to free_; asks, never waits
-  void reclaim() {
-    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-      const cudaError_t e = cudaEventQuery(it->second);
-      if (e == cudaErrorNotReady) {
-        ++it;
-        continue;
-      }
-      check(e, "upload", "cudaEventQuery");
-      cudaEventDestroy(it->second);
-      free_.push_back(it->first);
-      it = in_flight_.erase(it);
-    }
-  }
+  void reclaim();  // (under mutex_) the in-flight blocks whose copies are done, back to free_; asks, never waits
+
   Backend::Traffic traffic_;
+};
+
+void Context::reclaim() {
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    const cudaError_t e = cudaEventQuery(it->second);
+    if (e == cudaErrorNotReady) {
+      ++it;
+      continue;
+    }
+    check(e, "upload", "cudaEventQuery");
+    cudaEventDestroy(it->second);
+    free_.push_back(it->first);
+    it = in_flight_.erase(it);
+  }
+}
+
+// Host to device through pinned staging: the values copied into `staged` 2 MB at a time, each
+// piece's copy to the device queued on the upload stream as soon as it is staged (the copy engine
+// moves one piece while the host stages the next). From 8 MB on, up to four host threads stage
+// contiguous shares side by side (one thread's memcpy is slower than the bus).
+void stage_upload(Context& ctx, char* staged, const char* src, char* dst, std::size_t bytes) {
+  constexpr std::size_t kPiece = std::size_t{2} << 20;
+  auto part = [&](std::size_t from, std::size_t to) {
+    for (std::size_t off = from; off < to; off += kPiece) {
+      const std::size_t len = std::min(kPiece, to - off);
+      std::memcpy(staged + off, src + off, len);
+      check(cudaMemcpyAsync(dst + off, staged + off, len, cudaMemcpyHostToDevice, ctx.upload), "upload", "cudaMemcpyAsync");
+    }
+  };
+  const unsigned threads = bytes >= (std::size_t{8} << 20) ? std::clamp(std::thread::hardware_concurrency() / 2, 1u, 4u) : 1u;
+  if (threads == 1) return part(0, bytes);
+  const std::size_t share = (bytes / threads + kPiece - 1) / kPiece * kPiece;
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> helpers;
+  auto run = [&](unsigned k) {
+    try {
+      part(std::min(bytes, k * share), std::min(bytes, (k + 1) * share));
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  };
+  for (unsigned k = 1; k < threads; ++k) helpers.emplace_back(run, k);
+  run(0);
+  for (auto& h : helpers) h.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// A count on its way to the host: pinned, copied in the compute stream's order; get() waits for it
+// (the caller has queued more work by then, so the device does not idle meanwhile).
+struct PendingCount {
+  std::shared_ptr<Context> ctx;
+  unsigned long long* host = nullptr;  // pinned: [count, first]
+  cudaEvent_t copied = nullptr;
+  ~PendingCount() {
+    if (copied != nullptr) cudaEventSynchronize(copied), cudaEventDestroy(copied);
+    if (host != nullptr) ctx->give_pinned(host);
+  }
+  Backend::EmptyRows get() const {
+    check(cudaEventSynchronize(copied), "empty_rows", "waiting for the count");
+    return {static_cast<std::int64_t>(host[0]), host[0] == 0 ? -1 : static_cast<std::int64_t>(host[1])};
+  }
 };
 
 // A tensor's device memory, from the pool, given back in stream order when the last view goes.
