@@ -195,3 +195,31 @@ TEST_CASE("summarise_head: the shares behind the label, and a local head at long
   // below T = 32 the local share is not given (the window is most of what a query sees)
   CHECK(summarise_head(uniform.data(), 1).local == -1);
 }
+
+TEST_CASE("the MLP a block of rows at a time gives the whole tensor's bits", "[heads][stream][mlp]") {
+  // BERT's post-norm and GELU; tiny Llama's gated SiLU, its all-zero MLP given weights of its own
+  for (const std::string dir : {"tiny-bert", "tiny-llama"}) {
+    INFO(dir);
+    const CheckpointInput in = input(dir);
+    auto be = make_backend("cpu");
+    const Tensor h = in.ckpt.embed(in.ids, in.types);
+    auto filled = [](const Tensor& like, std::uint32_t seed) {  // (a Tensor's copies share their storage: a new one)
+      Tensor t = Tensor::uninitialized(like.shape());
+      for (std::int64_t i = 0; i < t.size(); ++i) t.mutable_data()[i] = static_cast<float>((i * 2654435761u + seed) % 1000) / 1000.0f - 0.5f;
+      return t;
+    };
+    LayerWeights w = in.ckpt.layer(0);
+    if (w.W_gate) w.W_up = filled(w.W_up, 1), w.W_gate = filled(*w.W_gate, 2), w.W_down = filled(w.W_down, 3);
+    auto copy = [&] {
+      Tensor t = Tensor::uninitialized(h.shape());
+      std::copy_n(h.data(), h.size(), t.mutable_data());
+      return t;
+    };
+    Tensor whole = copy(), blocks = copy();
+    add_mlp(in.ckpt.arch(), w, *be, whole);
+    add_mlp(in.ckpt.arch(), w, *be, blocks, 7);  // blocks that do not divide T
+    REQUIRE(whole.size() == h.size());
+    CHECK(std::equal(whole.data(), whole.data() + whole.size(), blocks.data()));
+    CHECK(!std::equal(whole.data(), whole.data() + whole.size(), h.data()));  // the MLP added something
+  }
+}

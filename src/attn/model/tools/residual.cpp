@@ -9,6 +9,7 @@
 // Legend: T tokens, C model width, H heads, Hkv key/value heads, hd head width, I MLP width.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -173,10 +174,21 @@ Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
 
 // h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up);
 // Gemma's and OLMo 2's MLP output normalised before the addition
-void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h) {
-  const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
-  const Tensor n = post ? h : normalise(h, w.norm2_w, w.norm2_b, a.eps);
-  Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, T, I)
+// The MLP's rows a block: as many as keep a block's (R, I) activations near 64 MB, so a long input's
+// are made a block at a time (each B packed once a block: 2,048 rows of Llama-3.2-1B's I = 8,192).
+constexpr std::int64_t kMlpBlockFloats = std::int64_t{1} << 24;
+
+// Rows [r0, r1) of a (1, T, C) tensor.
+Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t C = t.dim(-1);
+  Tensor out = Tensor::uninitialized({1, r1 - r0, C});
+  std::copy_n(t.data() + r0 * C, (r1 - r0) * C, out.mutable_data());
+  return out;
+}
+
+// mlp(x) for rows x (1, R, C), the activation in place.
+Tensor mlp_rows(const Architecture& a, const LayerWeights& w, Backend& be, const Tensor& n) {
+  Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, R, I)
   if (a.encoder() && a.gated_mlp) {  // T5 v1.1: act(wi_0 x) · wi_1 x
     Tensor gate = linear(be, n, *w.W_gate, nullptr);
     activate(a.act, gate);
@@ -191,11 +203,28 @@ void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& 
     gate_times(gate, up, a.gelu_mlp);
     up = std::move(gate);
   }
-  Tensor down = linear(be, up, w.W_down, &w.b_down);
-  if (w.mlp_out_norm) down = normalise(down, *w.mlp_out_norm, Tensor{}, a.eps);
-  add_into(h, down.data());
+  return linear(be, up, w.W_down, &w.b_down);
+}
+
+}  // namespace
+
+void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows) {
+  const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
+  const std::int64_t T = h.size() / h.dim(-1), C = h.dim(-1);
+  const std::int64_t rows = block_rows > 0 ? block_rows : std::max<std::int64_t>(1, kMlpBlockFloats / std::max<std::int64_t>(1, w.W_up.dim(-1)));
+  for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
+    const std::int64_t r1 = std::min(T, r0 + rows);
+    const Tensor x = T <= rows ? h : rows_of(h, r0, r1);
+    const Tensor n = post ? x : normalise(x, w.norm2_w, w.norm2_b, a.eps);
+    Tensor down = mlp_rows(a, w, be, n);
+    if (w.mlp_out_norm) down = normalise(down, *w.mlp_out_norm, Tensor{}, a.eps);
+    Scalar* out = h.mutable_data() + r0 * C;
+    for (std::int64_t i = 0; i < (r1 - r0) * C; ++i) out[i] += down.data()[i];
+  }
   if (a.block == Architecture::Block::PostLayerNorm) h = normalise(h, w.mlp_ln_w, w.mlp_ln_b, a.eps);  // BERT: LayerNorm(h + mlp(h))
 }
+
+namespace {
 
 // The attention block's input: the first norm's output, or (OLMo 2) the stream itself
 Tensor attention_input(const Architecture& a, const LayerWeights& w, const Tensor& h) {

@@ -23,6 +23,12 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
 // The attention block's output (1, T, C) for the spec of a layer's attention.
 using Attention = std::function<Tensor(const Spec&)>;
 
+// h (1, T, C) += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) ·
+// up); Gemma's and OLMo 2's MLP output normalised before the addition; BERT's LayerNorm after. A block
+// of rows at a time (each row's products and norms are its own, so the bits are the whole tensor's):
+// a long input's (T, I) activations are never whole. block_rows: 0, as many as keep a block near 64 MB.
+void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows = 0);
+
 // One layer on the residual stream h (1, T, C): attention (by `attention`, on the layer's spec), the
 // norms and residual additions around it, then the MLP when `mlp` (nothing reads the stream after the
 // last layer's attention unless the model's head does).
