@@ -52,7 +52,7 @@ int rollout(const HeadsEvidence& o, const std::string& file, const std::string& 
   hooks.option = "--rollout";
   hooks.rows = [&](const WeightRows& b) {  // each block of a layer's rows as it is made
     if (!acc) acc.emplace(combine, b.S);
-    acc->add_rows(b.w, b.H, b.i0, b.i1);
+    acc->add_rows(b.w, b.H, b.i0, b.i1, b.cols);
   };
   const std::vector<HeadsView> views = load_heads(file, res.max_bytes(), res.why(), keep, hooks);
   const HeadsView& v = views.front();

@@ -98,7 +98,7 @@ TEST_CASE("attn heads streamed: rollout's and ablation's hooks give the same in 
       add_loss_hook(hooks, &r.loss, &ids);
       hooks.rows = [&](const WeightRows& b) {
         if (!acc) acc.emplace(RolloutHeads::Mean, b.S);
-        acc->add_rows(b.w, b.H, b.i0, b.i1);
+        acc->add_rows(b.w, b.H, b.i0, b.i1, b.cols);
       };
       HeadsKeep keep;
       keep.block_rows = rows;

@@ -107,7 +107,6 @@ Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, st
     shown.shown.push_back("context");
     context = Tensor::uninitialized({1, s.H, s.T, hv});
   }
-  std::vector<float> block;
   Tensor output = Tensor::uninitialized({1, s.T, s.C});
   for (std::int64_t i0 = 0; i0 < s.T; i0 += rows) {
     const std::int64_t i1 = std::min(s.T, i0 + rows);
@@ -122,10 +121,7 @@ Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, st
       for (std::int64_t h = 0; h < s.H; ++h)
         std::copy_n(c->value.data() + h * (i1 - i0) * hv, (i1 - i0) * hv, context.mutable_data() + (h * s.T + i0) * hv);
     }
-    const Scalar* w = t.find("weights")->value.data();  // (H, i1 − i0, S′)
-    block.assign(static_cast<std::size_t>(s.H * (i1 - i0) * s.S), 0.0f);
-    for (std::int64_t r = 0; r < s.H * (i1 - i0); ++r) std::copy_n(w + r * b.S, b.S, block.data() + r * s.S);
-    const WeightRows made{layer, i0, i1, s.H, s.S, block.data()};
+    const WeightRows made{layer, i0, i1, s.H, s.S, b.S, t.find("weights")->value.data()};  // (H, i1 − i0, S′)
     each(made);
     if (hooks.rows) hooks.rows(made);
   }
@@ -184,12 +180,12 @@ void keep_rows(HeadsView& v, const WeightRows& b) {
   for (std::int64_t h = 0; h < b.H; ++h)
     for (std::int64_t i = b.i0; i < b.i1; ++i) {
       const float* row = b.row(h, i);
-      if (v.kept()) {
-        std::copy_n(row, S, v.weights.data() + ((b.layer * v.heads + h) * v.T + i) * S);
+      if (v.kept()) {  // (the keys past cols stay zero)
+        std::copy_n(row, b.cols, v.weights.data() + ((b.layer * v.heads + h) * v.T + i) * S);
         continue;
       }
       float* cells = v.grid.data() + ((b.layer * v.heads + h) * v.grid_rows() + i / v.pool) * v.grid_cols();
-      for (std::int64_t j = 0; j < S; ++j) {
+      for (std::int64_t j = 0; j < b.cols; ++j) {
         if (!v.visible(b.layer, i, j)) continue;
         float& c = cells[j / v.pool];
         if (std::isnan(c) || row[j] > c) c = row[j];
@@ -231,7 +227,7 @@ HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_
     layer.add(b);
     keep_rows(v, b);
     if (b.layer == keep.head_layer)  // --head: that head's rows, whole
-      for (std::int64_t i = b.i0; i < b.i1; ++i) std::copy_n(b.row(keep.head, i), v.T, v.head_weights.data() + i * v.T);
+      for (std::int64_t i = b.i0; i < b.i1; ++i) std::copy_n(b.row(keep.head, i), b.cols, v.head_weights.data() + i * v.T);
     if (b.i1 == v.T) layer.finish(v.summaries);
   }, keep.block_rows, hooks);
   return v;

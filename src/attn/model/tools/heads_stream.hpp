@@ -16,12 +16,13 @@
 
 namespace attn::model {
 
-// One block of a layer's weights as it is made: query rows [i0, i1) of every head over S keys
-// (B = 1), row (h, i) at row(h, i). A causal layer's rows are zero above the diagonal.
+// One block of a layer's weights as it is made: query rows [i0, i1) of every head over the layer's S
+// keys (B = 1), row (h, i) at row(h, i), its first `cols` keys stored: a causal block's are the keys
+// up to its last row (cols = i1), those after them zero and not stored; otherwise cols = S.
 struct WeightRows {
-  std::int64_t layer = 0, i0 = 0, i1 = 0, H = 0, S = 0;
-  const float* w = nullptr;  // (H, i1 − i0, S)
-  const float* row(std::int64_t h, std::int64_t i) const { return w + (h * (i1 - i0) + (i - i0)) * S; }
+  std::int64_t layer = 0, i0 = 0, i1 = 0, H = 0, S = 0, cols = 0;
+  const float* w = nullptr;  // (H, i1 − i0, cols)
+  const float* row(std::int64_t h, std::int64_t i) const { return w + (h * (i1 - i0) + (i - i0)) * cols; }
 };
 // Called with each block of each layer, layers in order, a layer's blocks in query order.
 using WeightRowsHook = std::function<void(const WeightRows&)>;

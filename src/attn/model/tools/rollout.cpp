@@ -33,16 +33,21 @@ RolloutAccumulator::RolloutAccumulator(RolloutHeads combine, std::int64_t T) {
 }
 
 // Rows [i0, i1) of Ã (T, T), the heads of one layer combined at each cell, the identity added, each
-// row renormalised, from those rows' weights w (H, i1 − i0, T).
-void RolloutAccumulator::add_rows(const float* w, std::int64_t H, std::int64_t i0, std::int64_t i1) {
+// row renormalised, from those rows' weights w (H, i1 − i0, cols), the keys from cols on zero.
+void RolloutAccumulator::add_rows(const float* w, std::int64_t H, std::int64_t i0, std::int64_t i1, std::int64_t cols) {
   const std::int64_t T = r_.T, n = i1 - i0;
+  if (cols < 0) cols = T;
   if (pending_.empty()) pending_.assign(static_cast<std::size_t>(T * T), 0.0);
   for (std::int64_t i = i0; i < i1; ++i) {
     double* row = pending_.data() + i * T;
     for (std::int64_t j = 0; j < T; ++j) {
-      double m = w[(i - i0) * T + j];
+      if (j >= cols) {  // a key no row of the block sees: every head's weight 0
+        row[j] = 0.0;
+        continue;
+      }
+      double m = w[(i - i0) * cols + j];
       for (std::int64_t h = 1; h < H; ++h) {
-        const double x = w[(h * n + i - i0) * T + j];
+        const double x = w[(h * n + i - i0) * cols + j];
         m = r_.combine == RolloutHeads::Mean ? m + x : r_.combine == RolloutHeads::Max ? std::max(m, x) : std::min(m, x);
       }
       row[j] = r_.combine == RolloutHeads::Mean ? m / static_cast<double>(H) : m;

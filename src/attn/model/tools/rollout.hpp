@@ -35,8 +35,9 @@ class RolloutAccumulator {
   // One layer's attention weights (H, T, T), row-major, layer after layer from the first.
   void add_layer(const float* weights, std::int64_t H);
   // The same a block of query rows at a time (attn heads' streamed layers): rows [i0, i1) of every
-  // head, (H, i1 − i0, T); a layer's blocks in order, the layer done with its last row.
-  void add_rows(const float* weights, std::int64_t H, std::int64_t i0, std::int64_t i1);
+  // head over their first `cols` keys, (H, i1 − i0, cols), the later keys' weights zero (a causal
+  // block's; −1: all T); a layer's blocks in order, the layer done with its last row.
+  void add_rows(const float* weights, std::int64_t H, std::int64_t i0, std::int64_t i1, std::int64_t cols = -1);
   // The rollout so far (every layer added), query set to `query`.
   Rollout finish(std::int64_t query) &&;
 
