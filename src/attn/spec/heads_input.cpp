@@ -22,7 +22,7 @@ namespace attn::model {
 void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept) {
   const auto& a = in.ckpt.arch();
   const auto T = static_cast<std::int64_t>(std::max(in.ids.size(), in.source_ids.size()));
-  const RunEstimate e = model_run_bytes({a.C, a.H, a.Hkv, a.hd, a.inner, a.encoder()}, T, streamed, kept);
+  const RunEstimate e = model_run_bytes({a.C, a.H, a.Hkv, a.hd, a.inner, a.encoder(), mlp_block_rows(a.inner)}, T, streamed, kept);
   require_machine_fits(e.total, fmt::format("{} on {} tokens of {}", command, T, a.name()),
                        fmt::format("{} for one layer's attention{}, {} for the residual stream and one layer's MLP, beyond the mapped checkpoint",
                                    human_bytes(e.attention), streamed ? " streamed" : fmt::format(" trace with its [H, T, T] = [{}, {}, {}] steps", a.H, T, T),

@@ -94,7 +94,8 @@ RunEstimate model_run_bytes(const ModelSizes& m, std::int64_t T, bool streamed, 
   a.mode = m.encoder ? Mode::Self : Mode::Causal;
   RunEstimate e;
   e.attention = kept_bytes(plan_trace(spec_from_sizes(a), streamed)) + extra;  // streamed: the fused trace, no [H, T, S] step
-  e.mlp = 4.0 * static_cast<double>(T) * (3.0 * static_cast<double>(m.I) + 4.0 * static_cast<double>(m.C));
+  const std::int64_t rows = m.mlp_rows > 0 ? std::min(T, m.mlp_rows) : T;  // a block's (rows, I) activations, three of them
+  e.mlp = 4.0 * (3.0 * static_cast<double>(rows) * static_cast<double>(m.I) + 4.0 * static_cast<double>(T) * static_cast<double>(m.C));
   e.total = e.attention + e.mlp;
   return e;
 }

@@ -58,6 +58,7 @@ Spec spec_from_sizes(const SizeArgs& sizes);
 struct ModelSizes {
   std::int64_t C = 0, H = 0, Hkv = 0, hd = 0, I = 0;
   bool encoder = false;
+  std::int64_t mlp_rows = 0;  // the MLP's rows a block (residual.hpp's mlp_block_rows; 0: all T at once)
 };
 struct RunEstimate {
   double total = 0, attention = 0, mlp = 0;

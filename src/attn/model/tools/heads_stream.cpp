@@ -92,13 +92,19 @@ Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, const Tensor& v
   return b;
 }
 
-// Layer `layer`'s attention (its Spec s and the trace of its projections) in blocks of `rows` query
+// Layer `layer`'s attention (its Spec s: its projections by the pipeline, then) in blocks of `rows` query
 // rows: each block's weights handed to `each` (and hooks.rows) as (H, rows, S), a causal block's keys
 // past S′ zero; returns the attention block's output (1, T, C), its rows the blocks', edited by
 // hooks.output with the blocks' context vectors gathered (1, H, T, hv).
-Tensor attend_in_blocks(const Spec& s, const Trace& layer_trace, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each,
-                        const LayerHooks& hooks) {
-  const Tensor q = final_flat(layer_trace, "q", s.H, s.T), k = final_flat(layer_trace, "k", s.Hkv, s.S), v = final_flat(layer_trace, "v", s.Hkv, s.S);
+Tensor attend_in_blocks(const Spec& s, Backend& be, std::int64_t layer, std::int64_t rows, const WeightRowsHook& each, const LayerHooks& hooks) {
+  Tensor q, k, v;
+  {
+    PipelineOptions projections;
+    projections.project_only = true;  // q, k and v; the attention itself is made in blocks
+    projections.shown = {"q", "k", "v"};
+    const Trace trace = run_pipeline(s, be, projections);  // (dropped before the blocks: its steps are [T, C] each)
+    q = final_flat(trace, "q", s.H, s.T), k = final_flat(trace, "k", s.Hkv, s.S), v = final_flat(trace, "v", s.Hkv, s.S);
+  }
   PipelineOptions shown;
   shown.shown = {"weights", "output"};
   const std::int64_t hv = s.dv / s.H;
@@ -138,15 +144,10 @@ void stream_layer_weights(const Checkpoint& ckpt, const std::vector<std::int64_t
   const auto T = static_cast<std::int64_t>(ids.size());
   const std::int64_t rows = block_rows > 0 ? block_rows
                                            : std::max<std::int64_t>(1, static_cast<std::int64_t>(kBlockBytes / (4.0 * static_cast<double>(a.H * std::max<std::int64_t>(T, 1)))));
-  PipelineOptions projections;
-  projections.project_only = true;  // q, k and v; the attention itself is made in blocks
-  projections.shown = {"q", "k", "v"};
   Tensor h = ckpt.embed(ids, types);
   for (std::int64_t l = 0; l < a.layers; ++l) {
-    run_layer_with(ckpt, l, *be, h, {tokens}, [&](const Spec& s) {
-      const Trace trace = run_pipeline(s, *be, projections);
-      return attend_in_blocks(s, trace, *be, l, rows, each, hooks);
-    }, l + 1 < a.layers || hooks.stream);  // [#43] the last MLP too when the stream is asked for
+    run_layer_with(ckpt, l, *be, h, {tokens}, [&](const Spec& s) { return attend_in_blocks(s, *be, l, rows, each, hooks); },
+                   l + 1 < a.layers || hooks.stream);  // [#43] the last MLP too when the stream is asked for
   }
   if (hooks.stream) hooks.stream(ckpt, ids, h);
 }

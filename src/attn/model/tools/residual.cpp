@@ -208,10 +208,12 @@ Tensor mlp_rows(const Architecture& a, const LayerWeights& w, Backend& be, const
 
 }  // namespace
 
+std::int64_t mlp_block_rows(std::int64_t I) { return std::max<std::int64_t>(1, kMlpBlockFloats / std::max<std::int64_t>(1, I)); }
+
 void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows) {
   const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
   const std::int64_t T = h.size() / h.dim(-1), C = h.dim(-1);
-  const std::int64_t rows = block_rows > 0 ? block_rows : std::max<std::int64_t>(1, kMlpBlockFloats / std::max<std::int64_t>(1, w.W_up.dim(-1)));
+  const std::int64_t rows = block_rows > 0 ? block_rows : mlp_block_rows(w.W_up.dim(-1));
   for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
     const std::int64_t r1 = std::min(T, r0 + rows);
     const Tensor x = T <= rows ? h : rows_of(h, r0, r1);

@@ -28,6 +28,8 @@ using Attention = std::function<Tensor(const Spec&)>;
 // of rows at a time (each row's products and norms are its own, so the bits are the whole tensor's):
 // a long input's (T, I) activations are never whole. block_rows: 0, as many as keep a block near 64 MB.
 void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows = 0);
+// The MLP's rows a block by default, for an MLP width I (what the memory estimates count).
+std::int64_t mlp_block_rows(std::int64_t I);
 
 // One layer on the residual stream h (1, T, C): attention (by `attention`, on the layer's spec), the
 // norms and residual additions around it, then the MLP when `mlp` (nothing reads the stream after the
