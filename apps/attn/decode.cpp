@@ -72,6 +72,7 @@ int run_generation(const DecodeOptions& o) {
   }
   if (o.head >= 0 && o.format == "json") throw attn::InputError("--head: --format json writes every head's weights; leave --head out");
   const attn::model::CheckpointInput in = attn::model::load_checkpoint_input(o.file, "attn decode --tokens");
+  attn::model::require_model_fits(in, "attn decode --tokens", false, 0);  // the prompt's pass through the layers, before it runs
   if (o.head >= in.ckpt.arch().H) {
     throw attn::InputError(fmt::format("--head {}: expected 0 .. {} ({} has {} heads)", o.head, in.ckpt.arch().H - 1, in.ckpt.arch().name(), in.ckpt.arch().H));
   }
@@ -95,7 +96,9 @@ int run_decode(const DecodeOptions& o) {
   for (const auto& [given, name] : {std::pair{o.head >= 0, "--head"}, std::pair{o.format != "text", "--format"}}) {
     if (given) throw attn::InputError(fmt::format("{}: goes with --tokens N (the whole model writing N tokens)", name));
   }
+  if (attn::model::names_checkpoint(o.file)) attn::model::require_model_fits(attn::model::load_checkpoint_input(o.file, "attn decode"), "attn decode", false, 0);
   const attn::Spec spec = load_checked(o.file, o.resources);
+  attn::require_machine_fits(attn::kept_bytes(attn::plan_trace(spec)), "attn decode", "the full causal trace's tensors, as attn cost counts them");
   auto backend = attn::make_backend(o.backend);
   attn::require_fits_on(*backend, spec);  // the device's memory, as load_checked did the host's
   const attn::Decode d = attn::run_decode(spec, *backend, o.prefill);

@@ -44,16 +44,17 @@ void check_options(const HeadsEvidence& o, const std::string& format) {
   if (o.evidence && (format == "svg" || format == "html")) refuse(fmt::format("--format {}: --evidence writes text or json", format));
 }
 
-int rollout(const HeadsEvidence& o, const std::string& file, const std::string& format, attn::ColorMode color, int width, const Resources& res) {
+int rollout(const HeadsEvidence& o, const std::string& file, const std::string& format, attn::ColorMode color, int width, const Resources& res,
+            const HeadsKeep& keep) {
   const RolloutHeads combine = o.rollout_heads == "max" ? RolloutHeads::Max : o.rollout_heads == "min" ? RolloutHeads::Min : RolloutHeads::Mean;
   std::optional<RolloutAccumulator> acc;
   LayerHooks hooks;
   hooks.option = "--rollout";
-  hooks.weights = [&](std::int64_t, const float* w, std::int64_t H, std::int64_t T, std::int64_t) {
-    if (!acc) acc.emplace(combine, T);
-    acc->add_layer(w, H);
+  hooks.rows = [&](const WeightRows& b) {  // each block of a layer's rows as it is made
+    if (!acc) acc.emplace(combine, b.S);
+    acc->add_rows(b.w, b.H, b.i0, b.i1, b.cols);
   };
-  const std::vector<HeadsView> views = load_heads(file, res.max_bytes(), res.why(), hooks);
+  const std::vector<HeadsView> views = load_heads(file, res.max_bytes(), res.why(), keep, hooks);
   const HeadsView& v = views.front();
   const std::vector<std::string> labels = heads_detail::token_labels(v);
   const std::int64_t query = o.rollout_query.empty() ? v.T - 1 : rollout_query(o.rollout_query, labels, "--rollout-query");
@@ -72,22 +73,24 @@ int rollout(const HeadsEvidence& o, const std::string& file, const std::string& 
 }
 
 // One run of the model with `heads` removed, compared with the clean one.
-AblationRun ablated_run(const AblationReport& report, const std::vector<HeadRef>& heads, AblationMode mode, const std::string& file, const Resources& res) {
+AblationRun ablated_run(const AblationReport& report, const std::vector<HeadRef>& heads, AblationMode mode, const std::string& file, const Resources& res,
+                        const HeadsKeep& keep) {
   AblationRun run;
   run.heads = heads, run.mode = mode;
   LayerHooks hooks = ablation_hooks(heads, mode);
   std::vector<std::int64_t> ids;
   add_loss_hook(hooks, &run.loss, &ids);
   hooks.option = report.evidence ? "--evidence" : "--ablate";
-  run.view = load_heads(file, res.max_bytes(), res.why(), hooks).front();
-  compare_runs(report.clean, report.ids, run);
+  run.view = load_heads(file, res.max_bytes(), res.why(), keep, hooks).front();
+  compare_runs(report.clean, run);
   std::string names;
   for (const auto& h : heads) names += (names.empty() ? "" : ", ") + head_ref_name(h);
   run.view.notes.push_back(fmt::format("ablated: {} ({}), before the output projection; every weight and label here is of that run", names, ablation_mode_name(mode)));
   return run;
 }
 
-int ablation(const HeadsEvidence& o, const std::string& file, const std::string& format, attn::ColorMode color, int width, const Resources& res) {
+int ablation(const HeadsEvidence& o, const std::string& file, const std::string& format, attn::ColorMode color, int width, const Resources& res,
+             const HeadsKeep& keep) {
   AblationReport report;
   report.evidence = o.evidence;
   const std::string option = o.evidence ? "--evidence" : "--ablate";
@@ -95,13 +98,13 @@ int ablation(const HeadsEvidence& o, const std::string& file, const std::string&
   LayerHooks clean;
   clean.option = option;
   add_loss_hook(clean, &report.loss, &report.ids);
-  report.clean = load_heads(file, res.max_bytes(), res.why(), clean).front();
+  report.clean = load_heads(file, res.max_bytes(), res.why(), keep, clean).front();
   check_head_list(named, report.clean.layers, report.clean.heads, "--ablate");
   const AblationMode mode = o.ablation == "mean" ? AblationMode::Mean : AblationMode::Zero;
   if (o.evidence)
-    for (const auto& h : labelled_heads(report.clean)) report.runs.push_back(ablated_run(report, {h}, mode, file, res));
+    for (const auto& h : labelled_heads(report.clean)) report.runs.push_back(ablated_run(report, {h}, mode, file, res, keep));
   else
-    report.runs.push_back(ablated_run(report, named, mode, file, res));
+    report.runs.push_back(ablated_run(report, named, mode, file, res, keep));
   if (format == "json") render_ablation_json(report, std::cout);
   else if (format == "svg" || format == "html") {  // the ablated run's heads, the loss among its notes
     HeadsView& v = report.runs.front().view;
@@ -126,10 +129,10 @@ int ablation(const HeadsEvidence& o, const std::string& file, const std::string&
 }  // namespace
 
 int run_heads_evidence(const HeadsEvidence& o, const std::string& file, const std::string& format, attn::ColorMode color, int width,
-                       const Resources& resources) {
+                       const Resources& resources, const HeadsKeep& keep) {
   check_options(o, format);
-  if (o.rollout) return rollout(o, file, format, color, width, resources);
-  return ablation(o, file, format, color, width, resources);
+  if (o.rollout) return rollout(o, file, format, color, width, resources, keep);
+  return ablation(o, file, format, color, width, resources, keep);
 }
 
 }  // namespace attn_cli

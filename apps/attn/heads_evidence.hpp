@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "attn/model/tools/heads_stream.hpp"
 #include "cli.hpp"
 
 namespace attn_cli {
@@ -21,7 +22,8 @@ struct HeadsEvidence {
 };
 
 void setup_heads_evidence(CLI::App* heads, HeadsEvidence& o);
+// keep: --weights (every weight kept and written at any T).
 int run_heads_evidence(const HeadsEvidence& o, const std::string& file, const std::string& format, attn::ColorMode color, int width,
-                       const Resources& resources);
+                       const Resources& resources, const attn::model::HeadsKeep& keep);
 
 }  // namespace attn_cli

@@ -156,11 +156,21 @@ void predict_options(const RunOptions& o, const attn::Spec& spec, const attn::Tr
   if (o.predict) attn::predicted_steps(trace, t.predict_ids, t.steps);
 }
 
+// The input read, refused up front (exit 2, with the estimate) when it would not fit: a checkpoint's
+// layers before they run (they run while the spec is read), then the trace in --max-memory and in the
+// machine's available memory.
+attn::Spec load_fitting(const RunOptions& o) {
+  if (attn::model::names_checkpoint(o.file)) attn::model::require_model_fits(attn::model::load_checkpoint_input(o.file, "attn run"), "attn run", false, 0);
+  attn::Spec spec = load_checked(o.file, o.resources, o.fused);
+  attn::require_machine_fits(attn::kept_bytes(attn::plan_trace(spec, o.fused)), "attn run", "the trace's tensors, as attn cost counts them");
+  return spec;
+}
+
 int run_run(const RunOptions& o) {
   check_predict(o);
   attn::PipelineOptions options;
   if (!o.mistake.empty()) options.mistake = attn::mistake_for_pass(o.mistake, o.backward, attn::Door::Cli);  // before the input is read
-  const attn::Spec spec = load_checked(o.file, o.resources, o.fused);
+  const attn::Spec spec = load_fitting(o);
   auto backend = attn::make_backend(o.backend);
   attn::require_fits_on(*backend, spec, o.fused);  // the device's memory, as load_checked did the host's
   options.fused = o.fused;

@@ -1,4 +1,5 @@
 // Each numeric primitive of the CPU backend against hand-computed values.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -164,4 +165,29 @@ TEST_CASE("download of a CPU tensor is a view, not a copy", "[cpu]") {
   Tensor t({2, 2}, {1, 2, 3, 4});
   auto d = be->upload(t);
   CHECK(be->download(d.view({4})).data() == t.data());
+}
+
+TEST_CASE("a large tensor's storage is reused after another's is freed: the closest kept mapping, trimmed or grown, zeroed when asked", "[tensor]") {
+  const Shape big{10, std::int64_t{1} << 20};  // 40 MB: a mapping of its own
+  const float* first = nullptr;
+  {
+    Tensor dirty = Tensor::uninitialized(big);
+    std::fill(dirty.mutable_data(), dirty.mutable_data() + dirty.size(), 7.0f);
+    first = dirty.data();
+  }
+  Tensor zeroed(big);  // the freed mapping, kept populated, taken again
+  CHECK(zeroed.data() == first);
+  CHECK(std::all_of(zeroed.data(), zeroed.data() + zeroed.size(), [](float x) { return x == 0.0f; }));
+  // a smaller one takes the kept mapping, its tail unmapped
+  std::fill(zeroed.mutable_data(), zeroed.mutable_data() + zeroed.size(), 5.0f);
+  const float* second = zeroed.data();
+  zeroed = Tensor();
+  Tensor smaller = Tensor::uninitialized({9, std::int64_t{1} << 20});  // 36 MB
+  CHECK(smaller.data() == second);
+  // a larger one grows a kept mapping (its new pages populated), zeroed when asked, written to its end
+  smaller = Tensor();
+  Tensor larger({12, std::int64_t{1} << 20});  // 48 MB
+  CHECK(std::all_of(larger.data(), larger.data() + larger.size(), [](float x) { return x == 0.0f; }));
+  larger.mutable_data()[larger.size() - 1] = 3.0f;
+  CHECK(larger.data()[larger.size() - 1] == 3.0f);
 }

@@ -187,9 +187,16 @@ TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
       "  head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
       "",
       "L0 h0  previous token 1.00   entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
+      // each head's shares under its line (queries 1 and 2: cat's previous token is the first), each layer's means after its heads
+      "       first 0.50, previous 1.00, self 0.00, distance 0.7",
       "L0 h1  first token 1.00      entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
+      "       first 1.00, previous 0.50, self 0.00, distance 1.0",
+      "L0 mean: entropy 0.00 of 0.86 bits, first 0.75, previous 0.75, self 0.00, distance 0.8",
       "L1 h0  same token 1.00       entropy 0.00 of 0.86 bits   max off-diagonal 0.00 (cat → The)",
+      "       first 0.00, previous 0.00, self 1.00, distance 0.0",
       "L1 h1  broad 0.99            entropy 0.86 of 0.86 bits   max off-diagonal 0.50 (cat → The)",
+      "       first 0.40, previous 0.40, self 0.45, distance 0.5",
+      "L1 mean: entropy 0.43 of 0.86 bits, first 0.20, previous 0.20, self 0.73, distance 0.2",
   };
   CHECK(lines_of(out.str()) == expected);
   // the same bytes every time

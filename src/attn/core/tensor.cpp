@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "attn/core/error.hpp"
 
@@ -20,6 +23,71 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14); older kernels refuse it harmlessly
 
 std::size_t mapped_size(std::size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+
+// Large mappings freed lately, kept (populated) for the next large allocation: the kept mapping
+// closest in size is taken, its tail unmapped when it is larger, grown (mremap, only the new pages
+// populated) when it is smaller. A computation that makes and drops large tensors over and over
+// (attn heads' blocks of rows, each a little wider than the last; a checkpoint's layers) then has the
+// kernel zero its pages about once, not at every allocation. At most kCachedBytes are kept, the
+// oldest unmapped first. Their stale values are no one's: a Tensor is either filled by its producer
+// (uninitialized) or zeroed here (Tensor(Shape)).
+class MappingCache {
+ public:
+  struct Taken {
+    void* p = nullptr;
+    std::size_t populated = 0;  // bytes from p on that are backed already
+  };
+  Taken take(std::size_t size) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_.empty()) return {};
+    auto best = kept_.begin();  // the closest in size, the latest kept of those
+    auto distance = [&](std::size_t n) { return n > size ? n - size : size - n; };
+    for (auto it = kept_.begin(); it != kept_.end(); ++it)
+      if (distance(it->second) <= distance(best->second)) best = it;
+    const auto [p, have] = *best;
+    bytes_ -= have;
+    kept_.erase(best);
+    if (have >= size) {
+      if (have > size) munmap(static_cast<char*>(p) + size, have - size);  // (both multiples of kHugePage)
+      return {p, size};
+    }
+    void* grown = mremap(p, have, size, MREMAP_MAYMOVE);
+    if (grown == MAP_FAILED) {
+      munmap(p, have);
+      return {};
+    }
+    return {grown, have};
+  }
+  void give(void* p, std::size_t size) {
+    std::vector<std::pair<void*, std::size_t>> out;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (size > kCachedBytes) {
+        out.emplace_back(p, size);
+      } else {
+        while (bytes_ + size > kCachedBytes) {
+          out.push_back(kept_.front());
+          bytes_ -= kept_.front().second;
+          kept_.erase(kept_.begin());
+        }
+        kept_.emplace_back(p, size);
+        bytes_ += size;
+      }
+    }
+    for (const auto& [q, n] : out) munmap(q, n);
+  }
+
+ private:
+  static constexpr std::size_t kCachedBytes = std::size_t{512} << 20;
+  std::mutex mutex_;
+  std::vector<std::pair<void*, std::size_t>> kept_;  // oldest first
+  std::size_t bytes_ = 0;
+};
+
+MappingCache& mappings() {
+  static auto* cache = new MappingCache;  // never destroyed: tensors may be freed during exit
+  return *cache;
+}
 }  // namespace
 
 // Large buffers: an anonymous mapping populated by the kernel in one call (measured on 3.4 GB: 0.75 s,
@@ -31,22 +99,28 @@ T* StorageAllocator<T>::allocate(std::size_t n) {
   const std::size_t bytes = n * sizeof(T);
   if (bytes < kHugePage) return std::allocator<T>().allocate(n);
   const std::size_t size = mapped_size(bytes);
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  if (!populate) return static_cast<T*>(p);
+  const auto [kept, populated] = mappings().take(size);
+  void* p = kept;
+  if (p == nullptr) {
+    p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+  }
+  if (!populate || populated == size) return static_cast<T*>(p);
   // The kernel zeroes the pages one thread at a time per call: from 8 MB on (where a thread team
   // pays for itself), the threads each populate their own slices (2-core VM: 4.3 -> 8 GB/s).
   constexpr std::size_t kSlice = std::size_t{512} << 10;
-  const auto slices = static_cast<std::int64_t>(size / kSlice);
-#pragma omp parallel for schedule(dynamic, 1) if (size >= (std::size_t{8} << 20) && !omp_in_parallel())
-  for (std::int64_t i = 0; i < slices; ++i) populate_pages(static_cast<char*>(p) + i * kSlice, kSlice);
+  char* from = static_cast<char*>(p) + populated;
+  const std::size_t rest = size - populated;
+  const auto slices = static_cast<std::int64_t>((rest + kSlice - 1) / kSlice);
+#pragma omp parallel for schedule(dynamic, 1) if (rest >= (std::size_t{8} << 20) && !omp_in_parallel())
+  for (std::int64_t i = 0; i < slices; ++i) populate_pages(from + i * kSlice, std::min(kSlice, rest - static_cast<std::size_t>(i) * kSlice));
   return static_cast<T*>(p);
 }
 
 template <typename T>
 void StorageAllocator<T>::deallocate(T* p, std::size_t n) noexcept {
   if (n * sizeof(T) < kHugePage) std::allocator<T>().deallocate(p, n);
-  else munmap(p, mapped_size(n * sizeof(T)));
+  else mappings().give(p, mapped_size(n * sizeof(T)));
 }
 
 template struct StorageAllocator<Scalar>;

@@ -248,8 +248,10 @@ void attend(const Spec& s, Backend& be, const Hooks& m, Recorder& r, const Heads
 }
 
 // The forward pass. Shapes are the full ones; the trace drops B and H where the input has none.
-Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r, bool fused) {
-  if (fused) {
+Trace attention_forward(const Spec& s, Backend& be, const Hooks& m, Recorder& r, bool fused, bool project_only) {
+  if (project_only) {
+    project_heads(s, be, m, r);
+  } else if (fused) {
     attend_fused(s, be, m, r, project_heads(s, be, m, r));
   } else if (s.entry == Entry::Scores) {
     // the scores, given (with the values, when given)
@@ -281,7 +283,7 @@ Trace run_pipeline(const Spec& spec, Backend& backend, const PipelineOptions& op
   recorder.facts.mask_after_softmax = hooks.mask_after_softmax;
   recorder.facts.mistake = options.mistake;
   recorder.round_as_printed(options.rounded);
-  Trace t = attention_forward(spec, backend, hooks, recorder, options.fused);
+  Trace t = attention_forward(spec, backend, hooks, recorder, options.fused, options.project_only);
   if (options.mistake != Mistake::None) {
     const auto& info = mistake_info(options.mistake);
     t.config.notes.push_back(fmt::format("simulated mistake {}: {}", info.name, info.description));

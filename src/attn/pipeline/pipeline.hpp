@@ -29,6 +29,9 @@ struct PipelineOptions {
   // FlashAttention's fused pass (attn run --fused): the context straight from q, k and v, with no
   // [T, S] step (kᵀ, scores, scaled, masked, weights) in the trace.
   bool fused = false;
+  // Only the projections: x to q, k and v, split into heads, normalised and rotated (the steps up to
+  // q.rope and k.rope), nothing after them. attn heads makes the rest a block of query rows at a time.
+  bool project_only = false;
   // Each step's time measured to the end of its work (--timings): the backend is waited for after
   // every step. Without it a device runs ahead of the host, and a step's time is only the host's.
   bool timings = false;

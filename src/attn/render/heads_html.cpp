@@ -114,7 +114,7 @@ constexpr const char* kScript = R"js(
       buttons.forEach(function (b) { b.setAttribute('aria-pressed', +b.dataset.l === cur[0] && +b.dataset.h === cur[1] ? 'true' : 'false'); });
       var b = buttons[cur[0] * H + cur[1]];
       if (focus && b) b.focus();
-      root.querySelector('.detail-title').textContent = 'layer ' + cur[0] + ', head ' + cur[1];
+      root.querySelector('.detail-title').textContent = 'layer ' + (cur[0] + (D.first_layer || 0)) + ', head ' + (cur[1] + (D.first_head || 0));
       root.querySelector('.detail-summary').textContent = D.summaries[cur[0] * H + cur[1]];
       at.textContent = 'hover a cell for its weight';
       draw();
@@ -167,6 +167,7 @@ std::string short_name(const HeadSummary& s) {
     case HeadPattern::EndToken: return s.label.starts_with("to ") ? s.label.substr(3) : s.label;
     case HeadPattern::Induction: return "induction";
     case HeadPattern::Diagonal: return "diagonal";
+    case HeadPattern::Local: return "local";
   }
   return "mixed";
 }
@@ -194,6 +195,7 @@ void view_html(const HeadsView& view, std::ostream& out) {
   // the data for the script; "</" never appears inside the <script> element
   std::ostringstream d;
   d << "{\"layers\": " << view.layers << ", \"heads\": " << view.heads << ", \"T\": " << view.T << ", \"windows\": [" << fmt::format("{}", fmt::join(view.windows, ", ")) << "], "
+    << (view.first_layer + view.first_head > 0 ? fmt::format("\"first_layer\": {}, \"first_head\": {}, ", view.first_layer, view.first_head) : "")
     << (view.bidirectional ? "\"bidirectional\": true, " : "") << (view.cross ? fmt::format("\"cross\": true, \"S\": {}, ", view.S) : "") << "\"tokens\": [";
   for (std::size_t i = 0; i < labels.size(); ++i) d << (i ? ", " : "") << json_quote(labels[i]);
   if (view.cross) {
@@ -227,10 +229,10 @@ void view_html(const HeadsView& view, std::ostream& out) {
     token_spans(out, key_labels, view.key_pieces);
   }
   out << "</div>\n<div class=\"layout\">\n<table class=\"grid\">\n<thead><tr><th></th>";
-  for (std::int64_t h = 0; h < view.heads; ++h) out << "<th>h" << h << "</th>";
+  for (std::int64_t h = 0; h < view.heads; ++h) out << "<th>h" << view.first_head + h << "</th>";
   out << "</tr></thead>\n<tbody>\n";
   for (std::int64_t l = 0; l < view.layers; ++l) {
-    out << "<tr><th>L" << l << "</th>";
+    out << "<tr><th>L" << view.first_layer + l << "</th>";
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const auto& s = view.summary(l, h);
       out << fmt::format("<td><button class=\"head\" type=\"button\" data-l=\"{0}\" data-h=\"{1}\" aria-pressed=\"false\" title=\"{2}\">"
@@ -263,7 +265,7 @@ void render_heads_html(const std::vector<HeadsView>& views, std::ostream& out) {
     for (std::size_t i = 0; i < views[0].notes.size(); ++i) out << (i ? "<br>" : "") << "note: " << esc(views[0].notes[i]);
   out << "</div>\n<div class=\"keys\">click a head to enlarge it · arrow keys move between heads · hover the enlarged head for each weight</div>\n"
       << "</header>\n";
-  for (const auto& v : views) view_html(v, out);
+  for (const auto& v : views) view_html(v.kept() ? v : pooled_view(v), out);
   out << "<script>" << kScript << "</script>\n</body>\n</html>\n";
 }
 

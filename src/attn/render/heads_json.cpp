@@ -30,7 +30,7 @@ namespace {
 
 // One view's JSON object, its lines indented by `indent` more spaces; `top` adds the format and model.
 void view_json(const HeadsView& view, std::ostream& out, const std::string& indent, bool top) {
-  heads_detail::check_view(view);
+  if (view.kept()) heads_detail::check_view(view);
   auto strings = [](const std::vector<std::string>& v) {
     std::string s = "[";
     for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
@@ -48,18 +48,30 @@ void view_json(const HeadsView& view, std::ostream& out, const std::string& inde
   out << n << "  \"layers\": " << view.layers << "," << n << "  \"heads\": " << view.heads << "," << n << "  \"windows\": ["
       << fmt::format("{}", fmt::join(view.windows, ", ")) << "],";
   if (view.bidirectional) out << n << "  \"bidirectional\": true,";
-  out << n << "  \"notes\": " << strings(view.notes) << "," << n << "  \"weights\": [";
-  // [L][H][T][keys], one query's row a line
+  out << n << "  \"notes\": " << strings(view.notes) << ",";
+  if (!view.kept()) {
+    // a long input's weights are not kept: each head's pooled map instead (HeadsView::grid)
+    out << n << "  \"weights_omitted\": " << json_quote(view.weights_note) << "," << n << "  \"pool\": " << view.pool << ",";
+  }
+  out << n << "  \"" << (view.kept() ? "weights" : "grid") << "\": [";
+  // [L][H][T][keys], one query's row a line; pooled: [L][H][rows][cols], a wholly masked cell 0 (as
+  // a masked weight is)
+  const std::int64_t rows = view.kept() ? view.T : view.grid_rows(), cols = view.kept() ? view.keys() : view.grid_cols();
+  auto cell = [&](std::int64_t l, std::int64_t h, std::int64_t i, std::int64_t j) {
+    if (view.kept()) return static_cast<double>(view.weight(l, h, i, j));
+    const float c = view.grid[static_cast<std::size_t>(((l * view.heads + h) * rows + i) * cols + j)];
+    return c == c ? static_cast<double>(c) : 0.0;
+  };
   for (std::int64_t l = 0; l < view.layers; ++l) {
     out << (l ? "," : "") << n << "    [";
     for (std::int64_t h = 0; h < view.heads; ++h) {
       out << (h ? "," : "") << n << "      [";
-      for (std::int64_t i = 0; i < view.T; ++i) {
+      for (std::int64_t i = 0; i < rows; ++i) {
         out << (i ? "," : "") << n << "        [";
-        for (std::int64_t j = 0; j < view.keys(); ++j) out << (j ? ", " : "") << number(view.weight(l, h, i, j), true);
+        for (std::int64_t j = 0; j < cols; ++j) out << (j ? ", " : "") << number(cell(l, h, i, j), true);
         out << "]";
       }
-      out << (view.T ? n + "      ]" : "]");
+      out << (rows ? n + "      ]" : "]");
     }
     out << (view.heads ? n + "    ]" : "]");
   }
@@ -69,12 +81,22 @@ void view_json(const HeadsView& view, std::ostream& out, const std::string& inde
     for (std::int64_t h = 0; h < view.heads; ++h) {
       const auto& s = view.summary(l, h);
       out << (h ? "," : "") << n << "      "
-          << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}{}}})",
+          << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}, "first": {}, "previous": {}, "same": {}, "distance": {}, "local": {}{}}})",
                          l, h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
-                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false),
+                         json_quote(pattern_name(s.pattern)), number(s.pattern_share, false), number(s.first, false), number(s.previous, false),
+                         number(s.same, false), number(s.distance, false), s.local < 0 ? std::string("null") : number(s.local, false),
                          s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
     }
     out << (view.heads ? n + "    ]" : "]");
+  }
+  out << (view.layers ? n + "  ]" : "]") << "," << n << "  \"layer_means\": [";
+  // each layer's heads averaged (model/tools/heads.hpp's layer_means)
+  for (std::int64_t l = 0; l < view.layers; ++l) {
+    const LayerMeans m = layer_means(&view.summary(l, 0), view.heads);
+    out << (l ? "," : "") << n << "    "
+        << fmt::format(R"({{"layer": {}, "entropy": {}, "max_entropy": {}, "first": {}, "previous": {}, "same": {}, "distance": {}, "local": {}}})", l,
+                       number(m.entropy, false), number(m.max_entropy, false), number(m.first, false), number(m.previous, false), number(m.same, false),
+                       number(m.distance, false), m.local < 0 ? std::string("null") : number(m.local, false));
   }
   out << (view.layers ? n + "  ]" : "]") << n << "}";
 }

@@ -34,6 +34,37 @@ inline void check_view(const HeadsView& v) {
   }
 }
 
+// A long input's view as the renderers draw it (HeadsView::pool > 1): each grid cell a position, the
+// positions labelled by the tokens they cover ("512–527"), so both axes carry positions; the windows
+// pooled to whole cells (a cell is drawn when any of its positions is visible); the largest weights'
+// positions as their cells. A view that kept its weights is drawn as it is (this returns a copy).
+inline HeadsView pooled_view(const HeadsView& v) {
+  if (v.kept()) return v;
+  HeadsView d;
+  d.model = v.model, d.part = v.part, d.cross = v.cross, d.bidirectional = v.bidirectional, d.layers = v.layers, d.heads = v.heads;
+  d.T = v.grid_rows(), d.S = v.cross ? v.grid_cols() : 0;
+  d.drawn_pool = v.pool, d.drawn_from = v.T;
+  auto ranges = [&](std::int64_t cells, std::int64_t n) {
+    std::vector<std::string> out;
+    for (std::int64_t c = 0; c < cells; ++c) out.push_back(fmt::format("{}–{}", c * v.pool, std::min(n, (c + 1) * v.pool) - 1));
+    return out;
+  };
+  d.tokens = ranges(d.T, v.T);
+  if (v.cross) d.key_tokens = ranges(v.grid_cols(), v.keys());
+  for (const auto w : v.windows) d.windows.push_back(w == 0 ? 0 : (w + 2 * v.pool - 2) / v.pool);
+  d.weights = v.grid;
+  for (auto& w : d.weights)
+    if (w != w) w = 0;  // NaN: a block wholly masked (drawn as masked by visible())
+  d.summaries = v.summaries;
+  for (auto& s : d.summaries) s.max_query /= v.pool, s.max_key /= v.pool;
+  d.notes = v.notes;
+  d.notes.push_back(fmt::format("long input: T = {} tokens drawn as {} × {} cells, each the largest weight of {} × {} positions; both axes are "
+                                "labelled by position; the summaries are over every weight",
+                                v.T, v.grid_rows(), v.grid_cols(), v.pool, v.pool));
+  if (!v.weights_note.empty()) d.notes.push_back(v.weights_note);
+  return d;
+}
+
 // For SVG and HTML text and attribute values.
 inline std::string esc(std::string_view s) { return markup_escape(s); }
 
@@ -63,12 +94,22 @@ inline std::vector<std::string> token_labels(const std::vector<std::string>& tok
 }
 inline std::vector<std::string> token_labels(const HeadsView& v) { return token_labels(v.tokens); }
 
-inline std::string head_name(std::int64_t l, std::int64_t h) { return fmt::format("L{} h{}", l, h); }
+inline std::string head_name(std::int64_t layer, std::int64_t head) { return fmt::format("L{} h{}", layer, head); }
+inline std::string head_name(const HeadsView& v, std::int64_t l, std::int64_t h) { return head_name(v.first_layer + l, v.first_head + h); }
 
 // "previous token 0.82"
 inline std::string pattern_text(const HeadSummary& s) {
   return fmt::format("{} {:.2f}", s.label.empty() ? std::string(pattern_name(s.pattern)) : s.label, s.pattern_share);
 }
+
+// "first 0.31, previous 0.12, self 0.20, distance 4.1, local 0.55": the shares behind a causal or an
+// encoder's head's label (heads.hpp); "" for a cross-attention's, which has none
+inline std::string shares_text(const HeadsView& v, double first, double previous, double same, double distance, double local) {
+  if (v.cross) return "";
+  return fmt::format("first {:.2f}, previous {:.2f}, self {:.2f}, distance {:.1f}{}", first, previous, same, distance,
+                     local < 0 ? std::string() : fmt::format(", local {:.2f}", local));
+}
+inline std::string shares_text(const HeadsView& v, const HeadSummary& s) { return shares_text(v, s.first, s.previous, s.same, s.distance, s.local); }
 
 // "entropy 0.41 of 2.90 bits"
 inline std::string entropy_text(const HeadSummary& s) { return fmt::format("entropy {:.2f} of {:.2f} bits", s.entropy, s.max_entropy); }
@@ -90,7 +131,7 @@ inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vec
   std::size_t name_w = 0, pattern_w = 0, entropy_w = 0;
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t h = 0; h < v.heads; ++h) {
-      name_w = std::max(name_w, cells(head_name(l, h)));
+      name_w = std::max(name_w, cells(head_name(v, l, h)));
       pattern_w = std::max(pattern_w, cells(pattern_text(v.summary(l, h))));
       entropy_w = std::max(entropy_w, cells(entropy_text(v.summary(l, h))));
     }
@@ -98,7 +139,7 @@ inline std::vector<std::string> summary_lines(const HeadsView& v, const std::vec
   for (std::int64_t l = 0; l < v.layers; ++l)
     for (std::int64_t h = 0; h < v.heads; ++h) {
       const auto& s = v.summary(l, h);
-      out.push_back(pad_right(head_name(l, h), name_w) + "  " + pad_right(pattern_text(s), pattern_w) + "   " +
+      out.push_back(pad_right(head_name(v, l, h), name_w) + "  " + pad_right(pattern_text(s), pattern_w) + "   " +
                     pad_right(entropy_text(s), entropy_w) + "   " + off_diagonal_text(v, s, labels, key_labels));
     }
   return out;

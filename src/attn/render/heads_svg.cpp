@@ -124,10 +124,10 @@ void panels_svg(const HeadsView& view, const Grid& g, std::ostringstream& b) {
                    g.top - 4, kFont);
   for (std::int64_t h = 0; h < view.heads; ++h)
     b << fmt::format("  <text x=\"{}\" y=\"{}\" font-size=\"12\" font-weight=\"bold\" text-anchor=\"middle\">h{}</text>\n",
-                     g.left + static_cast<int>(h) * g.pitch_x + g.PW / 2, g.head_row, h);
+                     g.left + static_cast<int>(h) * g.pitch_x + g.PW / 2, g.head_row, view.first_head + h);
   for (std::int64_t l = 0; l < view.layers; ++l) {
     const int py = g.top + static_cast<int>(l) * g.pitch_y;
-    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">L{}</text>\n", py + std::min(g.P, 40) / 2 + 5, l);
+    b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">L{}</text>\n", py + std::min(g.P, 40) / 2 + 5, view.first_layer + l);
     // the queries, left of the first column
     for (std::int64_t i = 0; i < view.T; i += g.step)
       b << fmt::format("  <text x=\"{}\" y=\"{:.1f}\" font-size=\"{}\" text-anchor=\"end\">{}</text>\n", g.left - 4, py + (i + 0.5) * g.s + 3.5, kFont,
@@ -209,7 +209,7 @@ int view_svg(const HeadsView& view, std::ostringstream& b, int y, int& width, bo
 void render_heads_svg(const std::vector<HeadsView>& views, std::ostream& out) {
   std::ostringstream b;
   int y = 0, width = 0;
-  for (std::size_t k = 0; k < views.size(); ++k) y = view_svg(views[k], b, y, width, k == 0);
+  for (std::size_t k = 0; k < views.size(); ++k) y = view_svg(views[k].kept() ? views[k] : pooled_view(views[k]), b, y, width, k == 0);
   const int height = y;
   out << fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

@@ -65,10 +65,12 @@ void view_heading(const HeadsView& view, std::ostream& out, int width, bool firs
   // (the layer and head counts once: in the model's name where it gives them, else here)
   const std::string counts = fmt::format("{} {} × {} {}", view.layers, view.layers == 1 ? "layer" : "layers", view.heads, view.heads == 1 ? "head" : "heads");
   out << wrap(fmt::format("{}T = {}{}; weights on one scale, 0 to 1, for every head", view.model.find(counts) == std::string::npos ? counts + ", " : "",
-                          view.T, view.cross ? fmt::format(" decoder tokens (queries), S = {} source tokens (keys)", view.S) : ""),
+                          view.drawn_from > 0 ? fmt::format("{} (drawn as {} cells a side, {} positions each way a cell)", view.drawn_from, view.T, view.drawn_pool)
+                                              : std::to_string(view.T), view.cross ? fmt::format(" decoder tokens (queries), S = {} source tokens (keys)", view.S) : ""),
               w, "", "  ");
   if (view.part.empty())
     for (const auto& n : view.notes) out << wrap(n, w, "  note: ", "        ");
+  if (view.drawn_from > 0) return;  // a long input's cells: positions, named on the grid's edges (the notes say so)
   token_lines(out, token_labels(view), width, view.cross || view.part == "decoder" ? "decoder tokens" : view.part == "encoder" ? "source tokens" : "tokens");
   if (view.cross) token_lines(out, token_labels(view.key_labels()), width, "source tokens");
 }
@@ -98,8 +100,8 @@ std::string cut_label(const std::string& label, std::size_t width) {
 // widest token labels (the longest, else cut, at least 3 cells) that keep it; for blocks, the
 // blocks' ranges of positions.
 LabelledFit fit_labelled(const HeadsView& view, const std::vector<std::string>& labels, int width) {
-  const std::size_t idx_w = std::to_string(std::max<std::int64_t>(view.T - 1, 0)).size();
-  const std::size_t layer_w = cells(fmt::format("L{}", view.layers - 1));
+  const std::size_t idx_w = std::to_string(std::max<std::int64_t>((view.drawn_from > 0 ? view.drawn_from : view.T) - 1, 0)).size();
+  const std::size_t layer_w = cells(fmt::format("L{}", view.first_layer + view.layers - 1));
   auto column = [&](std::size_t label) { return std::max(layer_w, label) + 1; };
   auto fit = [&](std::size_t label) { return fit_text_grid(view.T, view.keys(), view.heads, column(label), width); };
   LabelledFit out{fit(idx_w), {}, column(idx_w)};
@@ -107,7 +109,9 @@ LabelledFit fit_labelled(const HeadsView& view, const std::vector<std::string>& 
     const std::size_t range_w = 2 * idx_w + 1;  // "12–15"
     out.fit = fit(range_w), out.label_w = column(range_w);
     for (std::int64_t r = 0; r < out.fit.n; ++r) {
-      const std::int64_t i0 = r * out.fit.block, i1 = std::min(view.T, i0 + out.fit.block) - 1;
+      // (a long input's pooled view: its rows are cells of drawn_pool positions)
+      const std::int64_t p = view.drawn_pool, i0 = r * out.fit.block * p;
+      const std::int64_t i1 = std::min(view.drawn_from > 0 ? view.drawn_from : view.T, i0 + out.fit.block * p) - 1;
       out.rows.push_back(pad_left(i0 == i1 ? std::to_string(i0) : fmt::format("{}–{}", i0, i1), range_w));
     }
     return out;
@@ -135,16 +139,17 @@ int unpooled_width(const HeadsView& view, const std::vector<std::string>& labels
 // The keys' positions above a head's cells: every k-th key's at its column ("0    5    10"), k the
 // smallest of 1, 2, 5, 10, 20, 50, … that leaves a space after each; one that would pass the head's
 // right edge left out.
-std::string key_ticks(const TextFit& f) {
+// A long input's pooled view (pool positions a cell): the ticks are positions too.
+std::string key_ticks(const TextFit& f, std::int64_t pool) {
   const std::size_t head_w = static_cast<std::size_t>(f.m * f.cell_w);
-  const std::size_t widest = std::to_string((f.m - 1) * f.block).size();
+  const std::size_t widest = std::to_string((f.m - 1) * f.block * pool).size();
   std::int64_t k = 1;
   for (std::int64_t p = 1; k * f.cell_w < static_cast<std::int64_t>(widest) + 1; p *= 10)
     for (std::int64_t m : {1, 2, 5})
       if (k * f.cell_w < static_cast<std::int64_t>(widest) + 1) k = m * p;
   std::string line(head_w, ' ');
   for (std::int64_t c = 0; c < f.m; c += k) {
-    const std::string label = std::to_string(c * f.block);
+    const std::string label = std::to_string(c * f.block * pool);
     const auto at = static_cast<std::size_t>(c * f.cell_w);
     if (at + label.size() > head_w) break;
     line.replace(at, label.size(), label);
@@ -179,7 +184,7 @@ std::string grid_cells(const HeadsView& view, const TextFit& f, std::int64_t l, 
 void grid(const HeadsView& view, const LabelledFit& lf, std::ostream& out, ColorMode color, int width) {
   const TextFit& f = lf.fit;
   const std::size_t head_w = static_cast<std::size_t>(f.m * f.cell_w);
-  const std::string ticks = key_ticks(f), axes = "queries ↓ keys →";
+  const std::string ticks = key_ticks(f, view.drawn_pool), axes = "queries ↓ keys →";
   out << "\n" << std::string(std::min(lf.label_w, static_cast<std::size_t>(width) - cells(axes)), ' ') << axes << "\n";
   for (std::int64_t h0 = 0; h0 < view.heads; h0 += f.per_band) {
     const std::int64_t h1 = std::min(view.heads, h0 + f.per_band);
@@ -194,7 +199,7 @@ void grid(const HeadsView& view, const LabelledFit& lf, std::ostream& out, Color
     rtrim(top);
     out << top << "\n";
     for (std::int64_t l = 0; l < view.layers; ++l) {
-      std::string layer = pad_right(fmt::format("L{}", l), lf.label_w) + keys.substr(lf.label_w);
+      std::string layer = pad_right(fmt::format("L{}", view.first_layer + l), lf.label_w) + keys.substr(lf.label_w);
       rtrim(layer);
       out << layer << "\n";
       for (std::int64_t r = 0; r < f.n; ++r) {
@@ -216,7 +221,14 @@ void pattern_legend(const HeadsView& view, std::ostream& out, std::size_t w);
 void legend(const HeadsView& view, const TextFit& f, int unpooled, std::ostream& out, ColorMode color, int width) {
   const auto w = static_cast<std::size_t>(width);
   out << "\n";
-  if (f.block > 1) {
+  if (view.drawn_from > 0) {
+    // a long input's pooled view: its cells are blocks of positions already
+    const std::int64_t side = f.block * view.drawn_pool;
+    out << wrap(fmt::format("each cell shows the largest weight of a {0} × {0} block of positions (0–{1}, {0}–{2}, …), the rows and the "
+                            "columns labelled by the positions they cover",
+                            side, side - 1, 2 * side - 1),
+                w, "", "  ");
+  } else if (f.block > 1) {
     const std::int64_t last = std::max(view.T - (f.n - 1) * f.block, view.keys() - (f.m - 1) * f.block);
     out << wrap(fmt::format("each cell shows the largest weight of a {0} × {0} block of tokens (tokens 0–{1}, {0}–{2}, …{3}){4}", f.block, f.block - 1,
                             2 * f.block - 1, last != f.block ? fmt::format("; the last block has {}", last) : "",
@@ -270,15 +282,35 @@ void pattern_legend(const HeadsView& view, std::ostream& out, std::size_t w) {
               w, "", "  ");
 }
 
-// A line a head; one that would pass the width goes on below, indented, from its largest
-// off-diagonal weight (and wraps at words where even its first part is too long).
+void summary_line(const HeadsView& view, const std::string& line, std::ostream& out, std::size_t w);
+
+// A line a head (summary_line), and after each layer's heads their means.
 void summaries(const HeadsView& view, std::ostream& out, std::size_t w) {
   out << "\n";
-  for (const auto& line : summary_lines(view, token_labels(view), token_labels(view.key_labels()))) {
+  const auto lines = summary_lines(view, token_labels(view), token_labels(view.key_labels()));
+  for (std::size_t k = 0; k < lines.size(); ++k) {
+    const std::string& line = lines[k];
+    summary_line(view, line, out, w);
+    if (view.cross) continue;  // (its keys are another sequence: no shares by position)
+    const auto l = static_cast<std::int64_t>(k) / view.heads;
+    out << wrap(shares_text(view, view.summary(l, static_cast<std::int64_t>(k) % view.heads)), w, "       ", "         ");
+    // after a layer's heads, their means (heads.hpp's layer_means; one head is its own)
+    if (view.heads == 1 || (k + 1) % static_cast<std::size_t>(view.heads) != 0) continue;
+    const LayerMeans m = layer_means(&view.summary(l, 0), view.heads);
+    out << wrap(fmt::format("L{} mean: entropy {:.2f} of {:.2f} bits, {}", view.first_layer + l, m.entropy, m.max_entropy,
+                            shares_text(view, m.first, m.previous, m.same, m.distance, m.local)),
+                w, "", "         ");
+  }
+}
+
+// One head's line: one that would pass the width goes on below, indented, from its largest
+// off-diagonal weight (and wraps at words where even its first part is too long).
+void summary_line(const HeadsView& view, const std::string& line, std::ostream& out, std::size_t w) {
+  {
     const auto at = line.find(view.cross ? "   max weight" : "   max off-diagonal");
     if (cells(line) <= w || at == std::string::npos) {
       out << (cells(line) <= w ? line + "\n" : wrap(line, w, "", "         "));
-      continue;
+      return;
     }
     const std::string head = line.substr(0, at);
     out << (cells(head) <= w ? head + "\n" : wrap(head, w, "", "       ")) << wrap(line.substr(at + 3), w, "       ", "         ");
@@ -294,14 +326,89 @@ void render_view_text(const HeadsView& view, std::ostream& out, ColorMode color,
   const auto labels = token_labels(view);
   const LabelledFit lf = fit_labelled(view, labels, width);
   grid(view, lf, out, color, width);
-  legend(view, lf.fit, lf.fit.block > 1 ? unpooled_width(view, labels, width) : 0, out, color, width);
+  legend(view, lf.fit, lf.fit.block > 1 && view.drawn_from == 0 ? unpooled_width(view, labels, width) : 0, out, color, width);
   summaries(view, out, static_cast<std::size_t>(width));
 }
 
 }  // namespace
 
 void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width) {
-  for (std::size_t k = 0; k < views.size(); ++k) render_view_text(views[k], out, color, width, k == 0);
+  for (std::size_t k = 0; k < views.size(); ++k) render_view_text(views[k].kept() ? views[k] : pooled_view(views[k]), out, color, width, k == 0);
+}
+
+namespace {
+
+// The key positions above a column block [j0, j1): every 10th key's number where it fits.
+std::string block_ticks(std::int64_t j0, std::int64_t j1) {
+  std::string line(static_cast<std::size_t>(j1 - j0), ' ');
+  for (std::int64_t j = (j0 + 9) / 10 * 10; j < j1; j += 10) {
+    const std::string label = std::to_string(j);
+    const auto at = static_cast<std::size_t>(j - j0);
+    if (at + label.size() <= line.size()) line.replace(at, label.size(), label);
+  }
+  return line;
+}
+
+// One column block of the head's map: a row a query ("12 ␣cat"), a character a key.
+void column_block(const HeadsView& v, const std::vector<std::string>& rows, std::size_t label_w, std::int64_t j0, std::int64_t j1,
+                  std::ostream& out, ColorMode color) {
+  std::string ticks = std::string(label_w, ' ') + block_ticks(j0, j1);
+  rtrim(ticks);
+  out << ticks << "\n";
+  for (std::int64_t i = 0; i < v.T; ++i) {
+    if (!v.bidirectional && !v.cross && j0 > i) continue;  // nothing but masked keys in this block: the row is left out
+    std::string line;
+    bool painted = false;
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const BlockCell b = block_cell(v, 0, 0, i, j, 1);
+      if (color == ColorMode::None) {
+        line += b.masked ? "·" : shade(b.value);
+      } else if (b.masked) {
+        if (painted) line += kAnsiReset, painted = false;
+        line += ' ';
+      } else {
+        line += heat_background(color, b.value) + " ";
+        painted = true;
+      }
+    }
+    if (painted) line += kAnsiReset;
+    rtrim(line);
+    out << pad_right(rows[static_cast<std::size_t>(i)], label_w) << line << "\n";
+  }
+}
+
+}  // namespace
+
+void render_head_text(const HeadsView& v, std::ostream& out, ColorMode color, int width) {
+  check_view(v);
+  width = std::max(width, 20);
+  const auto w = static_cast<std::size_t>(width);
+  out << wrap("attn heads · " + v.model, w, "", "  ");
+  out << wrap(fmt::format("L{} h{} alone: T = {}, every weight of its map, a row a query and a character a key, the keys in blocks as wide as "
+                          "the width allows (one after another); weights 0 to 1",
+                          v.first_layer, v.first_head, v.T),
+              w, "", "  ");
+  for (const auto& n : v.notes) out << wrap(n, w, "  note: ", "        ");
+  summaries(v, out, w);
+  // the rows' labels: position and token, cut to leave at least 20 keys a block
+  const std::vector<std::string> labels = token_labels(v);
+  const std::size_t idx_w = std::to_string(std::max<std::int64_t>(v.T - 1, 0)).size();
+  std::size_t label_w = idx_w + 1 + 12 + 1;
+  if (label_w + 20 > w) label_w = idx_w + 1;
+  std::vector<std::string> rows;
+  for (std::int64_t i = 0; i < v.T; ++i)
+    rows.push_back(label_w > idx_w + 1 ? pad_left(std::to_string(i), idx_w) + " " + cut_label(labels[static_cast<std::size_t>(i)], label_w - idx_w - 2)
+                                       : pad_left(std::to_string(i), idx_w));
+  const std::int64_t per = std::max<std::int64_t>(1, static_cast<std::int64_t>(w - label_w));
+  const std::int64_t blocks = (v.keys() + per - 1) / per;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t j0 = b * per, j1 = std::min(v.keys(), j0 + per);
+    out << "\n" << wrap(fmt::format("keys {}–{} (block {} of {}){}", j0, j1 - 1, b + 1, blocks,
+                                     !v.bidirectional && !v.cross && j0 > 0 ? fmt::format("; queries 0–{} see none of them and are left out", j0 - 1) : ""),
+                         w, "", "  ");
+    column_block(v, rows, label_w, j0, j1, out, color);
+  }
+  out << "\n" << wrap("weight: ' ' < 0.02  ░ 0.02–0.25  ▒ 0.25–0.50  ▓ 0.50–0.75  █ ≥ 0.75; · " + v.masked_text(), w, "", "  ");
 }
 
 }  // namespace attn::model

@@ -21,6 +21,9 @@ namespace attn::model {
 void render_heads_text(const std::vector<HeadsView>& views, std::ostream& out, ColorMode color, int width);
 // One SVG document: the same grid, token labels on the axes of the first column and last row.
 void render_heads_svg(const std::vector<HeadsView>& views, std::ostream& out);
+// attn heads --head LlHh: one head's whole map (a view of 1 layer × 1 head) as text, its keys in column
+// blocks as wide as `width` allows, a row a query; every weight drawn, none pooled.
+void render_head_text(const HeadsView& one, std::ostream& out, ColorMode color, int width);
 // One view: {"format": "attn-heads", "model", "tokens", "layers", "heads", "windows" ([L], 0: none), "notes", "weights": [L][H][T][T],
 // "summaries": [L][H] of {"layer", "head", "entropy", "max_entropy", "max_off_diagonal", "max_query", "max_key",
 // "pattern", "pattern_share"}}: the numbers at full float precision, for scripts and tests. Several:

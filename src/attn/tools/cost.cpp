@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "attn/numerics/backend.hpp"
 #include "attn/core/error.hpp"
@@ -42,6 +44,60 @@ void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& 
                                "[{}] = {} = {}. Use a smaller T (attn cost shows how the size grows), or raise --max-memory",
                                human_bytes(total), human_bytes(static_cast<double>(max_bytes)), why_limit, largest->id,
                                fmt::join(largest->dims, ", "), shape_string(largest->value.shape()), human_bytes(step_bytes(*largest))));
+}
+
+namespace {
+
+// A number read from a file (cgroup's memory files); -1 when missing or "max".
+double number_in(const std::string& path) {
+  std::ifstream f(path);
+  std::string word;
+  if (!(f >> word) || word == "max") return -1;
+  try {
+    return std::stod(word);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+std::int64_t machine_available_bytes() {
+  double available = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (!line.starts_with("MemAvailable:")) continue;
+    std::istringstream in(line.substr(13));
+    double kb = 0;
+    if (in >> kb) available = kb * 1024;
+  }
+  // a cgroup's limit less what it uses, where lower (v2, then v1; a v1 "no limit" is a huge number)
+  for (const auto& [limit, usage] : {std::pair{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
+                                     std::pair{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
+    const double l = number_in(limit), u = number_in(usage);
+    if (l > 0 && u >= 0 && l < 1e18 && (available < 0 || l - u < available)) available = std::max(0.0, l - u);
+  }
+  return available < 0 ? 0 : static_cast<std::int64_t>(available);
+}
+
+void require_machine_fits(double bytes, const std::string& what, const std::string& detail) {
+  const std::int64_t available = machine_available_bytes();
+  if (available <= 0 || bytes <= static_cast<double>(available)) return;
+  throw InputError(fmt::format("{} would need about {} of memory ({}), more than the {} this machine has available now (MemAvailable, "
+                               "or the cgroup's limit); refused before running. Use a smaller T (attn cost shows how the size grows)",
+                               what, human_bytes(bytes), detail, human_bytes(static_cast<double>(available))));
+}
+
+RunEstimate model_run_bytes(const ModelSizes& m, std::int64_t T, bool streamed, double extra) {
+  SizeArgs a;
+  a.T = a.S = T, a.C = m.C, a.H = m.H, a.Hkv = m.Hkv, a.dk = a.dv = m.H * m.hd;
+  a.mode = m.encoder ? Mode::Self : Mode::Causal;
+  RunEstimate e;
+  e.attention = kept_bytes(plan_trace(spec_from_sizes(a), streamed)) + extra;  // streamed: the fused trace, no [H, T, S] step
+  const std::int64_t rows = m.mlp_rows > 0 ? std::min(T, m.mlp_rows) : T;  // a block's (rows, I) activations, three of them
+  e.mlp = 4.0 * (3.0 * static_cast<double>(rows) * static_cast<double>(m.I) + 4.0 * static_cast<double>(T) * static_cast<double>(m.C));
+  e.total = e.attention + e.mlp;
+  return e;
 }
 
 Spec spec_from_sizes(const SizeArgs& a) {

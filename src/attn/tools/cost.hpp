@@ -32,6 +32,14 @@ void require_fits(const Trace& plan, std::int64_t max_bytes, const std::string& 
 // does not say how much it has (the CPU). Call it after make_backend, before run_pipeline.
 void require_fits_on(Backend& backend, const Spec& spec, bool fused = false);
 
+// The memory this machine can give a run now: /proc/meminfo's MemAvailable, or less where a cgroup
+// limits the process (v2: memory.max − memory.current; v1: limit_in_bytes − usage_in_bytes); 0 when
+// neither can be read.
+std::int64_t machine_available_bytes();
+// Throws InputError (exit 2) when `bytes` (the estimate of `what`, detail saying what it counts) is
+// more than the machine has available: the refusal before anything runs. Nothing when unknown.
+void require_machine_fits(double bytes, const std::string& what, const std::string& detail);
+
 struct SizeArgs {
   std::int64_t B = 1, T = 0, S = 0, C = 0, H = 1;
   std::int64_t Hkv = 0;  // key/value heads (grouped-query); 0: H
@@ -42,6 +50,20 @@ struct SizeArgs {
 };
 // A spec of the given sizes whose tensors have shapes only: attn cost without allocating anything.
 Spec spec_from_sizes(const SizeArgs& sizes);
+
+// A whole model's run over T tokens (a checkpoint's, beyond its mapped file), at its peak: the residual
+// stream and one layer's MLP (up, gate and their product: 3 · T · I floats, with the stream's 4 · T ·
+// C), and one layer's attention trace: every step (attn run, decode) or, streamed (attn heads), its
+// trace without the [H, T, S] steps plus `extra` bytes (its blocks of weights, what it keeps).
+struct ModelSizes {
+  std::int64_t C = 0, H = 0, Hkv = 0, hd = 0, I = 0;
+  bool encoder = false;
+  std::int64_t mlp_rows = 0;  // the MLP's rows a block (residual.hpp's mlp_block_rows; 0: all T at once)
+};
+struct RunEstimate {
+  double total = 0, attention = 0, mlp = 0;
+};
+RunEstimate model_run_bytes(const ModelSizes& m, std::int64_t T, bool streamed, double extra);
 
 // attn cost: per step FLOPs and bytes, totals, and how they grow with T (doubling T quadruples
 // every [T, S] step).

@@ -68,13 +68,11 @@ namespace {
 
 // One layer's edit: out (1, T, Co) loses each ablated head's (ctx_h − r_h) · W_o rows; without W_o
 // the merged heads are the output, and head h's columns become r_h.
-void ablate_output(const std::vector<std::int64_t>& heads, AblationMode mode, const Spec& s, const Trace& t, Tensor& out) {
-  const Step* ctx = t.find("context");  // (1, H, T, hv)
-  if (!ctx) throw InternalError("attn heads --ablate: the layer's trace has no context step");
+void ablate_output(const std::vector<std::int64_t>& heads, AblationMode mode, const Spec& s, const Tensor& context, Tensor& out) {
   const std::int64_t T = s.T, hv = s.dv / s.H, Co = out.dim(-1);
   const bool project = s.w.W_o.has_value();
   for (const auto h : heads) {
-    const Scalar* c = ctx->value.data() + h * T * hv;
+    const Scalar* c = context.data() + h * T * hv;  // (1, H, T, hv)
     std::vector<double> r(static_cast<std::size_t>(hv), 0.0);
     if (mode == AblationMode::Mean)
       for (std::int64_t i = 0; i < T; ++i)
@@ -99,11 +97,11 @@ void ablate_output(const std::vector<std::int64_t>& heads, AblationMode mode, co
 
 LayerHooks ablation_hooks(const std::vector<HeadRef>& heads, AblationMode mode) {
   LayerHooks hooks;
-  hooks.output = [heads, mode](std::int64_t layer, const Spec& s, const Trace& t, Tensor& out) {
+  hooks.output = [heads, mode](std::int64_t layer, const Spec& s, const Tensor& context, Tensor& out) {
     std::vector<std::int64_t> here;
     for (const auto& r : heads)
       if (r.layer == layer) here.push_back(r.head);
-    if (!here.empty()) ablate_output(here, mode, s, t, out);
+    if (!here.empty()) ablate_output(here, mode, s, context, out);
   };
   return hooks;
 }
@@ -128,59 +126,34 @@ void add_loss_hook(LayerHooks& hooks, std::optional<double>* loss, std::vector<s
   };
 }
 
-namespace {
-
-// The mean of w(i, i + offset) over the queries that have that key (causal: queries i ≥ 1 only, as summarise_head).
-double diagonal_mean(const HeadsView& v, std::int64_t l, std::int64_t h, std::int64_t offset) {
-  double sum = 0;
-  std::int64_t n = 0;
-  for (std::int64_t i = v.bidirectional ? 0 : 1; i < v.T; ++i) {
-    const std::int64_t j = i + offset;
-    if (j < 0 || j >= v.T || (!v.bidirectional && j > i)) continue;
-    sum += v.weight(l, h, i, j);
-    ++n;
-  }
-  return n ? sum / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
-}
-
-}  // namespace
-
-double pattern_score(const HeadsView& v, std::int64_t l, std::int64_t h, HeadPattern p, const std::vector<std::int64_t>& ids) {
+double pattern_score(const HeadsView& v, std::int64_t l, std::int64_t h, HeadPattern p) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (v.cross) return p == HeadPattern::Broad ? v.summary(l, h).entropy / v.summary(l, h).max_entropy : nan;
+  const HeadSummary& s = v.summary(l, h);
+  if (v.cross) return p == HeadPattern::Broad ? s.entropy / s.max_entropy : nan;
+  const bool positional = p == HeadPattern::PreviousToken || p == HeadPattern::SameToken || p == HeadPattern::NextToken || p == HeadPattern::FirstToken;
+  if (positional && v.T < 2 && !(v.bidirectional && p == HeadPattern::SameToken)) return nan;  // no query has that key
   switch (p) {
-    case HeadPattern::PreviousToken: return diagonal_mean(v, l, h, -1);
-    case HeadPattern::SameToken: return diagonal_mean(v, l, h, 0);
-    case HeadPattern::NextToken: return diagonal_mean(v, l, h, 1);
-    case HeadPattern::FirstToken: {
-      double sum = 0;
-      for (std::int64_t i = 1; i < v.T; ++i) sum += v.weight(l, h, i, 0);
-      return v.T > 1 ? sum / static_cast<double>(v.T - 1) : nan;
-    }
-    case HeadPattern::Induction: {
-      if (static_cast<std::int64_t>(ids.size()) != v.T) return nan;
-      const double s = induction_score(v.weights.data() + (l * v.heads + h) * v.T * v.T, v.T, ids);
-      return s < 0 ? nan : s;
-    }
-    case HeadPattern::Broad: {
-      const auto& s = v.summary(l, h);
-      return s.max_entropy > 0 ? s.entropy / s.max_entropy : nan;
-    }
+    case HeadPattern::PreviousToken: return s.previous;
+    case HeadPattern::SameToken: return s.same;
+    case HeadPattern::NextToken: return s.next;
+    case HeadPattern::FirstToken: return s.first;
+    case HeadPattern::Induction: return s.induction < 0 ? nan : s.induction;
+    case HeadPattern::Broad: return s.max_entropy > 0 ? s.entropy / s.max_entropy : nan;
     default: return nan;
   }
 }
 
 bool HeadChange::relabelled() const { return clean.pattern != ablated.pattern || clean.label != ablated.label; }
 
-void compare_runs(const HeadsView& clean, const std::vector<std::int64_t>& ids, AblationRun& run) {
+void compare_runs(const HeadsView& clean, AblationRun& run) {
   std::int64_t first = clean.layers;
   for (const auto& r : run.heads) first = std::min(first, r.layer);
   run.changes.clear();
   for (std::int64_t l = first + 1; l < clean.layers; ++l)
     for (std::int64_t h = 0; h < clean.heads; ++h) {
       HeadChange c{{l, h}, clean.summary(l, h), run.view.summary(l, h), 0, 0};
-      c.clean_score = pattern_score(clean, l, h, c.clean.pattern, ids);
-      c.ablated_score = pattern_score(run.view, l, h, c.clean.pattern, ids);
+      c.clean_score = pattern_score(clean, l, h, c.clean.pattern);
+      c.ablated_score = pattern_score(run.view, l, h, c.clean.pattern);
       run.changes.push_back(c);
     }
 }

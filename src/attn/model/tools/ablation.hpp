@@ -1,7 +1,7 @@
 // attn heads --ablate and --evidence: the model run again with some heads' outputs removed (zeroed, or
 // replaced by their mean over positions) before the output projection, and what that changes: every
 // later head's summary and label, and the mean next-token loss. The arithmetic and the comparison;
-// the runs are attn heads' own pass (residual.hpp's hooks), the drawing render/ablation_*.cpp's.
+// the runs are attn heads' own pass (heads_stream.hpp's hooks), the drawing render/ablation_*.cpp's.
 // Legend: T tokens, C model width, H heads, hv = dv/H, L layers.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attn/model/tools/heads.hpp"
-#include "attn/model/tools/residual.hpp"
+#include "attn/model/tools/heads_stream.hpp"
 
 namespace attn::model {
 
@@ -39,11 +39,12 @@ LayerHooks ablation_hooks(const std::vector<HeadRef>& heads, AblationMode mode);
 // encoder (no LM head) or a single token.
 void add_loss_hook(LayerHooks& hooks, std::optional<double>* loss, std::vector<std::int64_t>* ids);
 
-// Head (l, h)'s score for pattern p on v's weights, as summarise_head measures it: previous, first
-// and same token (causal: the mean over queries i ≥ 1; an encoder's over every query), next token, induction (ids),
-// broad (entropy / its uniform maximum). NaN for the patterns whose score needs the special tokens
-// (start, end, diagonal) or has no one measure (mixed).
-double pattern_score(const HeadsView& v, std::int64_t l, std::int64_t h, HeadPattern p, const std::vector<std::int64_t>& ids);
+// Head (l, h)'s score for pattern p, read off its summary (so at any T, the weights kept or not):
+// previous, first and same token (causal: the mean over queries i ≥ 1; an encoder's over every query,
+// the previous token's over i ≥ 1), next token, induction (with the ids), broad (entropy / its uniform
+// maximum). NaN for the patterns whose score needs the special tokens (start, end, diagonal) or has no
+// one measure (mixed).
+double pattern_score(const HeadsView& v, std::int64_t l, std::int64_t h, HeadPattern p);
 
 // One head, clean and ablated: both summaries, and the clean label's score in each run.
 struct HeadChange {
@@ -70,7 +71,7 @@ struct AblationReport {
 };
 
 // The changes of a run (fills run.changes), against the clean view.
-void compare_runs(const HeadsView& clean, const std::vector<std::int64_t>& ids, AblationRun& run);
+void compare_runs(const HeadsView& clean, AblationRun& run);
 // The k changes largest in |ablated − clean score| (no score: 0; ties: the earlier head).
 std::vector<HeadChange> largest_changes(const AblationRun& run, std::size_t k);
 // What --evidence ablates: every head labelled by a pattern (not "mixed" or "broad"), in order.

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "attn/core/trace.hpp"
 
@@ -77,6 +78,7 @@ const char* pattern_name(HeadPattern p) {
     case HeadPattern::EndToken: return "end token";
     case HeadPattern::Induction: return "induction";
     case HeadPattern::Diagonal: return "diagonal";
+    case HeadPattern::Local: return "local";
   }
   return "mixed";
 }
@@ -108,63 +110,78 @@ namespace {
 constexpr double kInduction = 0.4;  // mean weight on the token after the earlier occurrence that names an induction head
 }  // namespace
 
-double induction_score(const float* weights, std::int64_t T, const std::vector<std::int64_t>& ids) {
-  double sum = 0;
-  std::int64_t n = 0;
-  for (std::int64_t i = 1; i < T; ++i) {
-    for (std::int64_t j = i - 1; j >= 0; --j) {
-      if (ids[static_cast<std::size_t>(j)] != ids[static_cast<std::size_t>(i)]) continue;
-      sum += weights[i * T + j + 1];
-      ++n;
-      break;
-    }
+namespace {
+// The local label: most of the weight within the window, on inputs long enough that the window is
+// a small part of what a query sees (at T < 4 · kLocalWindow every head would be local).
+constexpr double kLocal = 0.8;
+bool local_named(const HeadSummary& s) { return s.local >= kLocal; }
+}  // namespace
+
+CausalSummariser::CausalSummariser(std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids)
+    : T_(T), window_(window), ids_(ids != nullptr && static_cast<std::int64_t>(ids->size()) == T ? ids : nullptr) {
+  if (ids_ == nullptr) return;
+  earlier_.assign(static_cast<std::size_t>(T), -1);
+  std::map<std::int64_t, std::int64_t> last;  // token id -> its latest position so far
+  for (std::int64_t i = 0; i < T; ++i) {
+    const auto id = (*ids_)[static_cast<std::size_t>(i)];
+    if (const auto it = last.find(id); it != last.end()) earlier_[static_cast<std::size_t>(i)] = it->second;
+    last[id] = i;
   }
-  return n >= 2 ? sum / static_cast<double>(n) : -1;
 }
 
-HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids) {
-  HeadSummary s;
-  if (T <= 0) return s;
-  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
-  double entropy = 0, max_entropy = 0;
-  bool have_off = false;
-  for (std::int64_t i = 0; i < T; ++i) {
-    double h = 0;
-    for (std::int64_t j = 0; j <= i; ++j) {
-      const double x = w(i, j);
-      if (x > 0) h -= x * std::log2(x);
-      if (j < i && (!have_off || x > s.max_off_diagonal)) {
-        s.max_off_diagonal = x;
-        s.max_query = i;
-        s.max_key = j;
-        have_off = true;
-      }
+void CausalSummariser::add_row(std::int64_t i, const float* row) {
+  auto w = [&](std::int64_t j) { return static_cast<double>(row[j]); };
+  double h = 0, near = 0;
+  for (std::int64_t j = 0; j <= i; ++j) {
+    const double x = w(j);
+    if (x > 0) h -= x * std::log2(x);
+    distance_ += x * static_cast<double>(i - j);
+    if (j > i - kLocalWindow) near += x;
+    if (j < i && (!have_off_ || x > s_.max_off_diagonal)) {
+      s_.max_off_diagonal = x;
+      s_.max_query = i;
+      s_.max_key = j;
+      have_off_ = true;
     }
-    entropy += h;
-    max_entropy += std::log2(static_cast<double>(window > 0 ? std::min(i + 1, window) : i + 1));
   }
-  s.entropy = entropy / static_cast<double>(T);
-  s.max_entropy = max_entropy / static_cast<double>(T);
-  if (T == 1) {
+  entropy_ += h;
+  max_entropy_ += std::log2(static_cast<double>(window_ > 0 ? std::min(i + 1, window_) : i + 1));
+  if (i >= kLocalWindow) local_ += near, ++local_n_;
+  if (i == 0) {
+    w00_ = w(0);
+    return;
+  }
+  s_.previous += w(i - 1);
+  s_.first += w(0);
+  s_.same += w(i);
+  // an induction head's weight: on the key after the query token's most recent earlier occurrence
+  if (ids_ != nullptr && earlier_[static_cast<std::size_t>(i)] >= 0) induction_ += w(earlier_[static_cast<std::size_t>(i)] + 1), ++induction_n_;
+}
+
+HeadSummary CausalSummariser::finish() const {
+  HeadSummary s = s_;
+  if (T_ <= 0) return HeadSummary{};
+  s.entropy = entropy_ / static_cast<double>(T_);
+  s.max_entropy = max_entropy_ / static_cast<double>(T_);
+  s.distance = distance_ / static_cast<double>(T_);
+  s.local = local_n_ > 0 && T_ >= 4 * kLocalWindow ? local_ / static_cast<double>(local_n_) : -1;
+  if (T_ == 1) {
     s.pattern = HeadPattern::SameToken;
-    s.pattern_share = w(0, 0);
+    s.pattern_share = w00_;
     return s;
   }
-  double previous = 0, first = 0, same = 0;
-  for (std::int64_t i = 1; i < T; ++i) {
-    previous += w(i, i - 1);
-    first += w(i, 0);
-    same += w(i, i);
-  }
-  const double n = static_cast<double>(T - 1);
-  previous /= n, first /= n, same /= n;
+  const double n = static_cast<double>(T_ - 1);
+  s.previous /= n, s.first /= n, s.same /= n;
   // in order of precedence on ties
-  const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, previous}, {HeadPattern::FirstToken, first}, {HeadPattern::SameToken, same}};
+  const std::pair<HeadPattern, double> positional[3] = {{HeadPattern::PreviousToken, s.previous}, {HeadPattern::FirstToken, s.first}, {HeadPattern::SameToken, s.same}};
   name_pattern(s, positional);
-  if (ids != nullptr && static_cast<std::int64_t>(ids->size()) == T) {
-    const double induction = induction_score(weights, T, *ids);
-    const bool positional_named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
-    if (induction >= kInduction && (!positional_named || induction > s.pattern_share)) {
+  const bool positional_named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
+  if (!positional_named && local_named(s)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
+  if (ids_ != nullptr) {
+    const double induction = induction_n_ >= 2 ? induction_ / static_cast<double>(induction_n_) : -1;
+    s.induction = induction;
+    const bool named = s.pattern != HeadPattern::Broad && s.pattern != HeadPattern::Mixed;
+    if (induction >= kInduction && (!named || induction > s.pattern_share)) {
       s.pattern = HeadPattern::Induction;
       s.pattern_share = induction;
     }
@@ -172,41 +189,63 @@ HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t wi
   return s;
 }
 
+HeadSummary summarise_head(const float* weights, std::int64_t T, std::int64_t window, const std::vector<std::int64_t>* ids) {
+  CausalSummariser sum(T, window, ids);
+  for (std::int64_t i = 0; i < T; ++i) sum.add_row(i, weights + i * T);
+  return sum.finish();
+}
+
 // An encoder's head (see heads.hpp). Over every query i: previous = mean w_{i,i−1} (i ≥ 1), next =
 // mean w_{i,i+1} (i ≤ T − 2), same = mean w_{i,i}, start = mean w_{i,start}, end = mean Σ_{e in ends}
 // w_{i,e}; the largest at ≥ 0.5 names the pattern (ties in that order), else broad when the entropy
 // is ≥ 0.8 of log2 T, else mixed. The largest off-diagonal weight is over every j ≠ i.
-HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const EncoderSpecials& sp) {
-  HeadSummary s;
-  if (T <= 0) return s;
-  auto w = [&](std::int64_t i, std::int64_t j) { return static_cast<double>(weights[i * T + j]); };
-  double entropy = 0, previous = 0, next = 0, same = 0, start = 0, end = 0;
-  bool have_off = false;
-  for (std::int64_t i = 0; i < T; ++i) {
-    for (std::int64_t j = 0; j < T; ++j) {
-      const double x = w(i, j);
-      if (x > 0) entropy -= x * std::log2(x);
-      if (j != i && (!have_off || x > s.max_off_diagonal)) s.max_off_diagonal = x, s.max_query = i, s.max_key = j, have_off = true;
-    }
-    if (i >= 1) previous += w(i, i - 1);
-    if (i + 1 < T) next += w(i, i + 1);
-    same += w(i, i);
-    if (sp.start >= 0) start += w(i, sp.start);
-    for (const auto e : sp.ends) end += w(i, e);
+void EncoderSummariser::add_row(std::int64_t i, const float* row) {
+  auto w = [&](std::int64_t j) { return static_cast<double>(row[j]); };
+  for (std::int64_t j = 0; j < T_; ++j) {
+    const double x = w(j);
+    if (x > 0) entropy_ -= x * std::log2(x);
+    if (j != i && (!have_off_ || x > s_.max_off_diagonal)) s_.max_off_diagonal = x, s_.max_query = i, s_.max_key = j, have_off_ = true;
+    const std::int64_t d = i > j ? i - j : j - i;
+    distance_ += x * static_cast<double>(d);
+    if (d < kLocalWindow) local_ += x;
   }
-  const double n = static_cast<double>(T);
-  s.entropy = entropy / n;
+  ++local_n_;
+  if (i >= 1) s_.previous += w(i - 1);
+  if (i + 1 < T_) next_ += w(i + 1);
+  s_.same += w(i);
+  s_.first += w(0);
+  if (sp_.start >= 0) start_ += w(sp_.start);
+  for (const auto e : sp_.ends) end_ += w(e);
+}
+
+HeadSummary EncoderSummariser::finish() const {
+  if (T_ <= 0) return HeadSummary{};
+  HeadSummary s = s_;
+  const double n = static_cast<double>(T_);
+  s.entropy = entropy_ / n;
   s.max_entropy = std::log2(n);
-  const double pairs = T > 1 ? static_cast<double>(T - 1) : 1.0;
-  const std::pair<HeadPattern, double> named[5] = {{HeadPattern::PreviousToken, T > 1 ? previous / pairs : 0},
-                                                   {HeadPattern::NextToken, T > 1 ? next / pairs : 0},
-                                                   {HeadPattern::StartToken, sp.start >= 0 ? start / n : 0},
-                                                   {HeadPattern::EndToken, sp.ends.empty() ? 0 : end / n},
-                                                   {HeadPattern::SameToken, same / n}};
+  const double pairs = T_ > 1 ? static_cast<double>(T_ - 1) : 1.0;
+  s.previous = T_ > 1 ? s_.previous / pairs : 0;
+  s.same = s_.same / n, s.first = s_.first / n, s.distance = distance_ / n;
+  s.next = T_ > 1 ? next_ / pairs : 0;
+  s.local = local_n_ > 0 && T_ >= 4 * kLocalWindow ? local_ / static_cast<double>(local_n_) : -1;
+  const std::pair<HeadPattern, double> named[5] = {{HeadPattern::PreviousToken, s.previous},
+                                                   {HeadPattern::NextToken, s.next},
+                                                   {HeadPattern::StartToken, sp_.start >= 0 ? start_ / n : 0},
+                                                   {HeadPattern::EndToken, sp_.ends.empty() ? 0 : end_ / n},
+                                                   {HeadPattern::SameToken, s.same}};
   name_pattern(s, named);
-  if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp.start_name;
-  if (s.pattern == HeadPattern::EndToken) s.label = end_label(sp);
+  if (s.pattern == HeadPattern::StartToken) s.label = "to " + sp_.start_name;
+  if (s.pattern == HeadPattern::EndToken) s.label = end_label(sp_);
+  if ((s.pattern == HeadPattern::Broad || s.pattern == HeadPattern::Mixed) && local_named(s)) s.pattern = HeadPattern::Local, s.pattern_share = s.local;
   return s;
+}
+
+// An encoder's head (see heads.hpp), a row at a time.
+HeadSummary summarise_encoder_head(const float* weights, std::int64_t T, const EncoderSpecials& sp) {
+  EncoderSummariser sum(T, sp);
+  for (std::int64_t i = 0; i < T; ++i) sum.add_row(i, weights + i * T);
+  return sum.finish();
 }
 
 // A cross-attention head (see heads.hpp). Over every query i: diagonal = mean w_{i,d(i)} with d(i) =
@@ -242,6 +281,26 @@ HeadSummary summarise_cross_head(const float* weights, std::int64_t T, std::int6
   if (s.pattern == HeadPattern::EndToken) s.label = end_label(sp);
   if (s.pattern == HeadPattern::FirstToken) s.label = "first source token";
   return s;
+}
+
+}  // namespace attn::model
+
+namespace attn::model {
+
+LayerMeans layer_means(const HeadSummary* heads, std::int64_t count) {
+  LayerMeans m;
+  if (count <= 0) return m;
+  double local = 0;
+  std::int64_t locals = 0;
+  for (std::int64_t h = 0; h < count; ++h) {
+    const HeadSummary& s = heads[h];
+    m.entropy += s.entropy, m.max_entropy += s.max_entropy, m.first += s.first, m.previous += s.previous, m.same += s.same, m.distance += s.distance;
+    if (s.local >= 0) local += s.local, ++locals;
+  }
+  const double n = static_cast<double>(count);
+  m.entropy /= n, m.max_entropy /= n, m.first /= n, m.previous /= n, m.same /= n, m.distance /= n;
+  m.local = locals > 0 ? local / static_cast<double>(locals) : -1;
+  return m;
 }
 
 }  // namespace attn::model

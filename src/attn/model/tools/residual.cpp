@@ -9,6 +9,7 @@
 // Legend: T tokens, C model width, H heads, Hkv key/value heads, hd head width, I MLP width.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -159,9 +160,8 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
 
 namespace {
 
-// The attention block's output (1, T, C) of one layer, and its weights (H, T, T) when asked for;
-// hooks->output edits the output (an ablation) with the trace at hand.
-Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights, std::int64_t layer = -1, const LayerHooks* hooks = nullptr) {
+// The attention block's output (1, T, C) of one layer, and its weights (H, T, T) when asked for.
+Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
   const Trace trace = run_pipeline(s, be);
   const Step* out = trace.find("output");
   if (!out) throw InternalError("checkpoint layer: the trace has no output step");
@@ -169,17 +169,26 @@ Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights, std::int6
     const Step* w = trace.find("weights");
     weights->insert(weights->end(), w->value.data(), w->value.data() + w->value.size());
   }
-  Tensor o = out->value.reshaped({1, s.T, s.C});
-  if (hooks && hooks->output) hooks->output(layer, s, trace, o);  // [#43 ablation]
-  return o;
+  return out->value.reshaped({1, s.T, s.C});
 }
 
 // h += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) · up);
 // Gemma's and OLMo 2's MLP output normalised before the addition
-void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h) {
-  const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
-  const Tensor n = post ? h : normalise(h, w.norm2_w, w.norm2_b, a.eps);
-  Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, T, I)
+// The MLP's rows a block: as many as keep a block's (R, I) activations near 64 MB, so a long input's
+// are made a block at a time (each B packed once a block: 2,048 rows of Llama-3.2-1B's I = 8,192).
+constexpr std::int64_t kMlpBlockFloats = std::int64_t{1} << 24;
+
+// Rows [r0, r1) of a (1, T, C) tensor.
+Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t C = t.dim(-1);
+  Tensor out = Tensor::uninitialized({1, r1 - r0, C});
+  std::copy_n(t.data() + r0 * C, (r1 - r0) * C, out.mutable_data());
+  return out;
+}
+
+// mlp(x) for rows x (1, R, C), the activation in place.
+Tensor mlp_rows(const Architecture& a, const LayerWeights& w, Backend& be, const Tensor& n) {
+  Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, R, I)
   if (a.encoder() && a.gated_mlp) {  // T5 v1.1: act(wi_0 x) · wi_1 x
     Tensor gate = linear(be, n, *w.W_gate, nullptr);
     activate(a.act, gate);
@@ -194,11 +203,30 @@ void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& 
     gate_times(gate, up, a.gelu_mlp);
     up = std::move(gate);
   }
-  Tensor down = linear(be, up, w.W_down, &w.b_down);
-  if (w.mlp_out_norm) down = normalise(down, *w.mlp_out_norm, Tensor{}, a.eps);
-  add_into(h, down.data());
+  return linear(be, up, w.W_down, &w.b_down);
+}
+
+}  // namespace
+
+std::int64_t mlp_block_rows(std::int64_t I) { return std::max<std::int64_t>(1, kMlpBlockFloats / std::max<std::int64_t>(1, I)); }
+
+void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows) {
+  const bool post = a.block == Architecture::Block::PostNorm || a.block == Architecture::Block::PostLayerNorm;
+  const std::int64_t T = h.size() / h.dim(-1), C = h.dim(-1);
+  const std::int64_t rows = block_rows > 0 ? block_rows : mlp_block_rows(w.W_up.dim(-1));
+  for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
+    const std::int64_t r1 = std::min(T, r0 + rows);
+    const Tensor x = T <= rows ? h : rows_of(h, r0, r1);
+    const Tensor n = post ? x : normalise(x, w.norm2_w, w.norm2_b, a.eps);
+    Tensor down = mlp_rows(a, w, be, n);
+    if (w.mlp_out_norm) down = normalise(down, *w.mlp_out_norm, Tensor{}, a.eps);
+    Scalar* out = h.mutable_data() + r0 * C;
+    for (std::int64_t i = 0; i < (r1 - r0) * C; ++i) out[i] += down.data()[i];
+  }
   if (a.block == Architecture::Block::PostLayerNorm) h = normalise(h, w.mlp_ln_w, w.mlp_ln_b, a.eps);  // BERT: LayerNorm(h + mlp(h))
 }
+
+namespace {
 
 // The attention block's input: the first norm's output, or (OLMo 2) the stream itself
 Tensor attention_input(const Architecture& a, const LayerWeights& w, const Tensor& h) {
@@ -314,8 +342,6 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
   return decoder_pass(ckpt, source_ids, source_tokens, ids, tokens, layer, cross, nullptr);
 }
 
-namespace {
-
 // The source's special tokens where they stand: [CLS] … [SEP], <s> … </s>, T5's and Marian's … </s>.
 EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids) {
   EncoderSpecials sp;
@@ -330,8 +356,6 @@ EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64
   }
   return sp;
 }
-
-}  // namespace
 
 std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
                                                 const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
@@ -359,40 +383,6 @@ std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const st
       x.summaries.push_back(summarise_cross_head(x.weights.data() + (l * a.H + h) * T * S, T, S, sp));
     }
   return views;
-}
-
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens, const LayerHooks& hooks) {
-  const auto& a = ckpt.arch();
-  auto be = make_backend("cpu");
-  HeadsView v;
-  v.model = ckpt.describe();
-  v.tokens = tokens;
-  v.layers = a.layers, v.heads = a.H, v.T = static_cast<std::int64_t>(ids.size());
-  v.bidirectional = a.encoder();
-  const EncoderSpecials sp = specials_of(ckpt, ids);  // the encoder's special tokens where they stand: [CLS] … [SEP] (<s> … </s>)
-  for (std::int64_t l = 0; l < a.layers; ++l) {  // as attention_spec applies them
-    const std::int64_t w = a.window_of(l) > 0 && a.window_of(l) < v.T ? a.window_of(l) : 0;
-    v.windows.push_back(w);
-  }
-  Tensor h = ckpt.embed(ids, types);
-  for (std::int64_t i = 0; i < a.layers; ++i) {
-    if (!hooks.any()) {
-      run_layer(ckpt, i, *be, h, {tokens}, &v.weights);
-      continue;
-    }
-    // [#43 rollout, ablation] the layer with its hooks; the last MLP too when the stream is asked for
-    const std::size_t before = v.weights.size();
-    run_layer_with(ckpt, i, *be, h, {tokens}, [&](const Spec& s) { return attend(s, *be, &v.weights, i, &hooks); }, i + 1 < a.layers || hooks.stream);
-    if (hooks.weights) hooks.weights(i, v.weights.data() + before, a.H, v.T, v.T);
-  }
-  if (hooks.stream) hooks.stream(ckpt, ids, h);
-  for (std::int64_t l = 0; l < v.layers; ++l)
-    for (std::int64_t hd = 0; hd < v.heads; ++hd) {
-      const float* w = v.weights.data() + (l * v.heads + hd) * v.T * v.T;
-      v.summaries.push_back(a.encoder() ? summarise_encoder_head(w, v.T, sp) : summarise_head(w, v.T, v.windows[static_cast<std::size_t>(l)], &ids));
-    }
-  return v;
 }
 
 }  // namespace attn::model

@@ -23,6 +23,14 @@ Spec attention_spec(const Architecture& a, std::int64_t i, LayerWeights& w, Tens
 // The attention block's output (1, T, C) for the spec of a layer's attention.
 using Attention = std::function<Tensor(const Spec&)>;
 
+// h (1, T, C) += mlp(norm2(h)): GPT-2's c_fc, gelu_new, c_proj; the Llama family's down(silu(gate) ·
+// up); Gemma's and OLMo 2's MLP output normalised before the addition; BERT's LayerNorm after. A block
+// of rows at a time (each row's products and norms are its own, so the bits are the whole tensor's):
+// a long input's (T, I) activations are never whole. block_rows: 0, as many as keep a block near 64 MB.
+void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows = 0);
+// The MLP's rows a block by default, for an MLP width I (what the memory estimates count).
+std::int64_t mlp_block_rows(std::int64_t I);
+
 // One layer on the residual stream h (1, T, C): attention (by `attention`, on the layer's spec), the
 // norms and residual additions around it, then the MLP when `mlp` (nothing reads the stream after the
 // last layer's attention unless the model's head does).
@@ -47,20 +55,8 @@ Spec checkpoint_decoder_spec(const Checkpoint& ckpt, const std::vector<std::int6
 std::vector<HeadsView> checkpoint_seq2seq_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& source_ids,
                                                 const std::vector<std::string>& source_tokens, const std::vector<std::int64_t>& ids,
                                                 const std::vector<std::string>& tokens);
-// [#43 rollout, ablation] What attn heads' --rollout and --ablate add to its pass over the layers,
-// each optional: each layer's weights (H, T, S) once the layer has run (rollout.hpp); each layer's
-// attention output (1, T, C) edited before the residual addition, given its Spec and trace
-// (ablation.hpp); the stream after the last layer, its MLP run too, for the next-token loss.
-struct LayerHooks {
-  std::function<void(std::int64_t layer, const float* weights, std::int64_t H, std::int64_t T, std::int64_t S)> weights;
-  std::function<void(std::int64_t layer, const Spec& s, const Trace& t, Tensor& output)> output;
-  std::function<void(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const Tensor& h)> stream;
-  std::string option;  // the option that asked ("--rollout"), for refusals
-  bool any() const { return weights || output || stream; }
-};
-
-// Every layer's attention weights, for attn heads.
-HeadsView checkpoint_heads(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& types,
-                           const std::vector<std::string>& tokens, const LayerHooks& hooks = {});
+// An encoder's special tokens where they stand in ids ([CLS] … [SEP], <s> … </s>); none for a decoder.
+EncoderSpecials specials_of(const Checkpoint& ckpt, const std::vector<std::int64_t>& ids);
+// (a decoder's or an encoder's every layer of heads: heads_stream.hpp, streamed)
 
 }  // namespace attn::model

@@ -32,33 +32,39 @@ RolloutAccumulator::RolloutAccumulator(RolloutHeads combine, std::int64_t T) {
   r_.T = T;
 }
 
-namespace {
-
-// Ã (T, T): the heads of one layer combined at each cell, the identity added, each row renormalised.
-std::vector<double> combined_layer(const float* w, std::int64_t H, std::int64_t T, RolloutHeads combine) {
-  std::vector<double> a(static_cast<std::size_t>(T * T), 0.0);
-  for (std::int64_t i = 0; i < T; ++i) {
-    double* row = a.data() + i * T;
+// Rows [i0, i1) of Ã (T, T), the heads of one layer combined at each cell, the identity added, each
+// row renormalised, from those rows' weights w (H, i1 − i0, cols), the keys from cols on zero.
+void RolloutAccumulator::add_rows(const float* w, std::int64_t H, std::int64_t i0, std::int64_t i1, std::int64_t cols) {
+  const std::int64_t T = r_.T, n = i1 - i0;
+  if (cols < 0) cols = T;
+  if (pending_.empty()) pending_.assign(static_cast<std::size_t>(T * T), 0.0);
+  for (std::int64_t i = i0; i < i1; ++i) {
+    double* row = pending_.data() + i * T;
     for (std::int64_t j = 0; j < T; ++j) {
-      double m = w[i * T + j];
-      for (std::int64_t h = 1; h < H; ++h) {
-        const double x = w[(h * T + i) * T + j];
-        m = combine == RolloutHeads::Mean ? m + x : combine == RolloutHeads::Max ? std::max(m, x) : std::min(m, x);
+      if (j >= cols) {  // a key no row of the block sees: every head's weight 0
+        row[j] = 0.0;
+        continue;
       }
-      row[j] = combine == RolloutHeads::Mean ? m / static_cast<double>(H) : m;
+      double m = w[(i - i0) * cols + j];
+      for (std::int64_t h = 1; h < H; ++h) {
+        const double x = w[(h * n + i - i0) * cols + j];
+        m = r_.combine == RolloutHeads::Mean ? m + x : r_.combine == RolloutHeads::Max ? std::max(m, x) : std::min(m, x);
+      }
+      row[j] = r_.combine == RolloutHeads::Mean ? m / static_cast<double>(H) : m;
     }
     row[i] += 1.0;  // the residual: the token's own stream carried past the attention
     const double sum = std::accumulate(row, row + T, 0.0);
     for (std::int64_t j = 0; j < T; ++j) row[j] /= sum;
   }
-  return a;
+  if (i1 == T) finish_layer();
 }
 
-}  // namespace
+void RolloutAccumulator::add_layer(const float* weights, std::int64_t H) { add_rows(weights, H, 0, r_.T); }
 
-void RolloutAccumulator::add_layer(const float* weights, std::int64_t H) {
+void RolloutAccumulator::finish_layer() {
   const std::int64_t T = r_.T;
-  const std::vector<double> a = combined_layer(weights, H, T, r_.combine);
+  const std::vector<double> a = std::move(pending_);
+  pending_.clear();
   if (product_.empty()) {
     product_ = a;
   } else {

@@ -34,12 +34,18 @@ class RolloutAccumulator {
   RolloutAccumulator(RolloutHeads combine, std::int64_t T);
   // One layer's attention weights (H, T, T), row-major, layer after layer from the first.
   void add_layer(const float* weights, std::int64_t H);
+  // The same a block of query rows at a time (attn heads' streamed layers): rows [i0, i1) of every
+  // head over their first `cols` keys, (H, i1 − i0, cols), the later keys' weights zero (a causal
+  // block's; −1: all T); a layer's blocks in order, the layer done with its last row.
+  void add_rows(const float* weights, std::int64_t H, std::int64_t i0, std::int64_t i1, std::int64_t cols = -1);
   // The rollout so far (every layer added), query set to `query`.
   Rollout finish(std::int64_t query) &&;
 
  private:
   Rollout r_;
+  void finish_layer();
   std::vector<double> product_;  // (T, T) the rollout after the last layer added
+  std::vector<double> pending_;  // (T, T) the layer being added: Ã's rows so far
 };
 
 // The k input tokens query q draws on most after layer l, largest share first (ties: the earlier
