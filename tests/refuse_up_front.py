@@ -4,7 +4,8 @@ machine has available (MemAvailable, or the cgroup's limit): the tiny Llama chec
 that one layer's [H, T, T] steps alone pass it. Each refusal names the estimate and the machine's
 memory, and comes before any layer runs (well under a second's work; a run would take minutes and the
 memory). attn heads streams, so it holds no [H, T, T] step: it is refused when --weights asks it to keep
-them all (with --max-memory raised past the machine, so that the machine's limit is the one that speaks).
+them all (with --max-memory raised past the machine, so that the machine's limit is the one that speaks),
+and --rollout, whose maps are L × T² floats, names them in its refusal.
 
 Usage: refuse_up_front.py ATTN SOURCE_DIR
 """
@@ -27,7 +28,7 @@ with tempfile.TemporaryDirectory() as tmp:
     json.dump({"checkpoint": {"path": os.path.join(source, "examples", "checkpoints", "tiny-llama"), "layer": 1}, "token_ids": [5] * T},
               open(spec, "w"))
     for cmd in (["run", spec], ["run", spec, "--fused"], ["decode", spec], ["decode", spec, "--tokens", "2"],
-                ["heads", spec, "--weights", "--max-memory", "2000T"]):
+                ["heads", spec, "--weights", "--max-memory", "2000T"], ["heads", spec, "--rollout"]):
         t0 = time.perf_counter()
         p = subprocess.run([attn] + cmd, capture_output=True, text=True, timeout=120)
         took = time.perf_counter() - t0
@@ -41,6 +42,8 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"attn {cmd[0]}: the estimate {need:.3g} B is not more than MemAvailable {available}")
         if f"on {T} tokens" not in err:
             failures.append(f"attn {cmd[0]}: the message does not say the input's length: {err.strip()[:200]!r}")
+        if "--rollout" in cmd and "for --rollout's maps" not in err:
+            failures.append(f"attn heads --rollout: the message does not name --rollout's maps as what needs the memory: {err.strip()[:300]!r}")
         if took > 10:
             failures.append(f"attn {cmd[0]}: refused after {took:.1f} s, not up front")
 for f in failures:

@@ -220,8 +220,8 @@ void view_html(const HeadsView& view, std::ostream& out) {
   out << "<div class=\"meta\">"
       << esc(view.cross ? fmt::format("{} layers × {} heads, T = {} decoder tokens down, S = {} source tokens across; every head on one scale, "
                                       "0 to 1; nothing masked", view.layers, view.heads, view.T, view.S)
-                        : fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1; {}{}",
-                                      view.layers, view.heads, view.T, view.bidirectional ? "" : "grey: ", view.masked_text()))
+                        : fmt::format("{} × {}, T = {}: queries down, keys across; every head on one scale, 0 to 1; {}{}", counted(view.layers, "layer"),
+                                      counted(view.heads, "head"), tokens_of(view), view.bidirectional ? "" : "grey: ", view.masked_text()))
       << "</div>\n<div class=\"tokens\">" << (view.cross ? "decoder: " : "");
   token_spans(out, labels, view.pieces);
   if (view.cross) {

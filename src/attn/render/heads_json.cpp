@@ -82,7 +82,7 @@ void view_json(const HeadsView& view, std::ostream& out, const std::string& inde
       const auto& s = view.summary(l, h);
       out << (h ? "," : "") << n << "      "
           << fmt::format(R"({{"layer": {}, "head": {}, "entropy": {}, "max_entropy": {}, "max_off_diagonal": {}, "max_query": {}, "max_key": {}, "pattern": {}, "pattern_share": {}, "first": {}, "previous": {}, "same": {}, "distance": {}, "local": {}{}}})",
-                         l, h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
+                         view.first_layer + l, view.first_head + h, number(s.entropy, false), number(s.max_entropy, false), number(s.max_off_diagonal, false), s.max_query, s.max_key,
                          json_quote(pattern_name(s.pattern)), number(s.pattern_share, false), number(s.first, false), number(s.previous, false),
                          number(s.same, false), number(s.distance, false), s.local < 0 ? std::string("null") : number(s.local, false),
                          s.label.empty() ? std::string() : ", \"label\": " + json_quote(s.label));
@@ -94,7 +94,7 @@ void view_json(const HeadsView& view, std::ostream& out, const std::string& inde
   for (std::int64_t l = 0; l < view.layers; ++l) {
     const LayerMeans m = layer_means(&view.summary(l, 0), view.heads);
     out << (l ? "," : "") << n << "    "
-        << fmt::format(R"({{"layer": {}, "entropy": {}, "max_entropy": {}, "first": {}, "previous": {}, "same": {}, "distance": {}, "local": {}}})", l,
+        << fmt::format(R"({{"layer": {}, "entropy": {}, "max_entropy": {}, "first": {}, "previous": {}, "same": {}, "distance": {}, "local": {}}})", view.first_layer + l,
                        number(m.entropy, false), number(m.max_entropy, false), number(m.first, false), number(m.previous, false), number(m.same, false),
                        number(m.distance, false), m.local < 0 ? std::string("null") : number(m.local, false));
   }

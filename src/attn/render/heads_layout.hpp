@@ -55,8 +55,7 @@ inline HeadsView pooled_view(const HeadsView& v) {
   d.weights = v.grid;
   for (auto& w : d.weights)
     if (w != w) w = 0;  // NaN: a block wholly masked (drawn as masked by visible())
-  d.summaries = v.summaries;
-  for (auto& s : d.summaries) s.max_query /= v.pool, s.max_key /= v.pool;
+  d.summaries = v.summaries;  // (max_query and max_key stay positions: off_diagonal_text names them so)
   d.notes = v.notes;
   d.notes.push_back(fmt::format("long input: T = {} tokens drawn as {} × {} cells, each the largest weight of {} × {} positions; both axes are "
                                 "labelled by position; the summaries are over every weight",
@@ -64,6 +63,11 @@ inline HeadsView pooled_view(const HeadsView& v) {
   if (!v.weights_note.empty()) d.notes.push_back(v.weights_note);
   return d;
 }
+
+// "1 layer", "16 layers"
+inline std::string counted(std::int64_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+// The input's tokens: a long input's, not its cells'.
+inline std::int64_t tokens_of(const HeadsView& v) { return v.drawn_from > 0 ? v.drawn_from : v.T; }
 
 // For SVG and HTML text and attribute values.
 inline std::string esc(std::string_view s) { return markup_escape(s); }
@@ -120,6 +124,8 @@ inline std::string off_diagonal_text(const HeadsView& v, const HeadSummary& s, c
                                      const std::vector<std::string>& key_labels) {
   if (!v.cross && v.T < 2) return "no off-diagonal weight (one token)";
   if (v.T < 1 || v.keys() < 1) return "no weight";
+  if (v.drawn_from > 0)  // a long input's cells: the positions themselves
+    return fmt::format("max {} {:.2f} (query {} → key {})", v.cross ? "weight" : "off-diagonal", s.max_off_diagonal, s.max_query, s.max_key);
   const auto q = static_cast<std::size_t>(std::clamp<std::int64_t>(s.max_query, 0, v.T - 1));
   const auto k = static_cast<std::size_t>(std::clamp<std::int64_t>(s.max_key, 0, v.keys() - 1));
   return fmt::format("max {} {:.2f} ({} → {})", v.cross ? "weight" : "off-diagonal", s.max_off_diagonal, labels[q], key_labels[k]);

@@ -63,8 +63,9 @@ struct Grid {
   std::size_t caption_chars = 0;
   int left = 0, head_row = 0, top = 0;
 
+  bool positions = false;  // a long input's cells, labelled by their positions ("96–111") already
   std::string label_of(const std::vector<std::string>& ls, std::int64_t i) const {
-    return clip(step > 1 ? fmt::format("{} {}", i, ls[static_cast<std::size_t>(i)]) : ls[static_cast<std::size_t>(i)], kLabelChars);
+    return clip(step > 1 && !positions ? fmt::format("{} {}", i, ls[static_cast<std::size_t>(i)]) : ls[static_cast<std::size_t>(i)], kLabelChars);
   }
   std::string label(std::int64_t i) const { return label_of(labels, i); }
   std::string key_label(std::int64_t j) const { return label_of(key_labels, j); }
@@ -73,6 +74,7 @@ struct Grid {
 Grid grid_of(const HeadsView& view) {
   Grid g;
   g.labels = token_labels(view);
+  g.positions = view.drawn_from > 0;
   g.key_labels = token_labels(view.key_labels());
   const auto T = view.T, S = view.keys();
   g.s = token_px(std::max(T, S));
@@ -108,8 +110,8 @@ int titles_svg(const HeadsView& view, std::ostringstream& b, int y, bool first) 
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", y,
                    esc(view.cross ? fmt::format("{} layers × {} heads, T = {} decoder tokens down, S = {} source tokens across; every head on one "
                                                 "scale, 0 to 1", view.layers, view.heads, T, S)
-                                  : fmt::format("{} layers × {} heads, T = {}: queries down, keys across; every head on one scale, 0 to 1", view.layers,
-                                                view.heads, T)));
+                                  : fmt::format("{} × {}, T = {}: queries down, keys across; every head on one scale, 0 to 1", counted(view.layers, "layer"),
+                                                counted(view.heads, "head"), tokens_of(view))));
   for (const auto& n : view.notes) {
     if (!view.part.empty()) break;
     y += 15;
@@ -173,7 +175,7 @@ int legend_svg(const HeadsView& view, const Grid& g, std::ostringstream& b, int 
                    esc(view.cross ? std::string("nothing masked: every decoder token sees every source token") : view.masked_text()));
   ly += 30;
   std::string foot = "under each head: its pattern and the mean weight behind it (broad: entropy ÷ uniform entropy)";
-  if (g.step > 1) foot += fmt::format("; one token in {} labelled, with its position", g.step);
+  if (g.step > 1) foot += g.positions ? fmt::format("; one cell in {} labelled, by its positions", g.step) : fmt::format("; one token in {} labelled, with its position", g.step);
   b << fmt::format("  <text x=\"10\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", ly, esc(foot));
   width = std::max(width, 10 + static_cast<int>(std::ceil(cells(foot) * 6.7)));
   // the induction label's measure, where a head has it

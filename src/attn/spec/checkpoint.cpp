@@ -434,10 +434,7 @@ void read_checkpoint(const json& root, const std::string& base_dir, Spec& s) {
                      ? fmt::format("layer {}'s input, the residual stream itself ({} normalises after attention, not before), of the embeddings{}{}",
                                    in.layer, a.name(), embeddings, below)
                      : fmt::format("layer {}'s {} output, of the embeddings{}{}", in.layer, gpt2 ? "ln_1" : "input_layernorm", embeddings, below);
-  if (a.family == model::Family::Llama && a.positions > 0 && static_cast<std::int64_t>(in.ids.size()) > a.positions) {
-    layer.notes.push_back(fmt::format("{} tokens, more than the {} positions the model was trained for (max_position_embeddings); RoPE "
-                                      "computes them all the same", in.ids.size(), a.positions));
-  }
+  if (const std::string note = a.beyond_positions_note(static_cast<std::int64_t>(in.ids.size())); !note.empty()) layer.notes.push_back(note);
   if (!a.sliding.empty() && a.window > 0) {
     std::vector<std::int64_t> sliding;
     for (std::int64_t l = 0; l < a.layers; ++l)

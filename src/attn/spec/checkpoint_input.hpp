@@ -23,8 +23,9 @@ CheckpointInput read_checkpoint_input(const nlohmann::json& root, const std::str
 
 // Refuses up front (exit 2, with the estimate) an input whose run through the model's layers would need
 // more memory than the machine has available now (tools/cost.hpp's model_run_bytes): `command` names
-// it; streamed: attn heads' layers, which hold no [H, T, S] step; kept: the bytes of weights it keeps.
-void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept);
+// it; streamed: attn heads' layers, which hold no [H, T, S] step; kept: the bytes of weights it keeps;
+// rollout: --rollout's maps and products, named apart in the message.
+void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept, double rollout = 0);
 // Whether the input JSON at path names a checkpoint (false for standard input, read once by its command).
 bool names_checkpoint(const std::string& path);
 

@@ -19,13 +19,15 @@
 
 namespace attn::model {
 
-void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept) {
+void require_model_fits(const CheckpointInput& in, const std::string& command, bool streamed, double kept, double rollout) {
   const auto& a = in.ckpt.arch();
   const auto T = static_cast<std::int64_t>(std::max(in.ids.size(), in.source_ids.size()));
-  const RunEstimate e = model_run_bytes({a.C, a.H, a.Hkv, a.hd, a.inner, a.encoder(), mlp_block_rows(a.inner)}, T, streamed, kept);
+  const RunEstimate e = model_run_bytes({a.C, a.H, a.Hkv, a.hd, a.inner, a.encoder(), mlp_block_rows(a.inner)}, T, streamed, kept + rollout);
   require_machine_fits(e.total, fmt::format("{} on {} tokens of {}", command, T, a.name()),
-                       fmt::format("{} for one layer's attention{}, {} for the residual stream and one layer's MLP, beyond the mapped checkpoint",
-                                   human_bytes(e.attention), streamed ? " streamed" : fmt::format(" trace with its [H, T, T] = [{}, {}, {}] steps", a.H, T, T),
+                       fmt::format("{}{} for one layer's attention{}, {} for the residual stream and one layer's MLP, beyond the mapped checkpoint",
+                                   rollout > 0 ? fmt::format("{} for --rollout's maps (L × T² floats, and three T × T products), ", human_bytes(rollout))
+                                               : std::string(),
+                                   human_bytes(e.attention - rollout), streamed ? " streamed" : fmt::format(" trace with its [H, T, T] = [{}, {}, {}] steps", a.H, T, T),
                                    human_bytes(e.mlp)));
 }
 
@@ -81,8 +83,8 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
   // --rollout keeps its own: the layer being combined, the product and the next one (T² doubles each),
   // and the rolled-out map after every layer (L × T² floats)
   const double rollout = hooks.rows ? (24.0 + 4.0 * static_cast<double>(a.layers)) * static_cast<double>(T) * static_cast<double>(T) : 0.0;
-  require_model_fits(in, "attn heads", !whole,
-                     rollout + (whole ? bytes : 4.0 * kGridSide * kGridSide * static_cast<double>(a.layers * a.H) + 4 * kBlockBytes));  // the grids, and a block's steps
+  require_model_fits(in, hooks.rows ? "attn heads --rollout" : "attn heads", !whole,
+                     whole ? bytes : 4.0 * kGridSide * kGridSide * static_cast<double>(a.layers * a.H) + 4 * kBlockBytes, rollout);  // the grids, and a block's steps
   std::vector<HeadsView> views = in.stack == "decoder" ? checkpoint_seq2seq_heads(in.ckpt, in.source_ids, in.source_pieces, in.ids, in.pieces)
                                                        : std::vector<HeadsView>{checkpoint_heads(in.ckpt, in.ids, in.types, in.pieces, kept, hooks)};
   HeadsView& first = views.front();
@@ -102,6 +104,7 @@ std::vector<HeadsView> load_heads_text(const std::string& text, const std::strin
                                       "tokens and the next token too", a.encoder_decoder ? a.name() + "'s encoder" : a.name() + " is an encoder"));
   }
   first.pieces = in.raw;
+  if (const std::string note = a.beyond_positions_note(T); !note.empty()) first.notes.push_back(note);
   if (a.window > 0 && std::any_of(first.windows.begin(), first.windows.end(), [](std::int64_t w) { return w > 0; })) {
     first.notes.push_back(fmt::format("window: {}'s sliding_window = {}{}", a.name(), a.window, a.sliding.empty() ? "" : ", on the sliding layers only"));
   }

@@ -300,6 +300,12 @@ Architecture read_encoder(const json& c, const std::string& origin, const ModelF
 
 std::string Architecture::name() const { return features ? std::string(features->name) : model_type; }
 
+std::string Architecture::beyond_positions_note(std::int64_t tokens, const char* what) const {
+  if (family != Family::Llama || positions <= 0 || tokens <= positions) return "";
+  return fmt::format("{} {}, more than the {} positions the model was trained for (max_position_embeddings); RoPE computes them all the same",
+                     tokens, what, positions);
+}
+
 namespace {
 
 // GPT-2's sizes (GPT2Config's names); its scaling and activation as published.

@@ -74,6 +74,10 @@ struct Architecture {
   bool encoder() const { return family == Family::Bert; }
   std::vector<std::string> unread;    // config.json keys neither read nor known to change nothing (named in a note)
   std::string name() const;           // "GPT-2", "Llama", "Mistral", "Qwen2", "Gemma 2", ...
+  // The note for an input of `tokens` positions beyond a RoPE model's trained ones ("" within them,
+  // and for learned positions, whose table refuses a longer input itself); `what`: "tokens" or
+  // "tokens in all" (a prompt and what is generated).
+  std::string beyond_positions_note(std::int64_t tokens, const char* what = "tokens") const;
   // Layer i's sliding window (0: it sees every earlier key), and its RoPE θ and scaling.
   std::int64_t window_of(std::int64_t i) const { return window > 0 && (sliding.empty() || sliding[static_cast<std::size_t>(i)]) ? window : 0; }
   bool local_rope(std::int64_t i) const { return local_rope_theta > 0 && window_of(i) > 0; }

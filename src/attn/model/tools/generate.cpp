@@ -104,10 +104,7 @@ Generation generation_header(const CheckpointInput& in, std::int64_t tokens) {
   g.prompt_pieces = in.raw;
   g.window = a.window_of(in.layer);
   g.final_softcap = a.final_softcap;
-  if (a.family == Family::Llama && a.positions > 0 && P + tokens - 1 > a.positions) {
-    g.notes.push_back(fmt::format("{} tokens in all, more than the {} positions the model was trained for (max_position_embeddings); RoPE "
-                                  "computes them all the same", P + tokens - 1, a.positions));
-  }
+  if (const std::string note = a.beyond_positions_note(P + tokens - 1, "tokens in all"); !note.empty()) g.notes.push_back(note);
   return g;
 }
 
