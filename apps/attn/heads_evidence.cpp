@@ -86,6 +86,10 @@ AblationRun ablated_run(const AblationReport& report, const std::vector<HeadRef>
   std::string names;
   for (const auto& h : heads) names += (names.empty() ? "" : ", ") + head_ref_name(h);
   run.view.notes.push_back(fmt::format("ablated: {} ({}), before the output projection; every weight and label here is of that run", names, ablation_mode_name(mode)));
+  for (const auto& h : heads) {  // their weights are unchanged (they come before the edit): marked, so as not to read as still at work
+    HeadSummary& s = run.view.summaries[static_cast<std::size_t>(h.layer * run.view.heads + h.head)];
+    s.label = "(ablated) " + (s.label.empty() ? std::string(pattern_name(s.pattern)) : s.label);
+  }
   return run;
 }
 

@@ -185,6 +185,12 @@ TEST_CASE("heads text: a 2 × 2 × 3 view, exact lines", "[heads]") {
       "  head's, or for mixed the largest of the three means (under 0.5)",
       "entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a uniform",
       "  head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
+      // what the shares under each head are, and the labels' thresholds
+      "under each head, means over the queries: first, previous, self (the first query left out: it sees only itself): the",
+      "  weight on the first token, the token before, the token itself; distance: Σ weight × |query − key|, in tokens; local",
+      "  (from T = 32): the weight on the query and the 7 tokens before it. The label: the largest of the named shares if ≥",
+      "  0.5; else local if ≥ 0.8; induction (≥ 0.4) if larger than either; else broad if the entropy is ≥ 0.8 of a uniform",
+      "  head's; else mixed",
       "",
       "L0 h0  previous token 1.00   entropy 0.00 of 0.86 bits   max off-diagonal 1.00 (cat → The)",
       // each head's shares under its line (queries 1 and 2: cat's previous token is the first), each layer's means after its heads

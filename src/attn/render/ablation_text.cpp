@@ -45,11 +45,14 @@ void render_ablation_text(const AblationReport& a, std::ostream& out, int width)
   for (const auto& r : a.runs) {
     out << "\n"
         << wrap(fmt::format("ablated {} ({}: {} before the output projection)", heads_list(r.heads), ablation_mode_name(r.mode),
-                            r.mode == AblationMode::Zero ? "the heads' outputs zeroed" : "each head's output replaced by its mean over the positions"),
+                            r.mode == AblationMode::Zero ? (r.heads.size() == 1 ? "the head's output zeroed" : "the heads' outputs zeroed")
+                                                         : (r.heads.size() == 1 ? "the head's output replaced by its mean over the positions"
+                                                                                : "each head's output replaced by its mean over the positions")),
                 w, "", "  ")
         << wrap(ablation_loss_text(a.loss, r.loss), w, "", "  ");
     if (r.changes.empty()) {
-      out << "  no later layer: nothing reads these heads' outputs but the model's head\n";
+      out << (r.heads.size() == 1 ? "  no later layer: nothing reads this head's output but the model's head\n"
+                                  : "  no later layer: nothing reads these heads' outputs but the model's head\n");
       continue;
     }
     out << "  later heads, their clean label's score clean → ablated, largest change first:\n";

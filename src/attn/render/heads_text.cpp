@@ -225,8 +225,12 @@ void legend(const HeadsView& view, const TextFit& f, int unpooled, std::ostream&
     // a long input's pooled view: its cells are blocks of positions already
     const std::int64_t side = f.block * view.drawn_pool;
     out << wrap(fmt::format("each cell shows the largest weight of a {0} × {0} block of positions (0–{1}, {0}–{2}, …), the rows and the "
-                            "columns labelled by the positions they cover",
-                            side, side - 1, 2 * side - 1),
+                            "columns labelled by the positions they cover{3}",
+                            side, side - 1, 2 * side - 1,
+                            side >= 32 ? fmt::format("; at this size a cell says little: --format svg or html draws {0} × {0} cells, and "
+                                                     "--head L{1}H{2} one head's every weight (a block of columns at a time)",
+                                                     view.T, view.first_layer, view.first_head)
+                                       : std::string()),
                 w, "", "  ");
   } else if (f.block > 1) {
     const std::int64_t last = std::max(view.T - (f.n - 1) * f.block, view.keys() - (f.m - 1) * f.block);
@@ -279,6 +283,15 @@ void pattern_legend(const HeadsView& view, std::ostream& out, std::size_t w) {
                 w, "", "  ");
   out << wrap("entropy X of Y bits: how spread a head's rows are, averaged over the queries (0: each row on one key); Y is a "
               "uniform head's, where every query spreads evenly over the keys it may see (log2 of their number, averaged)",
+              w, "", "  ");
+  if (view.cross) return;
+  out << wrap(fmt::format("under each head, means over the queries: first, previous, self{}: the weight on the first token, the token before, "
+                          "the token itself; distance: Σ weight × |query − key|, in tokens; local (from T = {}): the weight on {}. The label: the "
+                          "largest of the named shares if ≥ 0.5; else local if ≥ 0.8; induction (≥ 0.4) if larger than either; else broad if "
+                          "the entropy is ≥ 0.8 of a uniform head's; else mixed",
+                          view.bidirectional ? "" : " (the first query left out: it sees only itself)", 4 * kLocalWindow,
+                          view.bidirectional ? fmt::format("the keys within {} tokens either side", kLocalWindow - 1)
+                                             : fmt::format("the query and the {} tokens before it", kLocalWindow - 1)),
               w, "", "  ");
 }
 
