@@ -60,6 +60,7 @@ int rollout(const HeadsEvidence& o, const std::string& file, const std::string& 
   const std::int64_t query = o.rollout_query.empty() ? v.T - 1 : rollout_query(o.rollout_query, labels, "--rollout-query");
   Rollout r = acc ? std::move(*acc).finish(query) : Rollout{};
   r.causal = !v.bidirectional;
+  r.model = v.model;
   const std::vector<std::string> words = o.explain ? attn::explain_rollout(r, labels) : std::vector<std::string>{};
   if (format == "json") render_heads_json(views, std::cout, rollout_json_members(r, labels));
   else if (format == "svg") render_rollout_svg(r, labels, std::cout);

@@ -26,8 +26,11 @@ std::string score_text(double v) { return std::isnan(v) ? std::string("—") : f
 
 // "L1 h0  induction 0.83 → 0.02   now first token 0.71"
 std::string change_line(const HeadChange& c) {
-  std::string s = fmt::format("{}  {} {} → {}", heads_detail::head_name(c.head.layer, c.head.head),
-                              c.clean.label.empty() ? pattern_name(c.clean.pattern) : c.clean.label, score_text(c.clean_score), score_text(c.ablated_score));
+  const std::string label = c.clean.label.empty() ? pattern_name(c.clean.pattern) : c.clean.label;
+  std::string s = std::isnan(c.clean_score) && std::isnan(c.ablated_score)
+                      ? fmt::format("{}  {} (no one score to compare)", heads_detail::head_name(c.head.layer, c.head.head), label)
+                      : fmt::format("{}  {} {} → {}", heads_detail::head_name(c.head.layer, c.head.head), label, score_text(c.clean_score),
+                                    score_text(c.ablated_score));
   if (c.relabelled()) s += "   now " + heads_detail::pattern_text(c.ablated);
   return s;
 }

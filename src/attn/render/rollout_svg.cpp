@@ -86,10 +86,11 @@ std::string svg_document(const Rollout& r, const std::vector<std::string>& label
   const Pooled p = pooling(r.T);
   const int side = static_cast<int>(p.n) * p.px, pitch = std::max(side, 110) + 20;
   const std::string title = fmt::format("attention rollout: the heads' {}, the identity for the residual, multiplied from L0 up", rollout_heads_name(r.combine));
-  const std::vector<std::string> caption = {
+  std::vector<std::string> caption = {
       fmt::format("T = {}: queries down, input tokens across; the outlined row: query {} {}", r.T, r.query, labels[static_cast<std::size_t>(r.query)]),
       fmt::format("each row on its own scale (yellow: the row's largest share, dark: none){}",
                   p.block > 1 ? fmt::format("; a cell the largest share of {0} × {0} tokens", p.block) : std::string())};
+  if (!r.model.empty()) caption.insert(caption.begin(), r.model);
   std::ostringstream b;
   b << fmt::format("  <text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", esc(title));
   for (std::size_t i = 0; i < caption.size(); ++i)
@@ -119,7 +120,7 @@ void render_rollout_svg(const Rollout& r, const std::vector<std::string>& labels
 }
 
 void render_rollout_html(const Rollout& r, const std::vector<std::string>& labels, std::ostream& out, const std::vector<std::string>& explanation) {
-  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>attn heads --rollout</title>\n"
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>attn heads --rollout" << (r.model.empty() ? "" : " · " + esc(r.model)) << "</title>\n"
       << "<style>body{font-family:DejaVu Sans,Verdana,sans-serif;margin:1em}td,th{padding:2px 8px;text-align:left}</style>\n</head>\n<body>\n"
       << svg_document(r, labels) << "<h2>" << esc(fmt::format("query {} {} draws on", r.query, labels[static_cast<std::size_t>(r.query)]))
       << "</h2>\n<table>\n<tr><th>after</th><th>input tokens, largest share first</th></tr>\n";

@@ -21,6 +21,7 @@ struct Rollout {
   RolloutHeads combine = RolloutHeads::Mean;
   std::int64_t layers = 0, T = 0;
   bool causal = true;                 // a decoder (rows see only earlier tokens); false: an encoder (for the drawing; set by the caller)
+  std::string model;                  // the model's description, for the drawing's caption (set by the caller)
   std::vector<float> maps;            // [L, T, T] the rollout after layer l: row i, query i's shares of the input tokens (each row sums to 1)
   std::vector<double> kept;           // [L] mean over queries of the rolled-out weight on the query's own input token
   std::vector<double> residual;       // [L] mean over queries of Ã_l's diagonal: the share the layer leaves in place (0.5 + half the heads' weight on the token itself, for the mean)
