@@ -48,14 +48,6 @@ Tensor final_flat(const Trace& trace, const std::string& name, std::int64_t G, s
   return flat;
 }
 
-// Rows [r0, r1) of a (1, L, width) tensor.
-Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
-  const std::int64_t width = t.dim(-1);
-  Tensor out = Tensor::uninitialized({1, r1 - r0, width});
-  std::copy_n(t.data() + r0 * width, (r1 - r0) * width, out.mutable_data());
-  return out;
-}
-
 // The Spec of query rows [i0, i1) against keys [0, S′) of layer spec s, from its rotated q and k and
 // its v, with its output projection: the rows' weights, context and output.
 Spec block_spec(const Spec& s, const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t i0, std::int64_t i1) {

@@ -178,14 +178,6 @@ Tensor attend(const Spec& s, Backend& be, std::vector<float>* weights) {
 // are made a block at a time (each B packed once a block: 2,048 rows of Llama-3.2-1B's I = 8,192).
 constexpr std::int64_t kMlpBlockFloats = std::int64_t{1} << 24;
 
-// Rows [r0, r1) of a (1, T, C) tensor.
-Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
-  const std::int64_t C = t.dim(-1);
-  Tensor out = Tensor::uninitialized({1, r1 - r0, C});
-  std::copy_n(t.data() + r0 * C, (r1 - r0) * C, out.mutable_data());
-  return out;
-}
-
 // mlp(x) for rows x (1, R, C), the activation in place.
 Tensor mlp_rows(const Architecture& a, const LayerWeights& w, Backend& be, const Tensor& n) {
   Tensor up = linear(be, n, w.W_up, &w.b_up);  // (1, R, I)
@@ -207,6 +199,13 @@ Tensor mlp_rows(const Architecture& a, const LayerWeights& w, Backend& be, const
 }
 
 }  // namespace
+
+Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t C = t.dim(-1);
+  Tensor out = Tensor::uninitialized({1, r1 - r0, C});
+  std::copy_n(t.data() + r0 * C, (r1 - r0) * C, out.mutable_data());
+  return out;
+}
 
 std::int64_t mlp_block_rows(std::int64_t I) { return std::max<std::int64_t>(1, kMlpBlockFloats / std::max<std::int64_t>(1, I)); }
 

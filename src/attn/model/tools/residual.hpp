@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "attn/core/trace.hpp"
 #include "attn/numerics/backend.hpp"
 #include "attn/model/architectures/checkpoint.hpp"
 #include "attn/model/tools/heads.hpp"
@@ -28,6 +27,8 @@ using Attention = std::function<Tensor(const Spec&)>;
 // of rows at a time (each row's products and norms are its own, so the bits are the whole tensor's):
 // a long input's (T, I) activations are never whole. block_rows: 0, as many as keep a block near 64 MB.
 void add_mlp(const Architecture& a, const LayerWeights& w, Backend& be, Tensor& h, std::int64_t block_rows = 0);
+// Rows [r0, r1) of a (1, T, C) tensor, a copy (1, r1 − r0, C).
+Tensor rows_of(const Tensor& t, std::int64_t r0, std::int64_t r1);
 // The MLP's rows a block by default, for an MLP width I (what the memory estimates count).
 std::int64_t mlp_block_rows(std::int64_t I);
 
